@@ -1,0 +1,266 @@
+"""Agent: a frozen definition, and the tool-calling loop that runs it.
+
+The loop, as its own specification:
+
+1. Check the turn budget (``max_turns``), then call the model through ``llm.complete``.
+2. Record the reply: the assistant message, usage, cost.
+3. A reply without tool calls is the final answer: parse its ``<summary>`` and stop.
+4. Otherwise run every tool call of the reply concurrently, append the results
+   in call order with their ``tool_call_id``s, and go to 1.
+
+Everything a run accumulates lives in a ``_RunState`` made by ``Agent.run`` and
+thrown away after, so one Agent can run in any number of flows at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from swarmcore import llm
+from swarmcore.context import SharedContext, parse_summary
+from swarmcore.errors import AgentError, MaxTurnsExceeded, UserError
+from swarmcore.flow import FlowNode
+from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
+from swarmcore.tools import Tool, run_tool_call, to_tools, validate_name
+
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["DEFAULT_MODEL", "SUMMARY_INSTRUCTION", "Agent"]
+
+DEFAULT_MODEL = "openai/gpt-4o-mini"
+"""The model an Agent uses when none is given."""
+
+SUMMARY_INSTRUCTION = (
+    "End your answer with a one-line summary of it inside <summary></summary> tags."
+)
+"""Appended to every system prompt; the summary is what later agents see first."""
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Agent(FlowNode):
+    """A named LLM worker: instructions, a model and tools. Stateless and frozen.
+
+    Compose agents into flows with ``>>`` and ``|``; make a variant with
+    :meth:`clone`. Settings after ``tools`` are keyword-only.
+
+    Raises:
+        UserError: An invalid name or setting, or a tool that cannot become a
+            schema (the message names the parameter).
+    """
+
+    name: str
+    """Unique within a flow; keys the shared context and must be a valid tool name."""
+    instructions: str
+    """The system prompt."""
+    model: str = DEFAULT_MODEL
+    """Any LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or ``anthropic/claude-sonnet-4-5``."""
+    tools: Sequence[Callable[..., Any] | Tool] = ()
+    """Plain functions (sync or async) or Tools; stored as a tuple of Tools."""
+    _: KW_ONLY
+    max_turns: int = 10
+    """Most model calls in one run before ``MaxTurnsExceeded``."""
+    timeout: float | None = None
+    """Seconds for the whole run (every turn and tool); None for no limit."""
+    call_timeout: float | None = 120.0
+    """Seconds for one model call attempt; None for no limit."""
+    retries: int = 2
+    """Extra attempts for a model call that failed transiently (429, timeout, 5xx)."""
+    model_settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """Extra arguments for the model call: ``temperature``, ``max_tokens``, ``seed``..."""
+    api_base: str | None = None
+    """The provider endpoint, for OpenAI-compatible servers."""
+    api_key: str | None = field(default=None, repr=False)
+    """The provider key; by default LiteLLM reads the provider's environment variable."""
+    _tool_map: dict[str, Tool] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        validate_name(self.name, "Agent")
+        if not isinstance(self.instructions, str):
+            raise UserError(f"Agent {self.name!r}: instructions must be a string.")
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise UserError(
+                f"Agent {self.name!r}: model must be a LiteLLM model string such as "
+                f"{DEFAULT_MODEL!r}, got {self.model!r}."
+            )
+        _check_positive(self, "max_turns", self.max_turns, integer=True)
+        _check_positive(self, "timeout", self.timeout)
+        _check_positive(self, "call_timeout", self.call_timeout)
+        if not isinstance(self.retries, int) or self.retries < 0:
+            raise UserError(f"Agent {self.name!r}: retries must be 0 or more, got {self.retries!r}.")
+        if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Iterable):
+            raise UserError(f"Agent {self.name!r}: tools must be a list of functions.")
+        tools = to_tools(self.tools, owner=f"Agent {self.name!r}")
+        object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "model_settings", dict(self.model_settings))
+        object.__setattr__(self, "_tool_map", {t.name: t for t in tools})
+
+    def __repr__(self) -> str:
+        tools = f", tools={[t.name for t in self._tool_map.values()]}" if self._tool_map else ""
+        return f"Agent({self.name!r}, model={self.model!r}{tools})"
+
+    def clone(self, **changes: Any) -> Self:
+        """A copy with some fields changed: ``agent.clone(name="critic_2", model=...)``."""
+        return replace(self, **changes)
+
+    async def run(
+        self,
+        task: str,
+        context: SharedContext | None = None,
+        *,
+        extra_tools: Sequence[Callable[..., Any] | Tool] = (),
+        context_hint: str | None = None,
+    ) -> AgentResult:
+        """Run the tool-calling loop on ``task`` until the model answers in text.
+
+        Args:
+            task: What to do; sent as the user message.
+            context: Outputs of earlier agents. When given without
+                ``context_hint``, it is rendered in full into the system prompt.
+            extra_tools: Run-local tools added for this run only (the Swarm's
+                context tools); the Agent itself never changes.
+            context_hint: Text added to the system prompt for this run only
+                (the Swarm's context-mode hint); it replaces rendering ``context``.
+
+        Returns:
+            The output (summary parsed out), usage summed over every turn, and
+            a record of every model and tool call.
+
+        Raises:
+            UserError: An empty task, or an extra tool whose name the agent already uses.
+            MaxTurnsExceeded: No final answer within ``max_turns`` model calls.
+            ModelError: The model call failed for good.
+            AgentError: The run outlasted ``timeout``.
+        """
+        if not isinstance(task, str) or not task.strip():
+            raise UserError(f"Agent {self.name!r}: the task must be a non-empty string.")
+        if context_hint is None and context is not None and len(context):
+            context_hint = "# Context from earlier agents\n\n" + context.format_for_prompt()
+        state = _RunState(self, self._merge_tools(extra_tools), self._messages(task, context_hint))
+        start = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.timeout):
+                text = await self._loop(state)
+        except TimeoutError as exc:
+            raise AgentError(
+                f"Agent {self.name!r} did not finish within timeout={self.timeout}s "
+                f"({len(state.llm_calls)} model calls made); raise timeout or simplify the task.",
+                agent_name=self.name,
+            ) from exc
+        output, summary = parse_summary(text)
+        return state.result(output, summary, time.perf_counter() - start)
+
+    async def _loop(self, state: _RunState) -> str:
+        while True:
+            state.check_turn_budget()
+            reply = await llm.complete(state.request())
+            state.record(reply)
+            if not reply.tool_calls:
+                return reply.text or ""
+            records = await asyncio.gather(
+                *(run_tool_call(state.tools, c.id, c.name, c.arguments) for c in reply.tool_calls)
+            )
+            state.add_tool_results(records)
+
+    def _messages(self, task: str, hint: str | None) -> list[llm.Message]:
+        parts = [self.instructions.strip(), (hint or "").strip(), SUMMARY_INSTRUCTION]
+        system = "\n\n".join(p for p in parts if p)
+        return [{"role": "system", "content": system}, {"role": "user", "content": task}]
+
+    def _merge_tools(self, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:
+        if not extra:
+            return self._tool_map
+        merged = dict(self._tool_map)
+        for tool in to_tools(extra, owner=f"Agent {self.name!r} (extra_tools)"):
+            if tool.name in merged:
+                raise UserError(
+                    f"Agent {self.name!r} already has a tool named {tool.name!r}, which the "
+                    "run also injects; rename the agent's tool."
+                )
+            merged[tool.name] = tool
+        return merged
+
+
+class _RunState:
+    """Everything one run of one agent accumulates."""
+
+    __slots__ = ("agent", "llm_calls", "messages", "specs", "tool_records", "tools", "usage")
+
+    def __init__(self, agent: Agent, tools: dict[str, Tool], messages: list[llm.Message]) -> None:
+        self.agent = agent
+        self.tools = tools
+        self.specs = tuple(t.spec for t in tools.values())
+        self.messages = messages
+        self.llm_calls: list[LLMCallRecord] = []
+        self.tool_records: list[ToolCallRecord] = []
+
+    def check_turn_budget(self) -> None:
+        if len(self.llm_calls) >= self.agent.max_turns:
+            raise MaxTurnsExceeded(
+                f"Agent {self.agent.name!r} made {len(self.llm_calls)} model calls without a "
+                f"final answer (max_turns={self.agent.max_turns}); raise max_turns or say in "
+                "its instructions when to stop calling tools.",
+                agent_name=self.agent.name,
+                max_turns=self.agent.max_turns,
+            )
+
+    def request(self) -> llm.LLMRequest:
+        a = self.agent
+        return llm.LLMRequest(
+            agent_name=a.name,
+            model=a.model,
+            messages=self.messages,
+            tools=self.specs,
+            settings=a.model_settings,
+            retries=a.retries,
+            call_timeout=a.call_timeout,
+            api_base=a.api_base,
+            api_key=a.api_key,
+        )
+
+    def record(self, reply: llm.LLMReply) -> None:
+        self.messages.append(reply.as_message())
+        self.llm_calls.append(
+            LLMCallRecord(
+                model=self.agent.model,
+                duration_seconds=reply.duration_seconds,
+                token_usage=reply.usage,
+                cost=reply.cost,
+                finish_reason=reply.finish_reason,
+                tool_calls=len(reply.tool_calls),
+            )
+        )
+
+    def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
+        for r in records:
+            self.tool_records.append(r)
+            self.messages.append({"role": "tool", "tool_call_id": r.call_id, "content": r.result})
+
+    def result(self, output: str, summary: str | None, duration: float) -> AgentResult:
+        return AgentResult(
+            agent_name=self.agent.name,
+            output=output,
+            summary=summary or output,
+            model=self.agent.model,
+            duration_seconds=duration,
+            token_usage=sum_usage([c.token_usage for c in self.llm_calls]),
+            tool_calls=self.tool_records,
+            llm_calls=self.llm_calls,
+            messages=self.messages,
+        )
+
+
+def _check_positive(agent: Agent, name: str, value: object, *, integer: bool = False) -> None:
+    if value is None and not integer:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value <= 0
+        or (integer and not isinstance(value, int))
+    ):
+        raise UserError(f"Agent {agent.name!r}: {name} must be a positive number, got {value!r}.")

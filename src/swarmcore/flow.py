@@ -1,0 +1,326 @@
+"""Flows: immutable execution plans composed with ``>>`` (sequence) and ``|`` (parallel).
+
+A flow is a sequence of steps. A step is one node (an Agent) or a parallel
+group; a group's members are nodes or branches, and a branch is a Flow that
+runs its own steps in order::
+
+    a >> (b | c) >> d          three steps: a, the group (b, c), d
+    (a >> b) | c               one group: the branch a >> b, and c
+
+This module is pure data: it never imports ``agent.py`` (Agent inherits
+``FlowNode`` from here) and does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from swarmcore.errors import UserError
+
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["Composable", "Flow", "FlowNode", "chain", "parallel"]
+
+
+class Composable:
+    """Gives ``>>`` and ``|`` to nodes and flows."""
+
+    __slots__ = ()
+
+    def __rshift__(self, other: object) -> Flow:
+        return chain(self, other)
+
+    def __rrshift__(self, other: object) -> Flow:
+        return chain(other, self)
+
+    def __or__(self, other: object) -> Flow:
+        return parallel(self, other)
+
+    def __ror__(self, other: object) -> Flow:
+        return parallel(other, self)
+
+
+class FlowNode(Composable):
+    """A single step of a flow. ``Agent`` is the node users compose."""
+
+    __slots__ = ()
+
+    name: str
+    """The node's name, unique within a flow (a field of the subclass)."""
+
+
+Member: TypeAlias = "FlowNode | Flow"
+"""A member of a parallel group: a node, or a branch (a multi-step Flow)."""
+Step: TypeAlias = "FlowNode | tuple[Member, ...]"
+"""A step: a node, or a parallel group (a tuple of members)."""
+
+
+class Flow(Composable):
+    """An immutable execution plan.
+
+    Build flows with ``>>``, ``|``, :func:`chain` and :func:`parallel` rather
+    than by hand. ``Flow(steps)`` accepts the public shape of ``flow.steps``
+    (``list[Agent | list[Agent | Flow]]``) and validates it the same way.
+
+    Raises:
+        UserError: The flow is empty, holds something that is not an Agent or
+            a Flow, or has two agents with the same name.
+    """
+
+    __slots__ = ("_agents", "_steps")
+
+    _steps: tuple[Step, ...]
+    _agents: tuple[FlowNode, ...]
+
+    def __init__(self, steps: Sequence[FlowNode | Flow | Sequence[FlowNode | Flow]]) -> None:
+        if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
+            raise UserError(f"Flow() takes a list of steps, got {_describe(steps)}.")
+        built = _normalise_steps(list(steps))
+        object.__setattr__(self, "_steps", built)
+        object.__setattr__(self, "_agents", tuple(_walk_nodes(built)))
+        _check_names(self._agents)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Flow is immutable; build a new one with >>, | or chain().")
+
+    @property
+    def steps(self) -> list[FlowNode | list[FlowNode | Flow]]:
+        """The steps, as a fresh list: a node, or a list (a parallel group)."""
+        return [s if isinstance(s, FlowNode) else list(s) for s in self._steps]
+
+    @property
+    def step_tuple(self) -> tuple[Step, ...]:
+        """The steps as stored (tuples); for code that walks the flow."""
+        return self._steps
+
+    @property
+    def agents(self) -> list[FlowNode]:
+        """Every agent in flow order (depth-first through groups and branches)."""
+        return list(self._agents)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every agent's name in flow order."""
+        return tuple(a.name for a in self._agents)
+
+    def exits(self) -> tuple[FlowNode, ...]:
+        """The agents whose outputs end the flow (the last step's terminal agents)."""
+        return step_exits(self._steps[-1])
+
+    def entries(self) -> tuple[FlowNode, ...]:
+        """The agents that start the flow (the first step's entry agents)."""
+        return step_entries(self._steps[0])
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __iter__(self) -> Iterator[FlowNode | list[FlowNode | Flow]]:
+        return iter(self.steps)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Flow) and self._steps == other._steps
+
+    def __hash__(self) -> int:
+        return hash(self._steps)
+
+    def __repr__(self) -> str:
+        return f"Flow({self.expression()})"
+
+    def expression(self) -> str:
+        """The flow in the ``>>``/``|`` expression language, e.g. ``a >> (b | c) >> d``."""
+        return " >> ".join(_step_expr(s, nested=len(self._steps) > 1) for s in self._steps)
+
+    def to_mermaid(self, direction: str = "LR") -> str:
+        """Render the flow as a Mermaid flowchart.
+
+        Args:
+            direction: Mermaid direction: ``LR`` (left to right) or ``TD`` (top down).
+
+        Returns:
+            Mermaid source text, ready for a Markdown ``mermaid`` block.
+        """
+        if direction not in ("LR", "TD", "TB", "RL", "BT"):
+            raise UserError(f"direction must be one of LR, TD, TB, RL, BT, got {direction!r}.")
+        lines = [f"flowchart {direction}"]
+        lines += [f'    {a.name}["{a.name}"]' for a in self._agents]
+        edges = _mermaid_edges(self._steps)
+        lines += [f"    {src} --> {dst}" for src, dst in edges]
+        return "\n".join(lines)
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self
+
+
+def chain(*items: object) -> Flow:
+    """Run ``items`` one after another: ``chain(a, parallel(b, c), d)``.
+
+    Flows among the items are spliced in, so ``chain(a >> b, c)`` is ``a >> b >> c``.
+
+    Raises:
+        UserError: No items, an item that is not an Agent or Flow, or duplicate names.
+    """
+    if not items:
+        raise UserError("chain() needs at least one Agent or Flow.")
+    steps: list[Step] = []
+    for position, item in enumerate(items, start=1):
+        match item:
+            case Flow():
+                steps.extend(item.step_tuple)
+            case FlowNode():
+                steps.append(item)
+            case _:
+                raise UserError(_not_composable("chain()", position, item))
+    return _from_steps(tuple(steps))
+
+
+def parallel(*items: object) -> Flow:
+    """Run ``items`` at the same time, as one parallel group: ``parallel(b, c)``.
+
+    A multi-step Flow among the items becomes a branch that runs its steps in
+    order; a Flow that is itself one parallel group is merged into this one, so
+    ``a | b | c`` is one group of three.
+
+    Raises:
+        UserError: No items, an item that is not an Agent or Flow, or duplicate names.
+    """
+    if not items:
+        raise UserError("parallel() needs at least one Agent or Flow.")
+    members: list[Member] = []
+    for position, item in enumerate(items, start=1):
+        match item:
+            case FlowNode():
+                members.append(item)
+            case Flow():
+                members.extend(_as_members(item))
+            case _:
+                raise UserError(_not_composable("parallel()", position, item))
+    if len(members) == 1:
+        only = members[0]
+        return only if isinstance(only, Flow) else _from_steps((only,))
+    return _from_steps((tuple(members),))
+
+
+def step_entries(step: Step | Flow) -> tuple[FlowNode, ...]:
+    """The agents that start ``step``."""
+    match step:
+        case FlowNode():
+            return (step,)
+        case Flow():
+            return step.entries()
+        case _:
+            return tuple(a for m in step for a in step_entries(m))
+
+
+def step_exits(step: Step | Flow) -> tuple[FlowNode, ...]:
+    """The agents whose outputs end ``step``."""
+    match step:
+        case FlowNode():
+            return (step,)
+        case Flow():
+            return step.exits()
+        case _:
+            return tuple(a for m in step for a in step_exits(m))
+
+
+# --- construction helpers ------------------------------------------------------------
+
+
+def _from_steps(steps: tuple[Step, ...]) -> Flow:
+    flow = Flow.__new__(Flow)
+    object.__setattr__(flow, "_steps", steps)
+    object.__setattr__(flow, "_agents", tuple(_walk_nodes(steps)))
+    _check_names(flow._agents)  # pyright: ignore[reportPrivateUsage] -- same class
+    return flow
+
+
+def _as_members(flow: Flow) -> tuple[Member, ...]:
+    """A flow as members of an enclosing group: a group merges in; a chain is one branch."""
+    steps = flow.step_tuple
+    if len(steps) > 1:
+        return (flow,)
+    only = steps[0]
+    return (only,) if isinstance(only, FlowNode) else only
+
+
+def _normalise_steps(raw: list[Any]) -> tuple[Step, ...]:
+    if not raw:
+        raise UserError("A flow needs at least one step; pass one or more Agents.")
+    steps: list[Step] = []
+    for position, item in enumerate(raw, start=1):
+        match item:
+            case FlowNode():
+                steps.append(item)
+            case Flow():
+                steps.extend(item.step_tuple)
+            case list() | tuple():
+                members = tuple(item)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+                steps.extend(parallel(*members).step_tuple)  # pyright: ignore[reportUnknownArgumentType]
+            case _:
+                raise UserError(_not_composable("Flow()", position, item))
+    return tuple(steps)
+
+
+def _walk_nodes(steps: tuple[Step, ...]) -> Iterator[FlowNode]:
+    for step in steps:
+        if isinstance(step, FlowNode):
+            yield step
+            continue
+        for member in step:
+            if isinstance(member, Flow):
+                yield from _walk_nodes(member.step_tuple)
+            else:
+                yield member
+
+
+def _check_names(agents: tuple[FlowNode, ...]) -> None:
+    seen: set[str] = set()
+    for agent in agents:
+        if agent.name in seen:
+            raise UserError(
+                f"Flow has two agents named {agent.name!r}; names key the shared context, "
+                f"so rename one (dataclasses.replace(agent, name='{agent.name}_2'))."
+            )
+        seen.add(agent.name)
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _not_composable(where: str, position: int, item: object) -> str:
+    hint = " (did you mean the Agent object rather than its name?)" if isinstance(item, str) else ""
+    return (
+        f"{where} got {_describe(item)} at position {position}; "
+        f"flows are built from Agent and Flow objects only{hint}."
+    )
+
+
+# --- rendering -----------------------------------------------------------------------
+
+
+def _step_expr(step: Step, *, nested: bool) -> str:
+    if isinstance(step, FlowNode):
+        return step.name
+    parts = [f"({m.expression()})" if isinstance(m, Flow) else m.name for m in step]
+    text = " | ".join(parts)
+    return f"({text})" if nested else text
+
+
+def _mermaid_edges(steps: tuple[Step, ...]) -> list[tuple[str, str]]:
+    edges: list[tuple[str, str]] = []
+    for prev, nxt in zip(steps, steps[1:], strict=False):
+        edges += [(s.name, d.name) for s in step_exits(prev) for d in step_entries(nxt)]
+    for step in steps:
+        if isinstance(step, tuple):
+            for member in step:
+                if isinstance(member, Flow):
+                    edges += _mermaid_edges(member.step_tuple)
+    return edges

@@ -1,0 +1,158 @@
+"""Result models: what a run gives back. Built once, never patched afterwards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+__all__ = ["AgentResult", "LLMCallRecord", "SwarmResult", "TokenUsage", "ToolCallRecord"]
+
+_FROZEN = ConfigDict(frozen=True)
+
+
+class TokenUsage(BaseModel):
+    """Tokens spent, as the provider reported them."""
+
+    model_config = _FROZEN
+
+    prompt_tokens: int = 0
+    """Tokens sent to the model (the prompt, tools and history)."""
+    completion_tokens: int = 0
+    """Tokens the model generated."""
+
+    @computed_field
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
+    """Add up token usage."""
+    return TokenUsage(
+        prompt_tokens=sum(u.prompt_tokens for u in usages),
+        completion_tokens=sum(u.completion_tokens for u in usages),
+    )
+
+
+def sum_cost(costs: list[float | None]) -> float | None:
+    """Add up costs; None when any part is unpriced, because a partial sum would understate."""
+    if not costs or any(c is None for c in costs):
+        return None
+    return sum(c for c in costs if c is not None)
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call the model asked for, and what came back."""
+
+    model_config = _FROZEN
+
+    call_id: str
+    """The provider's ``tool_call_id``."""
+    tool_name: str
+    """The tool the model named (possibly one that does not exist)."""
+    arguments: str
+    """The raw JSON arguments the model sent."""
+    result: str
+    """The text sent back to the model (the error text when ``error`` is set)."""
+    error: str | None = None
+    """Why the call failed (unknown tool, bad arguments, the tool raised), or None."""
+    duration_seconds: float = 0.0
+    """Wall time of the call."""
+
+
+class LLMCallRecord(BaseModel):
+    """One model call made by an agent."""
+
+    model_config = _FROZEN
+
+    model: str
+    """The LiteLLM model string called."""
+    duration_seconds: float
+    """Wall time of the call, retries included."""
+    token_usage: TokenUsage
+    """Tokens of this call."""
+    cost: float | None
+    """Price in USD from LiteLLM's price map; None when the model is unpriced."""
+    finish_reason: str | None
+    """Why the model stopped (``stop``, ``tool_calls``, ``length``...)."""
+    tool_calls: int = 0
+    """How many tool calls the reply asked for."""
+
+
+class AgentResult(BaseModel):
+    """What one agent produced in one run."""
+
+    model_config = _FROZEN
+
+    agent_name: str
+    """The agent's name."""
+    output: str
+    """The final text, with the ``<summary>`` tag parsed out."""
+    summary: str
+    """The one-line summary; the full output when the model gave none."""
+    model: str
+    """The LiteLLM model string the agent ran on."""
+    duration_seconds: float
+    """Wall time of the agent's run."""
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    """Tokens summed over every model call of the run."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list[ToolCallRecord])
+    """Every tool call, in the order the model asked for them."""
+    llm_calls: list[LLMCallRecord] = Field(default_factory=list[LLMCallRecord])
+    """Every model call, in order."""
+    messages: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
+    """The whole conversation in OpenAI message format, final answer included."""
+
+    @computed_field
+    @property
+    def cost(self) -> float | None:
+        """Total price in USD; None when any call was unpriced."""
+        return sum_cost([c.cost for c in self.llm_calls])
+
+
+class SwarmResult(BaseModel):
+    """What a Swarm run produced. On failure, ``error.partial`` is one of these."""
+
+    model_config = _FROZEN
+
+    output: str
+    """The final step's output; a final parallel group's outputs joined under
+    ``## name`` headers in flow order."""
+    context: dict[str, str]
+    """Agent name to full output, in flow order."""
+    history: list[AgentResult]
+    """Every agent's result, in flow order (not completion order)."""
+    duration_seconds: float = 0.0
+    """Wall time of the run."""
+
+    @computed_field
+    @property
+    def token_usage(self) -> TokenUsage:
+        """Tokens summed over every agent."""
+        return sum_usage([r.token_usage for r in self.history])
+
+    @computed_field
+    @property
+    def cost(self) -> float | None:
+        """Total price in USD; None when any call was unpriced."""
+        return sum_cost([r.cost for r in self.history])
+
+    def __getitem__(self, agent_name: str) -> AgentResult:
+        """The result of the agent named ``agent_name``.
+
+        Raises:
+            KeyError: No agent of that name finished in this run.
+        """
+        for r in self.history:
+            if r.agent_name == agent_name:
+                return r
+        names = ", ".join(r.agent_name for r in self.history) or "none"
+        raise KeyError(f"No result for agent {agent_name!r}; finished agents: {names}.")

@@ -1,0 +1,359 @@
+"""Tools: plain functions turned into JSON schemas, validated calls and recorded results.
+
+A function's signature becomes a pydantic model (so ``list[T]``, ``X | None``,
+``Literal``, enums, nested models, defaults and ``Annotated[..., Field(...)]``
+all work), its Google-style docstring gives the descriptions, and every call's
+arguments are validated before the function runs. The schema is built once,
+when the Agent is built; a signature that cannot become a schema fails there.
+
+Model mistakes (an unknown tool, malformed JSON, invalid arguments) and tools
+that raise become a tool result the model can act on, and are recorded; they
+never crash the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import time
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from swarmcore.errors import UserError
+from swarmcore.models import ToolCallRecord
+
+__all__ = ["Tool", "function_tool", "run_tool_call", "to_tools", "validate_name"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Returns|Return|Yields|Raises|Examples?|Notes?|Attributes):\s*$"
+)
+
+
+def validate_name(name: object, what: str) -> str:
+    """Check that ``name`` is an identifier every provider accepts as a tool or agent name.
+
+    Raises:
+        UserError: The name is not a string of 1 to 64 letters, digits, ``_`` or
+            ``-`` starting with a letter or ``_``.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise UserError(
+            f"{what} name {name!r} is not a valid identifier; use 1 to 64 letters, digits, "
+            "'_' or '-', starting with a letter or '_' (e.g. 'web_search')."
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A function the model can call, with its JSON schema and argument validator.
+
+    Build one with :func:`function_tool`, or pass a plain function in an
+    Agent's ``tools`` and it is converted for you.
+    """
+
+    name: str
+    """The name the model calls the tool by."""
+    description: str
+    """What the tool does, shown to the model."""
+    parameters: dict[str, Any]
+    """The JSON schema of the arguments."""
+    fn: Callable[..., Any] = field(repr=False)
+    """The function that runs."""
+    _args_model: type[BaseModel] = field(repr=False)
+    _positional: tuple[str, ...] = field(repr=False, default=())
+    _spec: dict[str, Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        spec = {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+        object.__setattr__(self, "_spec", spec)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The tool in OpenAI's ``tools=`` format (built once)."""
+        return self._spec
+
+    def bind(self, fn: Callable[..., Any]) -> Tool:
+        """The same tool (schema and validator reused) running a different function.
+
+        The function must take the same parameters; this is how run-local tools
+        such as the context tools avoid rebuilding their schema on every run.
+        """
+        return replace(self, fn=fn)
+
+    async def invoke(self, arguments: str) -> str:
+        """Validate the JSON ``arguments``, run the function, and serialise its result.
+
+        Sync functions run in a worker thread so a slow tool never blocks the
+        agents running beside it.
+
+        Raises:
+            ToolArgumentsError: The arguments are not valid JSON or fail validation.
+            Exception: Whatever the function raises.
+        """
+        values = self._validate(arguments)
+        args = [values.pop(n) for n in self._positional]
+        if inspect.iscoroutinefunction(self.fn):
+            result = await self.fn(*args, **values)
+        else:
+            result = await asyncio.to_thread(self.fn, *args, **values)
+            if inspect.isawaitable(result):
+                result = await result
+        return serialise_result(result)
+
+    def _validate(self, arguments: str) -> dict[str, Any]:
+        text = arguments.strip() or "{}"
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: the arguments are not valid JSON ({exc.msg} at "
+                f"position {exc.pos}). Send one JSON object matching the tool's parameters."
+            ) from exc
+        if not isinstance(raw, dict):
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: the arguments must be a JSON object, got "
+                f"{type(raw).__name__}. Send one JSON object matching the tool's parameters."
+            )
+        try:
+            model = self._args_model.model_validate(raw)
+        except ValidationError as exc:
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: invalid arguments: {_explain(exc)}. Fix them and call again."
+            ) from exc
+        # Fields are stored under internal names (p_<name>) with the parameter as alias.
+        return {name[2:]: getattr(model, name) for name in type(model).model_fields}
+
+
+class ToolArgumentsError(Exception):
+    """The model sent arguments a tool cannot accept (goes back to the model as text)."""
+
+
+def serialise_result(result: object) -> str:
+    """A tool's return value as text for the model: strings as they are, anything else as JSON."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, BaseModel):
+        return result.model_dump_json()
+    return pydantic_core.to_json(result, fallback=str).decode()
+
+
+def function_tool(
+    fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+) -> Tool:
+    """Turn a plain function (sync or async) into a Tool.
+
+    Args:
+        fn: The function. Every parameter needs a type annotation.
+        name: The tool name; defaults to the function's ``__name__``.
+        description: What the tool does; defaults to the docstring's first paragraph.
+
+    Raises:
+        UserError: A parameter has no annotation, is ``*args``/``**kwargs``, or
+            has a type that cannot become a JSON schema; the message names it.
+    """
+    if not callable(fn):
+        raise UserError(f"Tools must be functions or Tool objects, got {type(fn).__name__}.")
+    tool_name = validate_name(name or getattr(fn, "__name__", ""), "Tool")
+    summary, arg_docs = parse_docstring(inspect.getdoc(fn))
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # unresolvable forward references, typos in annotations
+        raise UserError(f"Tool {tool_name!r}: its type annotations cannot be resolved: {exc}.") from exc
+    fields: dict[str, Any] = {}
+    positional: list[str] = []
+    for param in inspect.signature(fn).parameters.values():
+        fields[f"p_{param.name}"] = _field(tool_name, param, hints, arg_docs)
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            positional.append(param.name)
+    args_model = create_model(
+        f"{tool_name}_arguments",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+        **fields,
+    )
+    try:
+        schema = args_model.model_json_schema(by_alias=True)
+    except Exception as exc:  # a default that cannot be rendered as JSON, for instance
+        raise UserError(f"Tool {tool_name!r}: cannot build a JSON schema: {exc}") from exc
+    _strip_titles(schema)
+    return Tool(
+        name=tool_name,
+        description=description or summary or tool_name.replace("_", " "),
+        parameters=schema,
+        fn=fn,
+        _args_model=args_model,
+        _positional=tuple(positional),
+    )
+
+
+def to_tools(items: Iterable[Callable[..., Any] | Tool], *, owner: str) -> tuple[Tool, ...]:
+    """Convert functions to Tools and check that names are unique.
+
+    Raises:
+        UserError: A function cannot become a tool, or two tools share a name.
+    """
+    tools = tuple(t if isinstance(t, Tool) else function_tool(t) for t in items)
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            raise UserError(
+                f"{owner} has two tools named {tool.name!r}; give one another name with "
+                f"function_tool(fn, name=...)."
+            )
+        seen.add(tool.name)
+    return tools
+
+
+async def run_tool_call(tools: Mapping[str, Tool], call_id: str, name: str, arguments: str) -> ToolCallRecord:
+    """Run one tool call; every failure becomes an error result the model can act on.
+
+    Cancellation is never swallowed: only ordinary exceptions become results.
+    """
+    start = time.perf_counter()
+    error: str | None = None
+    tool = tools.get(name)
+    if tool is None:
+        available = ", ".join(tools) or "none"
+        error = f"Unknown tool {name!r}. Available tools: {available}."
+        result = error
+    else:
+        try:
+            result = await tool.invoke(arguments)
+        except ToolArgumentsError as exc:
+            error = str(exc)
+            result = error
+        except Exception as exc:  # a tool's own failure is reported to the model, not raised
+            error = f"Tool {name!r} raised {type(exc).__name__}: {exc}"
+            result = error
+    return ToolCallRecord(
+        call_id=call_id,
+        tool_name=name,
+        arguments=arguments,
+        result=result,
+        error=error,
+        duration_seconds=time.perf_counter() - start,
+    )
+
+
+# --- schema building -----------------------------------------------------------------
+
+
+def _field(
+    tool: str, param: inspect.Parameter, hints: Mapping[str, Any], docs: Mapping[str, str]
+) -> tuple[Any, Any]:
+    where = f"Tool {tool!r}: parameter {param.name!r}"
+    if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise UserError(
+            f"{where} is *args or **kwargs, which has no JSON schema; "
+            "list the parameters one by one."
+        )
+    if param.name not in hints:
+        raise UserError(
+            f"{where} has no type annotation; annotate it ({param.name}: str, for instance)."
+        )
+    annotation = hints[param.name]
+    try:
+        TypeAdapter(annotation).json_schema()
+    except Exception as exc:  # pydantic raises several error types for unsupported types
+        raise UserError(
+            f"{where} has type {_type_name(annotation)}, which cannot become a JSON schema; "
+            f"use str, int, float, bool, list, dict, Literal, an Enum or a pydantic model "
+            f"({type(exc).__name__})."
+        ) from exc
+    kwargs: dict[str, Any] = {"alias": param.name}
+    if param.name in docs:
+        kwargs["description"] = docs[param.name]
+    default: Any = ... if param.default is inspect.Parameter.empty else param.default
+    return (annotation, Field(default, **kwargs))
+
+
+def _type_name(annotation: object) -> str:
+    return getattr(annotation, "__name__", None) or repr(annotation)
+
+
+def _strip_titles(node: object) -> None:
+    """Drop pydantic's generated titles: they repeat the names and cost prompt tokens."""
+    if isinstance(node, dict):
+        schema = typing.cast(dict[str, Any], node)
+        if isinstance(schema.get("title"), str):
+            del schema["title"]
+        for key, value in schema.items():
+            if key in ("properties", "$defs"):
+                for sub in typing.cast(dict[str, Any], value).values():
+                    _strip_titles(sub)
+            elif key != "default":
+                _strip_titles(value)
+    elif isinstance(node, list):
+        for item in typing.cast(list[Any], node):
+            _strip_titles(item)
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its first paragraph and its ``Args:`` entries."""
+    if not doc:
+        return "", {}
+    lines = doc.splitlines()
+    summary_lines: list[str] = []
+    for line in lines:
+        if not line.strip() or _SECTION.match(line.strip()):
+            break
+        summary_lines.append(line.strip())
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        header = _SECTION.match(line.strip())
+        if header and not line.startswith((" ", "\t")):
+            section, current = header.group(1), None
+            continue
+        if section not in ("Args", "Arguments", "Parameters") or not line.strip():
+            continue
+        entry = re.match(r"^\s{1,8}(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", line)
+        if entry and _indent(line) <= _indent_of_entries(lines, section):
+            current = entry.group(1).lstrip("*")
+            args[current] = entry.group(3).strip()
+        elif current is not None:
+            args[current] = f"{args[current]} {line.strip()}".strip()
+    return " ".join(summary_lines), args
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _indent_of_entries(lines: list[str], section: str) -> int:
+    """The indentation of the first entry under ``section:`` (continuations are deeper)."""
+    inside = False
+    for line in lines:
+        if line.strip() == f"{section}:":
+            inside = True
+            continue
+        if inside and line.strip():
+            return _indent(line)
+    return 4
+
+
+def _explain(exc: ValidationError) -> str:
+    parts: list[str] = []
+    for err in exc.errors(include_url=False)[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        got = err.get("input")
+        got_text = "" if err["type"] == "missing" else f" (got {json.dumps(got, default=str)[:60]})"
+        parts.append(f"{loc}: {err['msg']}{got_text}")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
