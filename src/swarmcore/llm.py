@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,15 @@ from swarmcore.models import TokenUsage
 if TYPE_CHECKING:
     from litellm.types.utils import ModelResponse
 
-__all__ = ["LLMReply", "LLMRequest", "Message", "ToolCall", "complete", "load_litellm"]
+__all__ = [
+    "LLMReply",
+    "LLMRequest",
+    "Message",
+    "ToolCall",
+    "complete",
+    "load_litellm",
+    "register_provider",
+]
 
 logger = logging.getLogger("swarmcore.llm")
 
@@ -47,6 +55,7 @@ Message = dict[str, Any]
 """A chat message in OpenAI format, the wire format every LiteLLM provider accepts."""
 
 _litellm: ModuleType | None = None
+_providers: dict[str, Callable[[ModuleType], object]] = {}
 
 
 def load_litellm() -> ModuleType:
@@ -60,7 +69,28 @@ def load_litellm() -> ModuleType:
         # Otherwise litellm prints provider-list banners to stdout on errors.
         litellm.suppress_debug_info = True
         _litellm = litellm
+        for name, factory in _providers.items():
+            _install_provider(litellm, name, factory)
     return _litellm
+
+
+def register_provider(name: str, factory: Callable[[ModuleType], object]) -> None:
+    """Register a LiteLLM custom provider, without importing litellm before it is needed.
+
+    ``factory(litellm)`` builds the ``litellm.CustomLLM`` handler when litellm
+    loads (at once if it already has). Models named ``"{name}/..."`` then go
+    through LiteLLM's real call path to that handler; ``swarmcore.testing``
+    registers its offline models this way.
+    """
+    _providers[name] = factory
+    if _litellm is not None:
+        _install_provider(_litellm, name, factory)
+
+
+def _install_provider(lit: ModuleType, name: str, factory: Callable[[ModuleType], object]) -> None:
+    entries: list[dict[str, Any]] = [e for e in lit.custom_provider_map if e["provider"] != name]
+    entries.append({"provider": name, "custom_handler": factory(lit)})
+    lit.custom_provider_map = entries
 
 
 @dataclass(frozen=True, slots=True)

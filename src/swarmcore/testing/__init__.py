@@ -1,0 +1,45 @@
+"""Test your flows without API keys: offline models and a local OpenAI-compatible server.
+
+* :func:`offline_model` / :class:`OfflineModel`: a deterministic model that
+  calls the tools it is offered, reads the shared context and answers with a
+  ``<summary>``. Examples and the demo run on it when no key is set.
+* :class:`ScriptedModel`: replies a test dictates (``Reply``, ``Fail``),
+  recording every request and failing loudly past the end of its script.
+* :class:`FunctionModel`: answers with a function of the request.
+* :class:`MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the
+  OpenAI chat API, for tests that go through LiteLLM's HTTP path. The pytest
+  fixture ``mock_openai_server`` (installed with swarmcore) starts one per test.
+
+The in-process models are LiteLLM custom providers, so agents on them run the
+same code path as agents on hosted models. Importing this module does not
+import litellm.
+"""
+
+from swarmcore.testing._models import (
+    FunctionModel,
+    OfflineModel,
+    ScriptedModel,
+    UnconsumedSteps,
+    UnexpectedModelCall,
+    example_arguments,
+    offline_model,
+)
+from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply
+from swarmcore.testing._server import MockOpenAIServer
+from swarmcore.testing._choose import choose_model
+
+__all__ = [
+    "Call",
+    "Fail",
+    "FunctionModel",
+    "MockOpenAIServer",
+    "OfflineModel",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedModel",
+    "UnconsumedSteps",
+    "UnexpectedModelCall",
+    "choose_model",
+    "example_arguments",
+    "offline_model",
+]

@@ -1,0 +1,268 @@
+"""In-process test models: the offline model, a scripted model and a function model."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from swarmcore.testing._provider import model_string
+from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
+
+__all__ = [
+    "FunctionModel",
+    "OfflineModel",
+    "ScriptedModel",
+    "UnconsumedSteps",
+    "UnexpectedModelCall",
+    "example_arguments",
+    "offline_model",
+]
+
+_names = itertools.count(1)
+
+
+class UnexpectedModelCall(AssertionError):
+    """A scripted model was called after its script ran out."""
+
+
+class UnconsumedSteps(AssertionError):
+    """A scripted model still had steps left when the test expected none."""
+
+
+class ScriptedModel:
+    """A model whose replies a test dictates, in order; it records every request.
+
+    ```python
+    model = ScriptedModel([Reply.tool("search", query="x"), Reply(text="done")])
+    agent = Agent("a", "...", model=model.model, tools=[search])
+    ...
+    model.assert_consumed()
+    assert model.requests[1].tool_results[0]["content"] == "..."
+    ```
+
+    A call past the end of the script fails the agent with a non-retryable
+    error naming the model, and is counted in ``unexpected_calls``.
+
+    Args:
+        steps: Replies (``Reply``), failures (``Fail``) or plain strings
+            (text replies), consumed one per model call.
+    """
+
+    def __init__(self, steps: Iterable[Step | str]) -> None:
+        self._steps = [Reply(text=s) if isinstance(s, str) else s for s in steps]
+        self._total = len(self._steps)
+        self.requests: list[RecordedRequest] = []
+        """Every request received, in arrival order."""
+        self.unexpected_calls = 0
+        """Calls that arrived after the script ran out."""
+        self.model = model_string(f"scripted-{next(_names)}", self)
+        """The model string to put in ``Agent(model=...)``."""
+
+    async def respond(self, request: RecordedRequest) -> Step:
+        """Record ``request`` and answer with the next step."""
+        self.requests.append(request)
+        if not self._steps:
+            self.unexpected_calls += 1
+            return Fail(
+                400,
+                f"ScriptedModel {self.model}: call {len(self.requests)} is past the end of "
+                f"its script ({self._total} steps). Add a step or check the agent's turn count.",
+            )
+        return self._steps.pop(0)
+
+    @property
+    def remaining(self) -> int:
+        """Steps not yet consumed."""
+        return len(self._steps)
+
+    def assert_consumed(self) -> None:
+        """Fail unless every step was used and no call came after the script ended."""
+        if self._steps:
+            raise UnconsumedSteps(f"{self.model}: {len(self._steps)} of {self._total} steps unused.")
+        if self.unexpected_calls:
+            raise UnexpectedModelCall(
+                f"{self.model}: {self.unexpected_calls} calls came after the script ended."
+            )
+
+
+Responder = Callable[[RecordedRequest], "Step | str | Awaitable[Step | str]"]
+
+
+class FunctionModel:
+    """A model that answers with a function of the request (sync or async).
+
+    Useful for parallel agents, whose calls arrive in any order: key the answer
+    on ``request.system`` (the agent's instructions) rather than on call order.
+
+    Args:
+        fn: Takes a ``RecordedRequest``; returns a ``Reply``, a ``Fail`` or a string.
+    """
+
+    def __init__(self, fn: Responder) -> None:
+        self._fn = fn
+        self.requests: list[RecordedRequest] = []
+        """Every request received, in arrival order."""
+        self.model = model_string(f"function-{next(_names)}", self)
+        """The model string to put in ``Agent(model=...)``."""
+
+    async def respond(self, request: RecordedRequest) -> Step:
+        """Record ``request`` and answer with the function's result."""
+        self.requests.append(request)
+        answer = self._fn(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return Reply(text=answer) if isinstance(answer, str) else answer
+
+
+class OfflineModel:
+    """A deterministic model that needs no key and no network.
+
+    It behaves like a diligent agent: on its first turn it calls every tool it
+    is offered (arguments synthesised from the tools' JSON schemas) and lists
+    the shared context; next it reads the most recent outputs with
+    ``get_context`` (or ``expand_context`` in push mode); then it answers with
+    text that reflects what it received, ending with a ``<summary>``.
+
+    Args:
+        latency: Seconds to wait before each answer (to imitate a provider).
+    """
+
+    def __init__(self, latency: float = 0.0, *, name: str | None = None) -> None:
+        self.latency = latency
+        self.requests: list[RecordedRequest] = []
+        """Every request received, in arrival order."""
+        self.model = model_string(name or f"offline-{next(_names)}", self)
+        """The model string to put in ``Agent(model=...)``."""
+
+    async def respond(self, request: RecordedRequest) -> Step:
+        """Decide the next move from what the conversation holds so far."""
+        self.requests.append(request)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return _next_move(request)
+
+
+_default: OfflineModel | None = None
+
+
+def offline_model() -> str:
+    """The model string of the shared offline model: ``Agent(..., model=offline_model())``."""
+    global _default
+    if _default is None:
+        _default = OfflineModel(name="offline")
+    return _default.model
+
+
+# --- the offline model's behaviour ---------------------------------------------------
+
+_READING_TOOLS = ("get_context", "expand_context")
+_LISTED = re.compile(r"^- (\S+) \(", re.MULTILINE)
+_SUMMARISED = re.compile(r"^## (\S+) \(summary\)$", re.MULTILINE)
+
+
+def _next_move(request: RecordedRequest) -> Reply:
+    offered = request.tool_names
+    called = request.called_tools
+    if not called:
+        first = [
+            _first_call(t["function"]["name"], t["function"]["parameters"], request.user)
+            for t in request.tools
+            if t["function"]["name"] not in _READING_TOOLS
+        ]
+        if "expand_context" in offered:
+            first += [Call("expand_context", {"agent_name": n}) for n in _to_expand(request)]
+        if first:
+            return Reply(tool_calls=first)
+    if "get_context" in offered and "get_context" not in called:
+        listed = _LISTED.findall(_tool_output(request, "list_context"))
+        if listed:
+            return Reply(tool_calls=[Call("get_context", {"agent_name": n}) for n in listed[-2:]])
+    return Reply(text=_answer(request))
+
+
+def _first_call(name: str, parameters: Mapping[str, Any], task: str) -> Call:
+    if name == "search_context":  # search for something the task is about
+        words = sorted((w.strip(".,:;!?\"'") for w in task.split()), key=len, reverse=True)
+        return Call(name, {"query": words[0] if words else "summary"})
+    return Call(name, example_arguments(parameters))
+
+
+def _to_expand(request: RecordedRequest) -> list[str]:
+    return _SUMMARISED.findall(request.system)[-1:]
+
+
+def _tool_output(request: RecordedRequest, name: str) -> str:
+    ids = {
+        c["id"]
+        for m in request.messages
+        for c in m.get("tool_calls") or []
+        if c["function"]["name"] == name
+    }
+    return "\n".join(str(m["content"]) for m in request.tool_results if m["tool_call_id"] in ids)
+
+
+def _answer(request: RecordedRequest) -> str:
+    role = request.system.strip().splitlines()[0] if request.system.strip() else "assistant"
+    task = " ".join(request.user.split())[:160]
+    lines = [f"Offline answer ({_short(role, 80)}) to: {task}"]
+    calls = {c["id"]: c["function"] for m in request.messages for c in m.get("tool_calls") or []}
+    for result in request.tool_results:
+        fn = calls.get(result["tool_call_id"], {})
+        lines.append(f"- {fn.get('name', '?')}({fn.get('arguments', '')}) -> {_short(str(result['content']), 160)}")
+    pushed = re.findall(r"^## (\S+)( \(summary\))?$", request.system, re.MULTILINE)
+    if pushed:
+        lines.append("Context in prompt: " + ", ".join(n + s for n, s in pushed))
+    used = len(request.tool_results)
+    lines.append(f"<summary>{_short(role, 60)}: answered with {used} tool results.</summary>")
+    return "\n".join(lines)
+
+
+def _short(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments that satisfy a tool's JSON schema: every property, with a plausible value."""
+    defs: Mapping[str, Any] = schema.get("$defs", {})
+    value = _example(schema, defs, "")
+    return value if isinstance(value, dict) else {}
+
+
+def _example(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str) -> Any:  # noqa: C901 -- one case per JSON-schema form
+    if "$ref" in schema:
+        return _example(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, name)
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
+            return _example(options[0], defs, name)
+    match schema.get("type"):
+        case "string":
+            return "example " + name if name else "example"
+        case "integer":
+            return max(int(schema.get("minimum", 1)), int(schema.get("exclusiveMinimum", 0)) + 1)
+        case "number":
+            return float(schema.get("minimum", 1.0))
+        case "boolean":
+            return True
+        case "array":
+            item = schema.get("items", {"type": "string"})
+            count = max(1, int(schema.get("minItems", 1)))
+            return [_example(item, defs, name) for _ in range(count)]
+        case "object":
+            props: Mapping[str, Any] = schema.get("properties", {})
+            if not props and isinstance(schema.get("additionalProperties"), dict):
+                return {"key": _example(schema["additionalProperties"], defs, "key")}
+            return {k: _example(v, defs, k) for k, v in props.items()}
+        case _:
+            return None

@@ -1,0 +1,102 @@
+"""The LiteLLM custom provider behind every in-process test model.
+
+One handler is registered under ``swarmcore-test``; the part of the model
+string after the slash picks the test model that answers. Registration goes
+through ``llm.register_provider``, so importing ``swarmcore.testing`` does not
+import litellm, and calls travel LiteLLM's real path (``acompletion``, its
+parameter handling, its exception mapping) exactly like a hosted model's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from types import ModuleType
+from typing import Any, Protocol
+
+from swarmcore import llm
+from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step
+
+PROVIDER = "swarmcore-test"
+
+__all__ = ["PROVIDER", "Responder", "model_string"]
+
+
+class Responder(Protocol):
+    """A test model: answers one request with a reply or a failure."""
+
+    async def respond(self, request: RecordedRequest) -> Step:
+        """Answer ``request``."""
+        ...
+
+
+_responders: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+
+
+def model_string(name: str, responder: Responder) -> str:
+    """Register ``responder`` under ``name`` and return its model string for ``Agent(model=...)``."""
+    _responders[name] = responder
+    llm.register_provider(PROVIDER, _make_handler)
+    return f"{PROVIDER}/{name}"
+
+
+def _make_handler(lit: ModuleType) -> object:
+    from litellm.llms.custom_llm import CustomLLM, CustomLLMError
+
+    class _Handler(CustomLLM):
+        async def acompletion(  # pyright: ignore[reportIncompatibleMethodOverride] -- litellm passes these by keyword
+            self,
+            model: str,
+            messages: list[dict[str, Any]],
+            *args: Any,
+            optional_params: dict[str, Any],
+            **kwargs: Any,
+        ) -> Any:
+            responder = _responders.get(model)
+            if responder is None:
+                raise CustomLLMError(
+                    404, f"No test model named {model!r}; build one with swarmcore.testing."
+                )
+            params = dict(optional_params)
+            tools = list(params.pop("tools", None) or [])
+            request = RecordedRequest(
+                model=model, messages=json.loads(json.dumps(messages)), tools=tools, params=params
+            )
+            step = await responder.respond(request)
+            if step.delay:
+                await asyncio.sleep(step.delay)
+            if isinstance(step, Fail):
+                raise CustomLLMError(step.status_code, step.message)
+            return _response(lit, model, request, step)
+
+    return _Handler()
+
+
+def _response(lit: ModuleType, model: str, request: RecordedRequest, reply: Reply) -> Any:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json},
+            }
+            for c in reply.tool_calls
+        ]
+    prompt = reply.prompt_tokens
+    if prompt is None:
+        prompt = lit.token_counter(messages=request.messages, tools=request.tools or None)
+    completion = reply.completion_tokens
+    if completion is None:
+        generated = (reply.text or "") + "".join(c.arguments_json for c in reply.tool_calls)
+        completion = lit.token_counter(text=generated) if generated else 0
+    return lit.ModelResponse(
+        model=model,
+        choices=[{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
+        usage={
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    )

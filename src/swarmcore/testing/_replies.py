@@ -1,0 +1,157 @@
+"""What test models answer with, and what they saw: shared by the models and the HTTP server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Call", "Fail", "RecordedRequest", "Reply", "Step"]
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call for a test model to make.
+
+    Args:
+        name: The tool to call.
+        arguments: The arguments, as a mapping (sent as JSON) or as raw text
+            (sent as it is, e.g. to test malformed JSON).
+        id: The ``tool_call_id``; generated when omitted.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict[str, Any])
+    id: str = field(default_factory=lambda: f"call_{next(_ids)}")
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the JSON text the model sends."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(dict(self.arguments))
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A model reply for a test model to give: text, tool calls, or both.
+
+    Args:
+        text: The answer text.
+        tool_calls: Tool calls to make (the agent runs them and calls again).
+        prompt_tokens: Reported prompt tokens; counted from the request when None.
+        completion_tokens: Reported completion tokens; counted from the reply when None.
+        delay: Seconds to wait before answering (to test parallelism and timeouts).
+    """
+
+    text: str | None = None
+    tool_calls: Sequence[Call] = ()
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    delay: float = 0.0
+
+    @classmethod
+    def tool(cls, name: str, /, **arguments: Any) -> Reply:
+        """A reply that makes one tool call: ``Reply.tool("search", query="x")``."""
+        return cls(tool_calls=(Call(name, arguments),))
+
+    @property
+    def finish_reason(self) -> str:
+        """``tool_calls`` when the reply calls tools, else ``stop``."""
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """A provider failure for a test model to produce.
+
+    Args:
+        status_code: The HTTP status: 429 rate limit, 401 bad key, 500 server error...
+        message: The provider's error message.
+        headers: Extra response headers (the HTTP server sends them, e.g. Retry-After).
+        delay: Seconds to wait before failing.
+    """
+
+    status_code: int
+    message: str = "simulated failure"
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    delay: float = 0.0
+
+
+Step = Reply | Fail
+"""One scripted answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """A request a test model received, as the provider would see it."""
+
+    model: str
+    """The model name (without the provider prefix)."""
+    messages: list[dict[str, Any]]
+    """The messages, in OpenAI format."""
+    tools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    """The tool specs, in OpenAI format."""
+    params: dict[str, Any] = field(default_factory=dict[str, Any])
+    """Every other parameter sent (temperature, stream...)."""
+
+    @property
+    def system(self) -> str:
+        """The system prompt ("" when none)."""
+        for m in self.messages:
+            if m.get("role") == "system":
+                return _text(m.get("content"))
+        return ""
+
+    @property
+    def user(self) -> str:
+        """The last user message ("" when none)."""
+        for m in reversed(self.messages):
+            if m.get("role") == "user":
+                return _text(m.get("content"))
+        return ""
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools offered."""
+        return [t["function"]["name"] for t in self.tools]
+
+    @property
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Tool-result messages since the last user message, in order."""
+        results: list[dict[str, Any]] = []
+        for m in reversed(self.messages):
+            if m.get("role") == "user":
+                break
+            if m.get("role") == "tool":
+                results.append(m)
+        return list(reversed(results))
+
+    @property
+    def called_tools(self) -> list[str]:
+        """Names of the tools the model has called since the last user message."""
+        names: list[str] = []
+        for m in self.messages:
+            if m.get("role") == "user":
+                names = []
+            for call in m.get("tool_calls") or []:
+                names.append(call["function"]["name"])
+        return names
+
+    @property
+    def prompt_chars(self) -> int:
+        """Characters of the prompt: messages plus tool specs, as sent."""
+        return len(json.dumps(self.messages)) + len(json.dumps(self.tools))
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return "".join(str(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
+    return ""

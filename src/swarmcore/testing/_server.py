@@ -1,0 +1,221 @@
+"""A local OpenAI-compatible HTTP server for integration tests: real HTTP, on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+
+from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step
+
+__all__ = ["MockOpenAIServer"]
+
+ServerResponder = Callable[[RecordedRequest], "Step | str"]
+
+
+class MockOpenAIServer:
+    """Serves ``POST /v1/chat/completions`` from a script, recording every request.
+
+    It binds a free port on 127.0.0.1 and runs in a background thread. Replies
+    can carry text and tool calls; a ``Fail`` answers with its HTTP status and
+    headers; a request with ``"stream": true`` gets server-sent events.
+
+    ```python
+    with MockOpenAIServer([Reply(text="hi")]) as server:
+        agent = Agent("a", "...", **server.model_kwargs)
+        await agent.run("task")
+        assert server.requests[0].messages[-1]["content"] == "task"
+    ```
+
+    Args:
+        script: Steps (``Reply``, ``Fail`` or text) answered in order.
+        responder: Called when the script is empty; returns a step or text.
+            Without one, a request past the script's end gets a 400 error.
+    """
+
+    __test__ = False  # not a pytest test class, whatever name it is imported under
+
+    def __init__(
+        self, script: Iterable[Step | str] = (), *, responder: ServerResponder | None = None
+    ) -> None:
+        self._script: list[Step] = []
+        self.add(*script)
+        self._responder = responder
+        self._lock = threading.Lock()
+        self.requests: list[RecordedRequest] = []
+        """Every chat request received, in arrival order."""
+        self.raw_bodies: list[dict[str, Any]] = []
+        """Every request body as JSON, in arrival order."""
+        self.headers: list[dict[str, str]] = []
+        """Every request's headers, in arrival order."""
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def add(self, *steps: Step | str) -> None:
+        """Append steps to the script."""
+        self._script.extend(Reply(text=s) if isinstance(s, str) else s for s in steps)
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL, ``http://127.0.0.1:PORT/v1``."""
+        if self._httpd is None:
+            raise RuntimeError("MockOpenAIServer is not running; use it as a context manager.")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def model_kwargs(self) -> dict[str, str]:
+        """``Agent`` keyword arguments that point an agent at this server."""
+        return {"model": "openai/test-model", "api_base": self.url, "api_key": "sk-test-local"}
+
+    def start(self) -> Self:
+        """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _next(self, request: RecordedRequest, body: dict[str, Any], headers: dict[str, str]) -> Step:
+        with self._lock:
+            self.requests.append(request)
+            self.raw_bodies.append(body)
+            self.headers.append(headers)
+            if self._script:
+                return self._script.pop(0)
+        if self._responder is not None:
+            answer = self._responder(request)
+            return Reply(text=answer) if isinstance(answer, str) else answer
+        return Fail(400, f"MockOpenAIServer: request {len(self.requests)} is past the end of its script.")
+
+
+def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Keep test output quiet."""
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            params = {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
+            request = RecordedRequest(
+                model=str(body.get("model", "")),
+                messages=list(body.get("messages", [])),
+                tools=list(body.get("tools", []) or []),
+                params=params,
+            )
+            step = server._next(request, body, dict(self.headers.items()))  # pyright: ignore[reportPrivateUsage] -- the server's own handler
+            if step.delay:
+                time.sleep(step.delay)
+            if isinstance(step, Fail):
+                error = {"message": step.message, "type": "error", "code": str(step.status_code)}
+                self._send_json(step.status_code, {"error": error}, step.headers)
+            elif body.get("stream"):
+                self._send_stream(request, step, body)
+            else:
+                self._send_json(200, _completion(request, step))
+
+        def _send_json(self, status: int, payload: object, headers: Any = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_stream(self, request: RecordedRequest, reply: Reply, body: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            for chunk in _chunks(request, reply, include_usage):
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:
+    # Four characters per token: a stable estimate, since the server has no tokenizer.
+    prompt = reply.prompt_tokens
+    if prompt is None:
+        prompt = max(1, request.prompt_chars // 4)
+    completion = reply.completion_tokens
+    if completion is None:
+        text = (reply.text or "") + "".join(c.arguments_json for c in reply.tool_calls)
+        completion = len(text) // 4
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _completion(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+            for c in reply.tool_calls
+        ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": _usage(request, reply),
+    }
+
+
+def _chunks(request: RecordedRequest, reply: Reply, include_usage: bool) -> Iterator[dict[str, Any]]:
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": request.model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    text = reply.text or ""
+    for start in range(0, len(text), 8):
+        yield chunk({"content": text[start : start + 8]})
+    for index, call in enumerate(reply.tool_calls):
+        head = {"index": index, "id": call.id, "type": "function",
+                "function": {"name": call.name, "arguments": ""}}
+        yield chunk({"tool_calls": [head]})
+        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": call.arguments_json}}]})
+    yield chunk({}, reply.finish_reason)
+    if include_usage:
+        yield {**base, "choices": [], "usage": _usage(request, reply)}
