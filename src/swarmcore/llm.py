@@ -177,6 +177,7 @@ async def complete(request: LLMRequest) -> LLMReply:
         )
 
     lit = load_litellm()
+    _check_key(lit, request)
     start = time.perf_counter()
     retrying = AsyncRetrying(
         stop=stop_after_attempt(request.retries + 1),
@@ -338,16 +339,38 @@ def _classify(
     return None
 
 
-def _key_hint(lit: ModuleType, request: LLMRequest) -> str:
-    """Which environment variable to set, from LiteLLM's own knowledge of the provider."""
+_keys_found: set[str] = set()
+
+
+def _check_key(lit: ModuleType, request: LLMRequest) -> None:
+    """Fail before the call when the provider's key is missing (LiteLLM calls it a 500)."""
+    if request.api_key is not None or request.model in _keys_found:
+        return
+    missing = [k for k in _missing_keys(lit, request.model) if "KEY" in k or "TOKEN" in k]
+    if missing:
+        raise ModelError(
+            f"Agent {request.agent_name!r}: {request.model} needs an API key and none was "
+            f"found: set {' or '.join(missing)}, or pass api_key= to the Agent.",
+            agent_name=request.agent_name,
+            model=request.model,
+        )
+    _keys_found.add(request.model)  # only a positive answer is cached: a key may be set later
+
+
+def _missing_keys(lit: ModuleType, model: str) -> list[str]:
     try:
-        missing: list[str] = lit.validate_environment(request.model).get("missing_keys", [])
+        return list(lit.validate_environment(model).get("missing_keys", []))
     except Exception as exc:  # an unknown provider has no key to suggest
-        logger.debug("validate_environment(%s) failed: %s", request.model, exc)
-        missing = []
-    if request.api_key is None and missing:
-        return f"No key was found: set {' or '.join(missing)}."
-    return "Check the key passed as api_key or set in the provider's environment variable."
+        logger.debug("validate_environment(%s) failed: %s", model, exc)
+        return []
+
+
+def _key_hint(lit: ModuleType, request: LLMRequest) -> str:
+    """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
+    names = [k for k in _missing_keys(lit, request.model) if "KEY" in k] if request.api_key is None else []
+    if names:
+        return f"No key was found: set {' or '.join(names)}."
+    return "Check the key passed as api_key= or set in the provider's environment variable."
 
 
 def _first_line(text: str, limit: int = 300) -> str:

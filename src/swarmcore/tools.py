@@ -276,10 +276,17 @@ def _field(
             f"({type(exc).__name__})."
         ) from exc
     kwargs: dict[str, Any] = {"alias": param.name}
-    if param.name in docs:
+    if param.name in docs and not _has_field_description(annotation):
         kwargs["description"] = docs[param.name]
     default: Any = ... if param.default is inspect.Parameter.empty else param.default
     return (annotation, Field(default, **kwargs))
+
+
+def _has_field_description(annotation: object) -> bool:
+    """An ``Annotated[..., Field(description=...)]`` description wins over the docstring."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return False
+    return any(getattr(m, "description", None) for m in typing.get_args(annotation)[1:])
 
 
 def _type_name(annotation: object) -> str:

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from swarmcore import SharedContext
+from swarmcore.context import SEARCH_MAX_HITS, parse_summary, shorten
+
+
+@pytest.mark.parametrize(
+    ("text", "body", "summary"),
+    [
+        ("Body.\n<summary>One line.</summary>", "Body.", "One line."),
+        ("Body.\n<SUMMARY>\n  spread\n  over lines </SUMMARY>\nTail.", "Body.\n\nTail.", "spread over lines"),
+        ("a <summary>first</summary> b <summary>last</summary>", "a <summary>first</summary> b", "last"),
+        ("Truncated answer <summary>cut off", "Truncated answer", "cut off"),
+        ("No tag at all.", "No tag at all.", None),
+        ("Empty <summary> </summary>", "Empty", None),
+        ("<summary>only a summary</summary>", "only a summary", "only a summary"),
+    ],
+    ids=["plain", "multiline", "last-wins", "unclosed", "none", "empty", "only"],
+)
+def test_parse_summary(text: str, body: str, summary: str | None) -> None:
+    assert parse_summary(text) == (body, summary)
+
+
+def test_entries_keep_flow_order_whatever_order_they_are_set() -> None:
+    ctx = SharedContext(order=["a", "b", "c", "d"])
+    ctx.set("c", "C")
+    ctx.set("a", "A", summary="sa")
+    ctx.set("extra", "X")
+    ctx.set("b", "B")
+    assert ctx.keys() == ["a", "b", "c", "extra"]
+    assert ctx.get("a") == "A" and ctx.get_summary("a") == "sa"
+    assert ctx.get_summary("b") == "B"  # the output stands for a missing summary
+    assert ctx.get("nope") is None and ctx.get("nope", "dflt") == "dflt"
+    assert [e.summarised for e in ctx.entries()] == [True, False, False, False]
+    assert ctx.as_dict() == {"a": "A", "b": "B", "c": "C", "extra": "X"}
+    assert "a" in ctx and len(ctx) == 4
+    sub = ctx.subset(["c", "a"])
+    assert sub.keys() == ["a", "c"] and "b" not in sub
+
+
+def test_format_for_prompt_expands_and_labels_summaries() -> None:
+    ctx = SharedContext()
+    ctx.set("researcher", "long research " * 40, summary="research in one line")
+    ctx.set("analyst", "analysis body", summary="analysis")
+    text = ctx.format_for_prompt(expand=["analyst"])
+    assert "## researcher (summary)\n\nresearch in one line" in text
+    assert "## analyst\n\nanalysis body" in text
+    assert "long research" not in text
+    everything = ctx.format_for_prompt()
+    assert "(summary)" not in everything and "long research" in everything
+
+
+def test_summary_without_tag_is_shortened_in_prompts() -> None:
+    ctx = SharedContext()
+    ctx.set("a", "word " * 200)
+    section = ctx.format_for_prompt(expand=[])
+    assert section.startswith("## a (summary)")
+    assert len(section) < 240 and section.endswith("…")
+    assert shorten("a\nb   c", 10) == "a b c"
+
+
+def test_search_regex_and_literal() -> None:
+    ctx = SharedContext()
+    ctx.set("a", "alpha beta\nGamma delta\nepsilon")
+    ctx.set("b", "beta again")
+    hits = ctx.search(r"gam+a|again")
+    assert [(h.name, h.line_number, h.line) for h in hits] == [
+        ("a", 2, "Gamma delta"), ("b", 1, "beta again"),
+    ]
+    # An invalid regex falls back to a literal search.
+    ctx.set("c", "price is (10")
+    assert [h.name for h in ctx.search("(10")] == ["c"]
+
+
+def test_search_caps_returned_lines() -> None:
+    ctx = SharedContext()
+    ctx.set("a", "\n".join(f"match {i}" for i in range(500)))
+    assert len(ctx.search("match")) == SEARCH_MAX_HITS
+
+
+def test_pathological_regex_cannot_hang() -> None:
+    ctx = SharedContext()
+    evil_line = "a" * 60 + "!"
+    ctx.set("a", "\n".join([evil_line] * 50 + ["(a|aa)+$ literal"]))
+    start = time.monotonic()
+    hits = ctx.search("(a|aa)+$")
+    elapsed = time.monotonic() - start
+    # Catastrophic backtracking would take hours; the budget stops it and the
+    # literal fallback finds the one line that contains the pattern text.
+    assert elapsed < 5
+    assert [(h.name, h.line_number) for h in hits] == [("a", 51)]

@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from swarmcore import Agent, AgentError, ModelError, Swarm, UserError, chain
+from swarmcore.testing import Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
+from tests.helpers import agents, echo_model
+
+
+async def test_sequential_flow_passes_context_forward() -> None:
+    model = echo_model()
+    a, b = agents(model.model, "a", "b")
+    result = await Swarm(a >> b).run("task")
+    assert result.output == "b output"
+    assert result.context == {"a": "a output", "b": "b output"}
+    assert [r.agent_name for r in result.history] == ["a", "b"]
+    assert [r.summary for r in result.history] == ["a summary", "b summary"]
+    assert result.token_usage.total_tokens == sum(r.token_usage.total_tokens for r in result.history)
+    assert result.duration_seconds > 0
+    assert result["b"].output == "b output"
+    with pytest.raises(KeyError, match="finished agents: a, b"):
+        result["zzz"]
+
+
+async def test_history_and_context_follow_flow_order_not_completion_order() -> None:
+    # b finishes last although it comes first in the group.
+    model = echo_model(delays={"b": 0.3})
+    a, b, c, d = agents(model.model, "a", "b", "c", "d")
+    result = await Swarm(a >> (b | c) >> d).run("task")
+    assert [r.agent_name for r in result.history] == ["a", "b", "c", "d"]
+    assert list(result.context) == ["a", "b", "c", "d"]
+    finished = [r.user for r in model.requests]
+    assert len(finished) == 4
+
+
+async def test_parallel_group_runs_at_the_same_time() -> None:
+    arrived: list[str] = []
+    all_three = asyncio.Event()
+
+    async def answer(request: RecordedRequest) -> Reply:
+        arrived.append(request.system.split()[0])
+        if len(arrived) == 3:
+            all_three.set()
+        await asyncio.wait_for(all_three.wait(), 5)  # times out unless all three overlap
+        return Reply(text="done")
+
+    model = FunctionModel(answer)
+    a, b, c = (Agent(n, f"{n} x", model=model.model) for n in "abc")
+    result = await Swarm(a | b | c).run("go")
+    assert sorted(arrived) == ["a", "b", "c"]
+    assert result.output == "## a\n\ndone\n\n## b\n\ndone\n\n## c\n\ndone"
+
+
+async def test_final_group_with_a_branch_joins_terminal_outputs() -> None:
+    model = echo_model()
+    a, b, c, d = agents(model.model, "a", "b", "c", "d")
+    result = await Swarm(a >> ((b >> c) | d)).run("task")
+    assert result.output == "## c\n\nc output\n\n## d\n\nd output"
+    assert [r.agent_name for r in result.history] == ["a", "b", "c", "d"]
+
+
+async def test_branches_see_their_own_predecessors_not_their_siblings() -> None:
+    model = OfflineModel()
+    a, b, c, d, e = (Agent(n, f"{n} works.", model=model.model) for n in "abcde")
+    result = await Swarm(a >> ((b >> c) | d) >> e, context_mode="pull").run("study x")
+    hints = {r.system.split()[0]: r.system for r in model.requests if r.user == "study x"}
+    assert "- b (" in hints["c"] and "- a (" in hints["c"]
+    assert "- d (" not in hints["c"]
+    assert "- b (" not in hints["d"] and "- c (" not in hints["d"]
+    assert all(f"- {n} (" in hints["e"] for n in "abcd")
+    assert list(result.context) == ["a", "b", "c", "d", "e"]
+
+
+async def test_concurrent_runs_of_one_swarm_share_nothing() -> None:
+    def answer(request: RecordedRequest) -> Reply:
+        return Reply(text=f"{request.system.split()[0]} on {request.user}")
+
+    model = FunctionModel(answer)
+    a, b = (Agent(n, f"{n} x", model=model.model) for n in "ab")
+    swarm = Swarm(a >> b, context_mode="push")
+    one, two = await asyncio.gather(swarm.run("ONE"), swarm.run("TWO"))
+    assert one.context == {"a": "a on ONE", "b": "b on ONE"}
+    assert two.context == {"a": "a on TWO", "b": "b on TWO"}
+    for req in model.requests:
+        other = "TWO" if req.user == "ONE" else "ONE"
+        assert f"on {other}" not in req.system
+
+
+async def test_pull_mode_first_step_gets_nothing_later_steps_get_hint_and_tools() -> None:
+    model = OfflineModel()
+    a, b = (Agent(n, f"{n} works.", model=model.model) for n in "ab")
+    await Swarm(a >> b).run("topic")
+    first_a = next(r for r in model.requests if r.system.startswith("a "))
+    first_b = next(r for r in model.requests if r.system.startswith("b "))
+    assert first_a.tools == [] and "Shared context" not in first_a.system
+    assert first_b.tool_names == ["list_context", "get_context", "search_context"]
+    assert "## Shared context" in first_b.system and "- a (" in first_b.system
+    assert "Offline answer" not in first_b.system  # outputs are pulled, not pushed
+    b_calls = [r for r in model.requests if r.system.startswith("b ")]
+    assert any("Offline answer (a works.)" in str(m.get("content")) for m in b_calls[-1].tool_results)
+
+
+async def test_pull_prompt_stays_flat_as_the_chain_grows() -> None:
+    model = OfflineModel()
+    names = [f"agent_{i:02d}" for i in range(1, 21)]
+    flow = chain(*(Agent(n, f"{n} adds one fact about the topic.", model=model.model) for n in names))
+    await Swarm(flow, context_mode="pull").run("the history of tea")
+    first_requests = {}
+    for r in model.requests:
+        first_requests.setdefault(r.system.split()[0], r)
+    second, twentieth = first_requests["agent_02"], first_requests["agent_20"]
+    assert twentieth.prompt_chars <= 1.5 * second.prompt_chars
+    assert "earlier outputs are not listed here" in twentieth.system
+
+
+async def test_push_mode_previous_in_full_earlier_as_summaries_with_expand_tool() -> None:
+    model = OfflineModel()
+    a, b, c = (Agent(n, f"{n} works.", model=model.model) for n in "abc")
+    result = await Swarm(a >> b >> c, context_mode="push").run("topic")
+    first_b = next(r for r in model.requests if r.system.startswith("b "))
+    first_c = next(r for r in model.requests if r.system.startswith("c "))
+    assert first_b.tools == []  # nothing summarised yet: only the previous step
+    assert f"## a\n\n{result.context['a']}" in first_b.system
+    assert first_c.tool_names == ["expand_context"]
+    assert "## a (summary)\n\n" + result["a"].summary in first_c.system
+    assert f"## b\n\n{result.context['b']}" in first_c.system
+    assert [t.tool_name for t in result["c"].tool_calls] == ["expand_context"]
+    assert result["c"].tool_calls[0].result == result.context["a"]
+
+
+async def test_failure_keeps_finished_results_as_partial() -> None:
+    def answer(request: RecordedRequest) -> Reply | Fail:
+        who = request.system.split()[0]
+        if who == "c":
+            return Fail(400, "bad request for c")
+        return Reply(text=f"{who} done", delay=0.05 if who == "b" else 0)
+
+    model = FunctionModel(answer)
+    a, b, c, d = agents(model.model, "a", "b", "c", "d")
+    with pytest.raises(ModelError, match="Agent 'c'") as info:
+        await Swarm(a >> (b | c) >> d).run("go")
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.context == {"a": "a done"}  # b was cancelled when c failed
+    assert [r.agent_name for r in partial.history] == ["a"]
+    assert not any(r.system.startswith("d ") for r in model.requests)
+
+
+async def test_failure_after_a_group_keeps_the_whole_group() -> None:
+    def answer(request: RecordedRequest) -> Reply | Fail:
+        who = request.system.split()[0]
+        return Fail(401, "no") if who == "d" else Reply(text=f"{who} done")
+
+    model = FunctionModel(answer)
+    a, b, c, d = agents(model.model, "a", "b", "c", "d")
+    with pytest.raises(AgentError) as info:
+        await Swarm(a >> (b | c) >> d).run("go")
+    assert info.value.agent_name == "d"
+    assert info.value.partial is not None
+    assert info.value.partial.context == {"a": "a done", "b": "b done", "c": "c done"}
+    assert info.value.partial.output == "c done"
+
+
+def test_swarm_validates_its_arguments() -> None:
+    a = Agent("a", "x")
+    with pytest.raises(UserError, match="context_mode must be 'pull' or 'push', got 'pul'"):
+        Swarm(a, context_mode="pul")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="takes a Flow or an Agent"):
+        Swarm("a")  # type: ignore[arg-type]
+
+    def get_context(agent_name: str) -> str:
+        """Clashes with the context tools."""
+        return agent_name
+
+    with pytest.raises(UserError, match="tool named 'get_context'.*rename the tool"):
+        Swarm(Agent("b", "x", tools=[get_context]))
+    assert repr(Swarm(a, context_mode="push")) == "Swarm(a, context_mode='push')"
+    assert Swarm(a).context_mode == "pull"
+
+
+async def test_empty_task_is_refused() -> None:
+    with pytest.raises(UserError, match="non-empty task"):
+        await Swarm(Agent("a", "x")).run("")
