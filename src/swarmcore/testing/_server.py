@@ -52,7 +52,7 @@ class MockOpenAIServer:
         self.raw_bodies: list[dict[str, Any]] = []
         """Every request body as JSON, in arrival order."""
         self.headers: list[dict[str, str]] = []
-        """Every request's headers, in arrival order."""
+        """Every request's headers (names lower-cased), in arrival order."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -134,7 +134,7 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 tools=list(body.get("tools", []) or []),
                 params=params,
             )
-            step = server._next(request, body, dict(self.headers.items()))  # pyright: ignore[reportPrivateUsage] -- the server's own handler
+            step = server._next(request, body, {k.lower(): v for k, v in self.headers.items()})  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if step.delay:
                 time.sleep(step.delay)
             if isinstance(step, Fail):

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from swarmcore import Agent, ModelError, Swarm
+from swarmcore.testing import (
+    OfflineModel,
+    Reply,
+    ScriptedModel,
+    UnconsumedSteps,
+    UnexpectedModelCall,
+    choose_model,
+    example_arguments,
+    offline_model,
+)
+
+
+class Filter(BaseModel):
+    field: str
+    minimum: int = 0
+
+
+def query_db(
+    table: Literal["users", "orders"],
+    filters: list[Filter],
+    limit: int | None = None,
+    tags: dict[str, bool] | None = None,
+) -> str:
+    """Query a table.
+
+    Args:
+        table: Which table.
+        filters: Row filters.
+        limit: Most rows.
+        tags: Flags.
+    """
+    return f"{table}:{len(filters)}:{limit}"
+
+
+async def test_offline_model_calls_offered_tools_with_schema_valid_arguments() -> None:
+    model = OfflineModel()
+    agent = Agent("db", "You query databases.", model=model.model, tools=[query_db])
+    result = await agent.run("How many users signed up?")
+    (call,) = result.tool_calls
+    assert call.error is None and call.result == "users:1:None"
+    assert result.output.startswith("Offline answer (You query databases.) to: How many users signed up?")
+    assert "query_db(" in result.output and "users:1:None" in result.output
+    assert result.summary == "You query databases.: answered with 1 tool results."
+    assert result.token_usage.prompt_tokens > 0 and result.token_usage.completion_tokens > 0
+
+
+def test_example_arguments_follow_the_schema() -> None:
+    from swarmcore import function_tool
+
+    args = example_arguments(function_tool(query_db).parameters)
+    assert args["table"] == "users"
+    assert args["filters"] == [{"field": "example field", "minimum": 0}]
+
+
+async def test_offline_model_is_deterministic() -> None:
+    model = offline_model()
+    a, b = Agent("a", "A works.", model=model), Agent("b", "B works.", model=model)
+    first = await Swarm(a >> b).run("tea")
+    second = await Swarm(a >> b).run("tea")
+    assert first.context == second.context
+    assert "get_context" in [t.tool_name for t in first["b"].tool_calls]
+
+
+async def test_scripted_model_fails_loudly_past_its_script() -> None:
+    model = ScriptedModel(["only one"])
+    agent = Agent("s", "x", model=model.model)
+    await agent.run("go")
+    with pytest.raises(ModelError, match="past the end of its script \\(1 steps\\)"):
+        await agent.run("again")
+    assert model.unexpected_calls == 1 and len(model.requests) == 2
+    with pytest.raises(UnexpectedModelCall):
+        model.assert_consumed()
+
+
+def test_scripted_model_reports_unused_steps() -> None:
+    model = ScriptedModel([Reply(text="a"), "b"])
+    assert model.remaining == 2
+    with pytest.raises(UnconsumedSteps, match="2 of 2 steps unused"):
+        model.assert_consumed()
+
+
+def test_choose_model_falls_back_offline_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    model, line = choose_model()
+    assert model == offline_model()
+    assert "Running offline" in line and "OPENAI_API_KEY" in line
+    monkeypatch.setenv("SWARMCORE_MODEL", "anthropic/claude-sonnet-4-5")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert choose_model() == ("anthropic/claude-sonnet-4-5", "Running on anthropic/claude-sonnet-4-5.")
