@@ -91,7 +91,9 @@ class Agent(FlowNode):
         _check_positive(self, "timeout", self.timeout)
         _check_positive(self, "call_timeout", self.call_timeout)
         if not isinstance(self.retries, int) or self.retries < 0:
-            raise UserError(f"Agent {self.name!r}: retries must be 0 or more, got {self.retries!r}.")
+            raise UserError(
+                f"Agent {self.name!r}: retries must be 0 or more, got {self.retries!r}."
+            )
         if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Iterable):
             raise UserError(f"Agent {self.name!r}: tools must be a list of functions.")
         tools = to_tools(self.tools, owner=f"Agent {self.name!r}")

@@ -105,7 +105,7 @@ class SharedContext:
         return entry.output if entry else default
 
     def get_summary(self, key: str, default: str | None = None) -> str | None:
-        """The summary stored under ``key`` (the full output when none was given), or ``default``."""
+        """The summary under ``key`` (the output when none was given), or ``default``."""
         entry = self._entries.get(key)
         return entry.summary if entry else default
 
@@ -212,7 +212,9 @@ def _regex_match(matcher: Any, line: str, deadline: float) -> bool | None:
         return None
 
 
-def _literal_search(entries: Iterable[ContextEntry], pattern: str, max_hits: int) -> list[SearchHit]:
+def _literal_search(
+    entries: Iterable[ContextEntry], pattern: str, max_hits: int
+) -> list[SearchHit]:
     needle = pattern.lower()
     hits: list[SearchHit] = []
     for entry in entries:

@@ -155,6 +155,9 @@ def push_hint(context: SharedContext, previous: Sequence[str]) -> str:
     """The push-mode context: the previous step in full, earlier steps as summaries."""
     text = context.format_for_prompt(expand=previous)
     note = ""
-    if any(name not in previous for name in context.keys()):
-        note = "\n\nEntries marked (summary) are shortened; expand_context(agent_name) reads one in full."
+    if any(name not in previous for name in context):
+        note = (
+            "\n\nEntries marked (summary) are shortened; "
+            "expand_context(agent_name) reads one in full."
+        )
     return f"# Context from earlier agents\n\n{text}{note}"

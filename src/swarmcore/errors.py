@@ -100,4 +100,3 @@ class MaxTurnsExceeded(AgentError):
     def __init__(self, message: str, *, agent_name: str, max_turns: int) -> None:
         super().__init__(message, agent_name=agent_name)
         self.max_turns = max_turns
-

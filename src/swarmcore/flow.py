@@ -13,6 +13,7 @@ This module is pure data: it never imports ``agent.py`` (Agent inherits
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -241,9 +242,9 @@ def _from_steps(steps: tuple[Step, ...]) -> Flow:
 def _as_members(flow: Flow) -> tuple[Member, ...]:
     """A flow as members of an enclosing group: a group merges in; a chain is one branch."""
     steps = flow.step_tuple
-    if len(steps) > 1:
+    if len(steps) != 1:
         return (flow,)
-    only = steps[0]
+    (only,) = steps
     return (only,) if isinstance(only, FlowNode) else only
 
 
@@ -316,7 +317,7 @@ def _step_expr(step: Step, *, nested: bool) -> str:
 
 def _mermaid_edges(steps: tuple[Step, ...]) -> list[tuple[str, str]]:
     edges: list[tuple[str, str]] = []
-    for prev, nxt in zip(steps, steps[1:], strict=False):
+    for prev, nxt in itertools.pairwise(steps):
         edges += [(s.name, d.name) for s in step_exits(prev) for d in step_entries(nxt)]
     for step in steps:
         if isinstance(step, tuple):

@@ -31,13 +31,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swarmcore.errors import ModelError
 from swarmcore.models import TokenUsage
-
-if TYPE_CHECKING:
-    from litellm.types.utils import ModelResponse
 
 __all__ = [
     "LLMReply",
@@ -87,7 +84,7 @@ def register_provider(name: str, factory: Callable[[ModuleType], object]) -> Non
         _install_provider(_litellm, name, factory)
 
 
-def _install_provider(lit: ModuleType, name: str, factory: Callable[[ModuleType], object]) -> None:
+def _install_provider(lit: Any, name: str, factory: Callable[[ModuleType], object]) -> None:
     entries: list[dict[str, Any]] = [e for e in lit.custom_provider_map if e["provider"] != name]
     entries.append({"provider": name, "custom_handler": factory(lit)})
     lit.custom_provider_map = entries
@@ -188,7 +185,7 @@ async def complete(request: LLMRequest) -> LLMReply:
         before_sleep=log_retry,
         reraise=True,
     )
-    response: ModelResponse | None = None
+    response: Any = None
     async for attempt in retrying:
         with attempt:
             response = await _call_once(lit, request, attempt.retry_state.attempt_number)
@@ -196,7 +193,7 @@ async def complete(request: LLMRequest) -> LLMReply:
     return _to_reply(lit, request, response, time.perf_counter() - start)
 
 
-async def _call_once(lit: ModuleType, request: LLMRequest, attempt: int) -> ModelResponse:
+async def _call_once(lit: ModuleType, request: LLMRequest, attempt: int) -> Any:
     kwargs: dict[str, Any] = {
         **request.settings,
         "model": request.model,
@@ -233,9 +230,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, attempt: int) -> Mode
         raise error from exc
 
 
-def _to_reply(
-    lit: ModuleType, request: LLMRequest, response: ModelResponse, duration: float
-) -> LLMReply:
+def _to_reply(lit: ModuleType, request: LLMRequest, response: Any, duration: float) -> LLMReply:
     choice: Any = response.choices[0]
     message: Any = choice.message
     raw_calls: list[Any] = list(message.tool_calls or [])
@@ -258,7 +253,7 @@ def _to_reply(
     )
 
 
-def _cost(lit: ModuleType, request: LLMRequest, response: ModelResponse) -> float | None:
+def _cost(lit: ModuleType, request: LLMRequest, response: Any) -> float | None:
     """Price the call from LiteLLM's bundled price map; None when the model is unpriced."""
     try:
         return float(lit.completion_cost(completion_response=response, model=request.model))
@@ -367,7 +362,11 @@ def _missing_keys(lit: ModuleType, model: str) -> list[str]:
 
 def _key_hint(lit: ModuleType, request: LLMRequest) -> str:
     """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
-    names = [k for k in _missing_keys(lit, request.model) if "KEY" in k] if request.api_key is None else []
+    names = (
+        [k for k in _missing_keys(lit, request.model) if "KEY" in k]
+        if request.api_key is None
+        else []
+    )
     if names:
         return f"No key was found: set {' or '.join(names)}."
     return "Check the key passed as api_key= or set in the provider's environment variable."

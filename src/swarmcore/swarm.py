@@ -73,7 +73,7 @@ class _PushMode:
     def prepare(self, context: SharedContext, previous: Sequence[str]) -> _Prepared:
         if not len(context):
             return _NOTHING
-        summarised = any(name not in previous for name in context.keys())
+        summarised = any(name not in previous for name in context)
         tools = (make_expand_tool(context),) if summarised else ()
         return _Prepared(push_hint(context, previous), tools)
 
@@ -251,7 +251,9 @@ def _check_reserved_tool_names(flow: Flow) -> None:
     for agent in flow.agents:
         if not isinstance(agent, Agent):
             raise UserError(f"Flow holds {agent!r}, which is not an Agent; only Agents can run.")
-        clash = [t.name for t in agent.tools if isinstance(t, Tool) and t.name in CONTEXT_TOOL_NAMES]
+        clash = [
+            t.name for t in agent.tools if isinstance(t, Tool) and t.name in CONTEXT_TOOL_NAMES
+        ]
         if clash:
             raise UserError(
                 f"Agent {agent.name!r} has a tool named {clash[0]!r}, a name the context modes "

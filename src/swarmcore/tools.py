@@ -174,7 +174,9 @@ def function_tool(
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as exc:  # unresolvable forward references, typos in annotations
-        raise UserError(f"Tool {tool_name!r}: its type annotations cannot be resolved: {exc}.") from exc
+        raise UserError(
+            f"Tool {tool_name!r}: its type annotations cannot be resolved: {exc}."
+        ) from exc
     fields: dict[str, Any] = {}
     positional: list[str] = []
     for param in inspect.signature(fn).parameters.values():
@@ -219,7 +221,9 @@ def to_tools(items: Iterable[Callable[..., Any] | Tool], *, owner: str) -> tuple
     return tools
 
 
-async def run_tool_call(tools: Mapping[str, Tool], call_id: str, name: str, arguments: str) -> ToolCallRecord:
+async def run_tool_call(
+    tools: Mapping[str, Tool], call_id: str, name: str, arguments: str
+) -> ToolCallRecord:
     """Run one tool call; every failure becomes an error result the model can act on.
 
     Cancellation is never swallowed: only ordinary exceptions become results.
@@ -328,11 +332,13 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         if header and not line.startswith((" ", "\t")):
             section, current = header.group(1), None
             continue
-        if section not in ("Args", "Arguments", "Parameters") or not line.strip():
+        if section is None or section not in ("Args", "Arguments", "Parameters"):
+            continue
+        if not line.strip():
             continue
         entry = re.match(r"^\s{1,8}(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", line)
         if entry and _indent(line) <= _indent_of_entries(lines, section):
-            current = entry.group(1).lstrip("*")
+            current = str(entry.group(1)).lstrip("*")
             args[current] = entry.group(3).strip()
         elif current is not None:
             args[current] = f"{args[current]} {line.strip()}".strip()

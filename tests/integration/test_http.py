@@ -22,19 +22,41 @@ def lookup(term: str, limit: int = 2) -> list[str]:
 async def test_tool_loop_over_http(mock_openai_server: MockOpenAIServer) -> None:
     server = mock_openai_server
     server.add(
-        Reply(tool_calls=[Call("lookup", {"term": "tea"}, id="call_a"), Call("lookup", {"term": "milk", "limit": 1}, id="call_b")]),
-        Reply(text="Tea and milk.\n<summary>Looked up two terms.</summary>", prompt_tokens=50, completion_tokens=7),
+        Reply(
+            tool_calls=[
+                Call("lookup", {"term": "tea"}, id="call_a"),
+                Call("lookup", {"term": "milk", "limit": 1}, id="call_b"),
+            ]
+        ),
+        Reply(
+            text="Tea and milk.\n<summary>Looked up two terms.</summary>",
+            prompt_tokens=50,
+            completion_tokens=7,
+        ),
     )
     agent = Agent("researcher", "You research.", tools=[lookup], **server.model_kwargs)
     result = await agent.run("Tell me about tea")
-    assert result.output == "Tea and milk." and result.summary == "Looked up two terms."
-    assert [r.result for r in result.tool_calls] == ['["tea fact 0","tea fact 1"]', '["milk fact 0"]']
+    assert result.output == "Tea and milk."
+    assert result.summary == "Looked up two terms."
+    assert [r.result for r in result.tool_calls] == [
+        '["tea fact 0","tea fact 1"]',
+        '["milk fact 0"]',
+    ]
     first, second = server.raw_bodies
     assert first["model"] == "test-model"
     assert first["tools"][0]["function"]["name"] == "lookup"
-    assert first["tools"][0]["function"]["parameters"]["properties"]["term"] == {"description": "What to look up.", "type": "string"}
+    assert first["tools"][0]["function"]["parameters"]["properties"]["term"] == {
+        "description": "What to look up.",
+        "type": "string",
+    }
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
-    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool", "tool"]
+    assert [m["role"] for m in second["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+    ]
     assert [c["id"] for c in second["messages"][2]["tool_calls"]] == ["call_a", "call_b"]
     assert [(m["tool_call_id"], m["content"]) for m in second["messages"][3:]] == [
         ("call_a", '["tea fact 0","tea fact 1"]'),
@@ -60,7 +82,9 @@ async def test_swarm_over_http_in_pull_mode() -> None:
     assert "list_context" in server.raw_bodies[1]["tools"][0]["function"]["name"]
 
 
-async def test_retryable_http_errors_are_retried_then_succeed(mock_openai_server: MockOpenAIServer) -> None:
+async def test_retryable_http_errors_are_retried_then_succeed(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
     mock_openai_server.add(Fail(429, "Rate limit reached"), Fail(502, "bad gateway"), "ok")
     agent = Agent("r", "x", retries=2, **mock_openai_server.model_kwargs)
     assert (await agent.run("go")).output == "ok"
@@ -97,16 +121,25 @@ async def test_server_streams_text_and_tool_calls(mock_openai_server: MockOpenAI
     kwargs = mock_openai_server.model_kwargs
     chunks = []
     stream = await litellm.acompletion(
-        messages=[{"role": "user", "content": "hi"}], stream=True,
-        stream_options={"include_usage": True}, max_retries=0, **kwargs,
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+        max_retries=0,
+        **kwargs,
     )
     async for chunk in stream:
         chunks.append(chunk)
     rebuilt = litellm.stream_chunk_builder(chunks)
     assert rebuilt.choices[0].message.content == "streamed words here"
     assert rebuilt.usage.prompt_tokens == 9
-    stream = await litellm.acompletion(messages=[{"role": "user", "content": "hi"}], stream=True, max_retries=0, **kwargs)
+    stream = await litellm.acompletion(
+        messages=[{"role": "user", "content": "hi"}], stream=True, max_retries=0, **kwargs
+    )
     chunks = [c async for c in stream]
     call = litellm.stream_chunk_builder(chunks).choices[0].message.tool_calls[0]
-    assert (call.id, call.function.name, call.function.arguments) == ("call_s", "lookup", '{"term": "tea"}')
+    assert (call.id, call.function.name, call.function.arguments) == (
+        "call_s",
+        "lookup",
+        '{"term": "tea"}',
+    )
     assert mock_openai_server.raw_bodies[0]["stream"] is True

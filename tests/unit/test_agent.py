@@ -30,8 +30,14 @@ def add(a: int, b: int) -> int:
 async def test_tool_loop_runs_until_text_and_sums_usage() -> None:
     model = ScriptedModel(
         [
-            Reply(tool_calls=[Call("add", {"a": 2, "b": 3})], prompt_tokens=10, completion_tokens=4),
-            Reply(text="It is 5.\n<summary>Added 2 and 3.</summary>", prompt_tokens=20, completion_tokens=6),
+            Reply(
+                tool_calls=[Call("add", {"a": 2, "b": 3})], prompt_tokens=10, completion_tokens=4
+            ),
+            Reply(
+                text="It is 5.\n<summary>Added 2 and 3.</summary>",
+                prompt_tokens=20,
+                completion_tokens=6,
+            ),
         ]
     )
     agent = Agent("calc", "You add numbers.", model=model.model, tools=[add])
@@ -39,16 +45,27 @@ async def test_tool_loop_runs_until_text_and_sums_usage() -> None:
     model.assert_consumed()
     assert result.output == "It is 5."
     assert result.summary == "Added 2 and 3."
-    assert result.token_usage.prompt_tokens == 30 and result.token_usage.completion_tokens == 10
+    assert result.token_usage.prompt_tokens == 30
+    assert result.token_usage.completion_tokens == 10
     assert result.token_usage.total_tokens == 40
     assert [c.token_usage.total_tokens for c in result.llm_calls] == [14, 26]
-    assert result.tool_calls[0].result == "5" and result.tool_calls[0].error is None
+    assert result.tool_calls[0].result == "5"
+    assert result.tool_calls[0].error is None
     first, second = model.requests
     assert first.tool_names == ["add"]
-    assert first.system.startswith("You add numbers.") and "<summary>" in first.system
+    assert first.system.startswith("You add numbers.")
+    assert "<summary>" in first.system
     assert first.user == "What is 2 + 3?"
-    assert second.tool_results == [{"role": "tool", "tool_call_id": first_call_id(result), "content": "5"}]
-    assert [m["role"] for m in result.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert second.tool_results == [
+        {"role": "tool", "tool_call_id": first_call_id(result), "content": "5"}
+    ]
+    assert [m["role"] for m in result.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
 
 
 def first_call_id(result) -> str:  # type: ignore[no-untyped-def]
@@ -76,11 +93,15 @@ async def test_parallel_tool_calls_run_concurrently_and_return_in_call_order() -
     agent = Agent("p", "Parallel.", model=model.model, tools=[slow_sync, fast_async])
     result = await agent.run("go")
     assert [(r.call_id, r.result) for r in result.tool_calls] == [
-        ("id_1", "sync one"), ("id_2", "async two"), ("id_3", "sync three"),
+        ("id_1", "sync one"),
+        ("id_2", "async two"),
+        ("id_3", "sync three"),
     ]
     sent = model.requests[1].tool_results
     assert [(m["tool_call_id"], m["content"]) for m in sent] == [
-        ("id_1", "sync one"), ("id_2", "async two"), ("id_3", "sync three"),
+        ("id_1", "sync one"),
+        ("id_2", "async two"),
+        ("id_3", "sync three"),
     ]
 
 
@@ -107,8 +128,10 @@ async def test_model_mistakes_go_back_to_the_model_and_are_recorded() -> None:
     assert result.output == "recovered"
     errors = [r.error for r in result.tool_calls]
     assert errors[0] == "Unknown tool 'ad'. Available tools: add, boom."
-    assert errors[1] is not None and "not valid JSON" in errors[1]
-    assert errors[2] is not None and "a: Input should be a valid integer" in errors[2]
+    assert errors[1] is not None
+    assert "not valid JSON" in errors[1]
+    assert errors[2] is not None
+    assert "a: Input should be a valid integer" in errors[2]
     assert errors[3] == "Tool 'boom' raised RuntimeError: disk on fire"
     assert [m["content"] for m in model.requests[1].tool_results] == errors
 
@@ -116,9 +139,13 @@ async def test_model_mistakes_go_back_to_the_model_and_are_recorded() -> None:
 async def test_max_turns_ends_a_runaway_loop() -> None:
     model = ScriptedModel([Reply.tool("add", a=1, b=1)] * 3)
     agent = Agent("loop", "Loops.", model=model.model, tools=[add], max_turns=3)
-    with pytest.raises(MaxTurnsExceeded, match=r"made 3 model calls without a final answer \(max_turns=3\); raise max_turns") as info:
+    with pytest.raises(
+        MaxTurnsExceeded,
+        match=r"made 3 model calls without a final answer \(max_turns=3\); raise max_turns",
+    ) as info:
         await agent.run("go")
-    assert info.value.agent_name == "loop" and info.value.max_turns == 3
+    assert info.value.agent_name == "loop"
+    assert info.value.max_turns == 3
 
 
 async def test_agent_is_frozen_and_stateless_across_runs() -> None:
@@ -144,7 +171,8 @@ async def test_extra_tools_and_hint_are_run_local() -> None:
     await agent.run("again")
     assert model.requests[0].tool_names == ["add", "secret"]
     assert "HINT TEXT" in model.requests[0].system
-    assert model.requests[2].tool_names == ["add"] and "HINT TEXT" not in model.requests[2].system
+    assert model.requests[2].tool_names == ["add"]
+    assert "HINT TEXT" not in model.requests[2].system
     assert [t.name for t in agent.tools] == ["add"]
     with pytest.raises(UserError, match="already has a tool named 'add'"):
         await agent.run("go", extra_tools=[add])
@@ -161,8 +189,10 @@ async def test_context_without_hint_is_rendered_in_full() -> None:
 async def test_agent_without_tools_makes_one_call() -> None:
     model = ScriptedModel(["only answer"])
     result = await Agent("d", "Direct.", model=model.model).run("go")
-    assert result.output == "only answer" and result.summary == "only answer"
-    assert len(result.llm_calls) == 1 and model.requests[0].tools == []
+    assert result.output == "only answer"
+    assert result.summary == "only answer"
+    assert len(result.llm_calls) == 1
+    assert model.requests[0].tools == []
 
 
 @pytest.mark.parametrize(
@@ -197,7 +227,8 @@ async def test_auth_error_names_the_missing_key() -> None:
     agent = Agent("w", "x", model=model.model)
     with pytest.raises(ModelError, match="rejected the API key \\(401\\)") as info:
         await agent.run("go")
-    assert info.value.status_code == 401 and info.value.retryable is False
+    assert info.value.status_code == 401
+    assert info.value.retryable is False
     assert "sk-abcdef123456789" not in str(info.value)
     assert len(model.requests) == 1
 
@@ -211,14 +242,16 @@ async def test_missing_openai_key_says_which_variable() -> None:
 async def test_transient_errors_are_retried() -> None:
     model = ScriptedModel([Fail(429, "slow down"), Fail(503, "busy"), "finally"])
     result = await Agent("r", "x", model=model.model, retries=2).run("go")
-    assert result.output == "finally" and len(model.requests) == 3
+    assert result.output == "finally"
+    assert len(model.requests) == 3
 
 
 async def test_transient_errors_give_up_after_retries() -> None:
     model = ScriptedModel([Fail(500, "down"), Fail(500, "down")])
-    with pytest.raises(ModelError, match="attempt 2 of 2.*transient") as info:
+    with pytest.raises(ModelError, match=r"attempt 2 of 2.*transient") as info:
         await Agent("r", "x", model=model.model, retries=1).run("go")
-    assert info.value.retryable and info.value.status_code == 500
+    assert info.value.retryable
+    assert info.value.status_code == 500
 
 
 @pytest.mark.parametrize(
@@ -235,10 +268,10 @@ async def test_request_errors_fail_at_once(status: int, message: str) -> None:
 
 async def test_call_timeout_and_agent_timeout() -> None:
     slow = ScriptedModel([Reply(text="late", delay=2)])
-    with pytest.raises(ModelError, match="did not answer within 0.05s"):
+    with pytest.raises(ModelError, match=r"did not answer within 0\.05s"):
         await Agent("t", "x", model=slow.model, call_timeout=0.05, retries=0).run("go")
     hang = FunctionModel(lambda r: Reply(text="late", delay=2))
-    with pytest.raises(AgentError, match="did not finish within timeout=0.1s"):
+    with pytest.raises(AgentError, match=r"did not finish within timeout=0\.1s"):
         await Agent("t", "x", model=hang.model, timeout=0.1).run("go")
 
 
@@ -261,4 +294,5 @@ async def test_two_agents_on_one_model_run_in_parallel() -> None:
     model = FunctionModel(answer)
     a, b = Agent("a", "a x", model=model.model), Agent("b", "b x", model=model.model)
     results = await asyncio.gather(a.run("go"), b.run("go"))
-    assert sorted(started) == ["a", "b"] and [r.output for r in results] == ["ok", "ok"]
+    assert sorted(started) == ["a", "b"]
+    assert [r.output for r in results] == ["ok", "ok"]

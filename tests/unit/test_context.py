@@ -12,8 +12,16 @@ from swarmcore.context import SEARCH_MAX_HITS, parse_summary, shorten
     ("text", "body", "summary"),
     [
         ("Body.\n<summary>One line.</summary>", "Body.", "One line."),
-        ("Body.\n<SUMMARY>\n  spread\n  over lines </SUMMARY>\nTail.", "Body.\n\nTail.", "spread over lines"),
-        ("a <summary>first</summary> b <summary>last</summary>", "a <summary>first</summary> b", "last"),
+        (
+            "Body.\n<SUMMARY>\n  spread\n  over lines </SUMMARY>\nTail.",
+            "Body.\n\nTail.",
+            "spread over lines",
+        ),
+        (
+            "a <summary>first</summary> b <summary>last</summary>",
+            "a <summary>first</summary> b",
+            "last",
+        ),
         ("Truncated answer <summary>cut off", "Truncated answer", "cut off"),
         ("No tag at all.", "No tag at all.", None),
         ("Empty <summary> </summary>", "Empty", None),
@@ -32,14 +40,18 @@ def test_entries_keep_flow_order_whatever_order_they_are_set() -> None:
     ctx.set("extra", "X")
     ctx.set("b", "B")
     assert ctx.keys() == ["a", "b", "c", "extra"]
-    assert ctx.get("a") == "A" and ctx.get_summary("a") == "sa"
+    assert ctx.get("a") == "A"
+    assert ctx.get_summary("a") == "sa"
     assert ctx.get_summary("b") == "B"  # the output stands for a missing summary
-    assert ctx.get("nope") is None and ctx.get("nope", "dflt") == "dflt"
+    assert ctx.get("nope") is None
+    assert ctx.get("nope", "dflt") == "dflt"
     assert [e.summarised for e in ctx.entries()] == [True, False, False, False]
     assert ctx.as_dict() == {"a": "A", "b": "B", "c": "C", "extra": "X"}
-    assert "a" in ctx and len(ctx) == 4
+    assert "a" in ctx
+    assert len(ctx) == 4
     sub = ctx.subset(["c", "a"])
-    assert sub.keys() == ["a", "c"] and "b" not in sub
+    assert sub.keys() == ["a", "c"]
+    assert "b" not in sub
 
 
 def test_format_for_prompt_expands_and_labels_summaries() -> None:
@@ -51,7 +63,8 @@ def test_format_for_prompt_expands_and_labels_summaries() -> None:
     assert "## analyst\n\nanalysis body" in text
     assert "long research" not in text
     everything = ctx.format_for_prompt()
-    assert "(summary)" not in everything and "long research" in everything
+    assert "(summary)" not in everything
+    assert "long research" in everything
 
 
 def test_summary_without_tag_is_shortened_in_prompts() -> None:
@@ -59,7 +72,8 @@ def test_summary_without_tag_is_shortened_in_prompts() -> None:
     ctx.set("a", "word " * 200)
     section = ctx.format_for_prompt(expand=[])
     assert section.startswith("## a (summary)")
-    assert len(section) < 240 and section.endswith("…")
+    assert len(section) < 240
+    assert section.endswith("…")
     assert shorten("a\nb   c", 10) == "a b c"
 
 
@@ -69,7 +83,8 @@ def test_search_regex_and_literal() -> None:
     ctx.set("b", "beta again")
     hits = ctx.search(r"gam+a|again")
     assert [(h.name, h.line_number, h.line) for h in hits] == [
-        ("a", 2, "Gamma delta"), ("b", 1, "beta again"),
+        ("a", 2, "Gamma delta"),
+        ("b", 1, "beta again"),
     ]
     # An invalid regex falls back to a literal search.
     ctx.set("c", "price is (10")

@@ -31,7 +31,8 @@ def test_branch_is_a_multi_step_flow() -> None:
     (group,) = flow.steps
     assert isinstance(group, list)
     branch, other = group
-    assert isinstance(branch, Flow) and branch.steps == [a, b]
+    assert isinstance(branch, Flow)
+    assert branch.steps == [a, b]
     assert other is c
     assert [x.name for x in (d >> flow).agents] == ["d", "a", "b", "c"]
 
@@ -44,7 +45,7 @@ def test_building_never_mutates_operands() -> None:
     _ = left | c
     assert left.steps == before
     with pytest.raises(AttributeError, match="immutable"):
-        left._steps = ()  # type: ignore[misc]  # noqa: SLF001
+        left._steps = ()  # type: ignore[misc]
     steps = left.steps
     steps.append(c)
     assert len(left.steps) == 2
@@ -62,7 +63,10 @@ def test_chain_splices_flows() -> None:
     [
         (lambda a, b: chain(), "at least one"),
         (lambda a, b: parallel(), "at least one"),
-        (lambda a, b: a >> "writer", "str 'writer' at position 2.*Agent object rather than its name"),
+        (
+            lambda a, b: a >> "writer",
+            "str 'writer' at position 2.*Agent object rather than its name",
+        ),
         (lambda a, b: chain(a, 42), "int 42 at position 2"),
         (lambda a, b: a | None, "NoneType None"),
         (lambda a, b: a >> a, "two agents named 'a'"),
@@ -70,7 +74,17 @@ def test_chain_splices_flows() -> None:
         (lambda a, b: Flow([]), "at least one step"),
         (lambda a, b: Flow("a"), "takes a list of steps"),
     ],
-    ids=["empty-chain", "empty-parallel", "string", "int", "none", "same-agent", "dup-name", "flow-empty", "flow-str"],
+    ids=[
+        "empty-chain",
+        "empty-parallel",
+        "string",
+        "int",
+        "none",
+        "same-agent",
+        "dup-name",
+        "flow-empty",
+        "flow-str",
+    ],
 )
 def test_invalid_flows_fail_at_construction(build, message: str) -> None:  # type: ignore[no-untyped-def]
     a, b = make("a", "b")

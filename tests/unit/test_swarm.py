@@ -17,7 +17,9 @@ async def test_sequential_flow_passes_context_forward() -> None:
     assert result.context == {"a": "a output", "b": "b output"}
     assert [r.agent_name for r in result.history] == ["a", "b"]
     assert [r.summary for r in result.history] == ["a summary", "b summary"]
-    assert result.token_usage.total_tokens == sum(r.token_usage.total_tokens for r in result.history)
+    assert result.token_usage.total_tokens == sum(
+        r.token_usage.total_tokens for r in result.history
+    )
     assert result.duration_seconds > 0
     assert result["b"].output == "b output"
     with pytest.raises(KeyError, match="finished agents: a, b"):
@@ -66,9 +68,11 @@ async def test_branches_see_their_own_predecessors_not_their_siblings() -> None:
     a, b, c, d, e = (Agent(n, f"{n} works.", model=model.model) for n in "abcde")
     result = await Swarm(a >> ((b >> c) | d) >> e, context_mode="pull").run("study x")
     hints = {r.system.split()[0]: r.system for r in model.requests if r.user == "study x"}
-    assert "- b (" in hints["c"] and "- a (" in hints["c"]
+    assert "- b (" in hints["c"]
+    assert "- a (" in hints["c"]
     assert "- d (" not in hints["c"]
-    assert "- b (" not in hints["d"] and "- c (" not in hints["d"]
+    assert "- b (" not in hints["d"]
+    assert "- c (" not in hints["d"]
     assert all(f"- {n} (" in hints["e"] for n in "abcd")
     assert list(result.context) == ["a", "b", "c", "d", "e"]
 
@@ -94,18 +98,24 @@ async def test_pull_mode_first_step_gets_nothing_later_steps_get_hint_and_tools(
     await Swarm(a >> b).run("topic")
     first_a = next(r for r in model.requests if r.system.startswith("a "))
     first_b = next(r for r in model.requests if r.system.startswith("b "))
-    assert first_a.tools == [] and "Shared context" not in first_a.system
+    assert first_a.tools == []
+    assert "Shared context" not in first_a.system
     assert first_b.tool_names == ["list_context", "get_context", "search_context"]
-    assert "## Shared context" in first_b.system and "- a (" in first_b.system
+    assert "## Shared context" in first_b.system
+    assert "- a (" in first_b.system
     assert "Offline answer" not in first_b.system  # outputs are pulled, not pushed
     b_calls = [r for r in model.requests if r.system.startswith("b ")]
-    assert any("Offline answer (a works.)" in str(m.get("content")) for m in b_calls[-1].tool_results)
+    assert any(
+        "Offline answer (a works.)" in str(m.get("content")) for m in b_calls[-1].tool_results
+    )
 
 
 async def test_pull_prompt_stays_flat_as_the_chain_grows() -> None:
     model = OfflineModel()
     names = [f"agent_{i:02d}" for i in range(1, 21)]
-    flow = chain(*(Agent(n, f"{n} adds one fact about the topic.", model=model.model) for n in names))
+    flow = chain(
+        *(Agent(n, f"{n} adds one fact about the topic.", model=model.model) for n in names)
+    )
     await Swarm(flow, context_mode="pull").run("the history of tea")
     first_requests = {}
     for r in model.requests:
@@ -174,7 +184,7 @@ def test_swarm_validates_its_arguments() -> None:
         """Clashes with the context tools."""
         return agent_name
 
-    with pytest.raises(UserError, match="tool named 'get_context'.*rename the tool"):
+    with pytest.raises(UserError, match=r"tool named 'get_context'.*rename the tool"):
         Swarm(Agent("b", "x", tools=[get_context]))
     assert repr(Swarm(a, context_mode="push")) == "Swarm(a, context_mode='push')"
     assert Swarm(a).context_mode == "pull"

@@ -45,11 +45,16 @@ async def test_offline_model_calls_offered_tools_with_schema_valid_arguments() -
     agent = Agent("db", "You query databases.", model=model.model, tools=[query_db])
     result = await agent.run("How many users signed up?")
     (call,) = result.tool_calls
-    assert call.error is None and call.result == "users:1:None"
-    assert result.output.startswith("Offline answer (You query databases.) to: How many users signed up?")
-    assert "query_db(" in result.output and "users:1:None" in result.output
+    assert call.error is None
+    assert call.result == "users:1:None"
+    assert result.output.startswith(
+        "Offline answer (You query databases.) to: How many users signed up?"
+    )
+    assert "query_db(" in result.output
+    assert "users:1:None" in result.output
     assert result.summary == "You query databases.: answered with 1 tool results."
-    assert result.token_usage.prompt_tokens > 0 and result.token_usage.completion_tokens > 0
+    assert result.token_usage.prompt_tokens > 0
+    assert result.token_usage.completion_tokens > 0
 
 
 def test_example_arguments_follow_the_schema() -> None:
@@ -75,7 +80,8 @@ async def test_scripted_model_fails_loudly_past_its_script() -> None:
     await agent.run("go")
     with pytest.raises(ModelError, match="past the end of its script \\(1 steps\\)"):
         await agent.run("again")
-    assert model.unexpected_calls == 1 and len(model.requests) == 2
+    assert model.unexpected_calls == 1
+    assert len(model.requests) == 2
     with pytest.raises(UnexpectedModelCall):
         model.assert_consumed()
 
@@ -90,7 +96,11 @@ def test_scripted_model_reports_unused_steps() -> None:
 def test_choose_model_falls_back_offline_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     model, line = choose_model()
     assert model == offline_model()
-    assert "Running offline" in line and "OPENAI_API_KEY" in line
+    assert "Running offline" in line
+    assert "OPENAI_API_KEY" in line
     monkeypatch.setenv("SWARMCORE_MODEL", "anthropic/claude-sonnet-4-5")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    assert choose_model() == ("anthropic/claude-sonnet-4-5", "Running on anthropic/claude-sonnet-4-5.")
+    assert choose_model() == (
+        "anthropic/claude-sonnet-4-5",
+        "Running on anthropic/claude-sonnet-4-5.",
+    )

@@ -72,7 +72,8 @@ def test_schema_covers_every_supported_type() -> None:
     assert props["count"]["description"] == "How many (a continuation line)."
     assert props["ratio"] == {"type": "number", "description": "A ratio."}
     assert props["flag"]["type"] == "boolean"
-    assert props["tags"]["type"] == "array" and props["tags"]["items"] == {"type": "string"}
+    assert props["tags"]["type"] == "array"
+    assert props["tags"]["items"] == {"type": "string"}
     assert props["scores"]["additionalProperties"] == {"type": "integer"}
     assert {"type": "null"} in props["maybe"]["anyOf"]
     assert props["mode"]["enum"] == ["fast", "slow"]
@@ -80,12 +81,23 @@ def test_schema_covers_every_supported_type() -> None:
     assert params["$defs"]["Colour"]["enum"] == ["red", "blue"]
     assert params["$defs"]["Address"]["required"] == ["street"]
     assert props["limit"]["description"] == "At most this many."
-    assert props["limit"]["maximum"] == 10 and props["limit"]["default"] == 5
+    assert props["limit"]["maximum"] == 10
+    assert props["limit"]["default"] == 5
     assert set(params["required"]) == {
-        "text", "count", "ratio", "flag", "tags", "scores", "maybe", "mode", "colour", "address",
+        "text",
+        "count",
+        "ratio",
+        "flag",
+        "tags",
+        "scores",
+        "maybe",
+        "mode",
+        "colour",
+        "address",
     }
     assert params["additionalProperties"] is False
-    assert "title" not in params and "title" not in props["text"]
+    assert "title" not in params
+    assert "title" not in props["text"]
     assert tool.spec == {
         "type": "function",
         "function": {"name": "everything", "description": tool.description, "parameters": params},
@@ -95,8 +107,16 @@ def test_schema_covers_every_supported_type() -> None:
 async def test_arguments_are_validated_and_converted() -> None:
     tool = function_tool(everything)
     args = {
-        "text": "t", "count": 2, "ratio": 0.5, "flag": True, "tags": [], "scores": {},
-        "maybe": None, "mode": "fast", "colour": "blue", "address": {"street": "Main"},
+        "text": "t",
+        "count": 2,
+        "ratio": 0.5,
+        "flag": True,
+        "tags": [],
+        "scores": {},
+        "maybe": None,
+        "mode": "fast",
+        "colour": "blue",
+        "address": {"street": "Main"},
     }
     assert await tool.invoke(json.dumps(args)) == "t:2:Main:blue:5"
 
@@ -117,8 +137,10 @@ async def test_bad_arguments_become_error_results(arguments: str, message: str) 
         return text * count
 
     record = await run_tool_call({"small": function_tool(small)}, "c1", "small", arguments)
-    assert record.error is not None and message in record.error
-    assert record.result == record.error and record.call_id == "c1"
+    assert record.error is not None
+    assert message in record.error
+    assert record.result == record.error
+    assert record.call_id == "c1"
 
 
 async def test_unknown_tool_and_raising_tool_become_error_results() -> None:
@@ -191,7 +213,7 @@ class Opaque:
     pass
 
 
-def no_annotation(x) -> str:  # type: ignore[no-untyped-def]  # noqa: ANN001
+def no_annotation(x) -> str:  # type: ignore[no-untyped-def]
     """Missing annotation."""
     return str(x)
 
@@ -227,7 +249,9 @@ def test_tool_can_be_renamed_and_bound() -> None:
         return 2 * x
 
     tool = function_tool(f, name="double", description="Doubles x.")
-    assert isinstance(tool, Tool) and tool.name == "double" and tool.description == "Doubles x."
+    assert isinstance(tool, Tool)
+    assert tool.name == "double"
+    assert tool.description == "Doubles x."
     rebound = tool.bind(lambda x: 3 * x)
     assert rebound.parameters is tool.parameters
     assert asyncio.run(rebound.invoke('{"x": 2}')) == "6"

@@ -15,6 +15,7 @@ same code path as agents on hosted models. Importing this module does not
 import litellm.
 """
 
+from swarmcore.testing._choose import choose_model
 from swarmcore.testing._models import (
     FunctionModel,
     OfflineModel,
@@ -26,7 +27,6 @@ from swarmcore.testing._models import (
 )
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply
 from swarmcore.testing._server import MockOpenAIServer
-from swarmcore.testing._choose import choose_model
 
 __all__ = [
     "Call",

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from swarmcore.testing._provider import model_string
-from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
+from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step, tool_calls_of
 
 __all__ = [
     "FunctionModel",
@@ -82,7 +82,9 @@ class ScriptedModel:
     def assert_consumed(self) -> None:
         """Fail unless every step was used and no call came after the script ended."""
         if self._steps:
-            raise UnconsumedSteps(f"{self.model}: {len(self._steps)} of {self._total} steps unused.")
+            raise UnconsumedSteps(
+                f"{self.model}: {len(self._steps)} of {self._total} steps unused."
+            )
         if self.unexpected_calls:
             raise UnexpectedModelCall(
                 f"{self.model}: {self.unexpected_calls} calls came after the script ended."
@@ -197,10 +199,7 @@ def _to_expand(request: RecordedRequest) -> list[str]:
 
 def _tool_output(request: RecordedRequest, name: str) -> str:
     ids = {
-        c["id"]
-        for m in request.messages
-        for c in m.get("tool_calls") or []
-        if c["function"]["name"] == name
+        c["id"] for m in request.messages for c in tool_calls_of(m) if c["function"]["name"] == name
     }
     return "\n".join(str(m["content"]) for m in request.tool_results if m["tool_call_id"] in ids)
 
@@ -209,10 +208,13 @@ def _answer(request: RecordedRequest) -> str:
     role = request.system.strip().splitlines()[0] if request.system.strip() else "assistant"
     task = " ".join(request.user.split())[:160]
     lines = [f"Offline answer ({_short(role, 80)}) to: {task}"]
-    calls = {c["id"]: c["function"] for m in request.messages for c in m.get("tool_calls") or []}
+    calls = {c["id"]: c["function"] for m in request.messages for c in tool_calls_of(m)}
     for result in request.tool_results:
-        fn = calls.get(result["tool_call_id"], {})
-        lines.append(f"- {fn.get('name', '?')}({fn.get('arguments', '')}) -> {_short(str(result['content']), 160)}")
+        fn: dict[str, Any] = calls.get(result["tool_call_id"], {})
+        lines.append(
+            f"- {fn.get('name', '?')}({fn.get('arguments', '')}) -> "
+            f"{_short(str(result['content']), 160)}"
+        )
     pushed = re.findall(r"^## (\S+)( \(summary\))?$", request.system, re.MULTILINE)
     if pushed:
         lines.append("Context in prompt: " + ", ".join(n + s for n, s in pushed))
@@ -229,8 +231,8 @@ def _short(text: str, limit: int) -> str:
 def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
     """Arguments that satisfy a tool's JSON schema: every property, with a plausible value."""
     defs: Mapping[str, Any] = schema.get("$defs", {})
-    value = _example(schema, defs, "")
-    return value if isinstance(value, dict) else {}
+    value: dict[str, Any] | None = _example(schema, defs, "")
+    return value or {}
 
 
 def _example(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str) -> Any:  # noqa: C901 -- one case per JSON-schema form

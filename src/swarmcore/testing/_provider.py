@@ -35,7 +35,7 @@ _responders: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary
 
 
 def model_string(name: str, responder: Responder) -> str:
-    """Register ``responder`` under ``name`` and return its model string for ``Agent(model=...)``."""
+    """Register ``responder`` under ``name``; returns the string for ``Agent(model=...)``."""
     _responders[name] = responder
     llm.register_provider(PROVIDER, _make_handler)
     return f"{PROVIDER}/{name}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,8 +139,7 @@ class RecordedRequest:
         for m in self.messages:
             if m.get("role") == "user":
                 names = []
-            for call in m.get("tool_calls") or []:
-                names.append(call["function"]["name"])
+            names += [call["function"]["name"] for call in tool_calls_of(m)]
         return names
 
     @property
@@ -148,10 +148,16 @@ class RecordedRequest:
         return len(json.dumps(self.messages)) + len(json.dumps(self.tools))
 
 
+def tool_calls_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``tool_calls`` of an assistant message (empty for any other message)."""
+    calls: list[dict[str, Any]] = message.get("tool_calls") or []
+    return calls
+
+
 def _text(content: object) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = [p.get("text", "") for p in content if isinstance(p, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        return "".join(str(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        parts = typing.cast(list[dict[str, Any]], content)
+        return "".join(str(p.get("text", "")) for p in parts)
     return ""

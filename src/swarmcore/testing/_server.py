@@ -6,7 +6,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
@@ -101,7 +101,9 @@ class MockOpenAIServer:
     ) -> None:
         self.stop()
 
-    def _next(self, request: RecordedRequest, body: dict[str, Any], headers: dict[str, str]) -> Step:
+    def _next(
+        self, request: RecordedRequest, body: dict[str, Any], headers: dict[str, str]
+    ) -> Step:
         with self._lock:
             self.requests.append(request)
             self.raw_bodies.append(body)
@@ -111,7 +113,9 @@ class MockOpenAIServer:
         if self._responder is not None:
             answer = self._responder(request)
             return Reply(text=answer) if isinstance(answer, str) else answer
-        return Fail(400, f"MockOpenAIServer: request {len(self.requests)} is past the end of its script.")
+        return Fail(
+            400, f"MockOpenAIServer: request {len(self.requests)} is past the end of its script."
+        )
 
 
 def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -145,7 +149,9 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send_json(200, _completion(request, step))
 
-        def _send_json(self, status: int, payload: object, headers: Any = None) -> None:
+        def _send_json(
+            self, status: int, payload: object, headers: Mapping[str, str] | None = None
+        ) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -155,12 +161,15 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _send_stream(self, request: RecordedRequest, reply: Reply, body: dict[str, Any]) -> None:
+        def _send_stream(
+            self, request: RecordedRequest, reply: Reply, body: dict[str, Any]
+        ) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            options: dict[str, Any] = body.get("stream_options") or {}
+            include_usage = bool(options.get("include_usage"))
             for chunk in _chunks(request, reply, include_usage):
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
@@ -180,14 +189,22 @@ def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:
     if completion is None:
         text = (reply.text or "") + "".join(c.arguments_json for c in reply.tool_calls)
         completion = len(text) // 4
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _completion(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json},
+            }
             for c in reply.tool_calls
         ]
     return {
@@ -200,9 +217,15 @@ def _completion(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
     }
 
 
-def _chunks(request: RecordedRequest, reply: Reply, include_usage: bool) -> Iterator[dict[str, Any]]:
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": request.model}
+def _chunks(
+    request: RecordedRequest, reply: Reply, include_usage: bool
+) -> Iterator[dict[str, Any]]:
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": request.model,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -212,10 +235,16 @@ def _chunks(request: RecordedRequest, reply: Reply, include_usage: bool) -> Iter
     for start in range(0, len(text), 8):
         yield chunk({"content": text[start : start + 8]})
     for index, call in enumerate(reply.tool_calls):
-        head = {"index": index, "id": call.id, "type": "function",
-                "function": {"name": call.name, "arguments": ""}}
+        head = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
         yield chunk({"tool_calls": [head]})
-        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": call.arguments_json}}]})
+        yield chunk(
+            {"tool_calls": [{"index": index, "function": {"arguments": call.arguments_json}}]}
+        )
     yield chunk({}, reply.finish_reason)
     if include_usage:
         yield {**base, "choices": [], "usage": _usage(request, reply)}
