@@ -11,6 +11,8 @@ Importing swarmcore never imports litellm: the model seam loads it on the
 first model call, so building agents and flows stays instant.
 """
 
+import logging
+
 from swarmcore.agent import Agent
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, MaxTurnsExceeded, ModelError, SwarmError, UserError
@@ -41,3 +43,6 @@ __all__ = [
 ]
 
 __version__ = "0.2.0"
+
+# Quiet by default: records reach the user only through handlers they configure.
+logging.getLogger("swarmcore").addHandler(logging.NullHandler())

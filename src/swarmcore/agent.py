@@ -190,7 +190,7 @@ class Agent(FlowNode):
 class _RunState:
     """Everything one run of one agent accumulates."""
 
-    __slots__ = ("agent", "llm_calls", "messages", "specs", "tool_records", "tools", "usage")
+    __slots__ = ("agent", "llm_calls", "messages", "specs", "tool_records", "tools")
 
     def __init__(self, agent: Agent, tools: dict[str, Tool], messages: list[llm.Message]) -> None:
         self.agent = agent

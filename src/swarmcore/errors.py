@@ -42,11 +42,6 @@ class SwarmError(Exception):
         super().__init__(message)
         self.partial = None
 
-    @property
-    def message(self) -> str:
-        """The error message."""
-        return str(self.args[0]) if self.args else ""
-
 
 class UserError(SwarmError, ValueError):
     """swarmcore was used in a way that cannot work; found before any model call."""

@@ -169,10 +169,10 @@ class Swarm:
                 case Agent():
                     await self._run_agent(run, step, seen, previous)
                     seen, previous = (*seen, step.name), (step.name,)
-                case FlowNode():
-                    raise UserError(f"Flow step {step!r} is not an Agent; only Agents can run.")
-                case _:
+                case tuple():
                     seen, previous = await self._run_group(run, step, seen, previous)
+                case _:  # unreachable: Swarm.__init__ checked that every node is an Agent
+                    raise UserError(f"Flow step {step!r} is not an Agent; only Agents can run.")
         return seen, previous
 
     async def _run_group(

@@ -215,6 +215,12 @@ def test_bad_settings_fail_at_construction(kwargs: dict[str, object], message: s
         Agent(**{**base, **kwargs})  # type: ignore[arg-type]
 
 
+def test_api_key_never_shows_in_repr() -> None:
+    agent = Agent("k", "x", api_key="sk-very-secret-key")
+    assert "sk-very-secret" not in repr(agent)
+    assert repr(agent) == "Agent('k', model='openai/gpt-4o-mini')"
+
+
 async def test_empty_task_is_refused_before_any_call() -> None:
     model = ScriptedModel([])
     with pytest.raises(UserError, match="non-empty string"):

@@ -20,6 +20,7 @@ async def test_sequential_flow_passes_context_forward() -> None:
     assert result.token_usage.total_tokens == sum(
         r.token_usage.total_tokens for r in result.history
     )
+    assert result.history[0].token_usage + result.history[1].token_usage == result.token_usage
     assert result.duration_seconds > 0
     assert result["b"].output == "b output"
     with pytest.raises(KeyError, match="finished agents: a, b"):
