@@ -68,6 +68,11 @@ async def test_tool_loop_runs_until_text_and_sums_usage() -> None:
     ]
 
 
+def lambda_free_untyped(value):  # type: ignore[no-untyped-def]
+    """A tool whose parameter has no annotation."""
+    return value
+
+
 def first_call_id(result) -> str:  # type: ignore[no-untyped-def]
     return result.tool_calls[0].call_id
 
@@ -206,8 +211,19 @@ async def test_agent_without_tools_makes_one_call() -> None:
         ({"retries": -1}, "retries must be 0 or more"),
         ({"tools": "add"}, "tools must be a list of functions"),
         ({"tools": [add, add]}, "two tools named 'add'"),
+        ({"tools": [lambda_free_untyped]}, "parameter 'value' has no type annotation"),
     ],
-    ids=["space", "empty", "model", "turns", "timeout", "retries", "tools-str", "dup-tools"],
+    ids=[
+        "space",
+        "empty",
+        "model",
+        "turns",
+        "timeout",
+        "retries",
+        "tools-str",
+        "dup-tools",
+        "untyped-tool",
+    ],
 )
 def test_bad_settings_fail_at_construction(kwargs: dict[str, object], message: str) -> None:
     base: dict[str, object] = {"name": "ok", "instructions": "x"}

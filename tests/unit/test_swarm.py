@@ -194,3 +194,17 @@ def test_swarm_validates_its_arguments() -> None:
 async def test_empty_task_is_refused() -> None:
     with pytest.raises(UserError, match="non-empty task"):
         await Swarm(Agent("a", "x")).run("")
+
+
+async def test_nested_groups_inside_branches() -> None:
+    model = OfflineModel()
+    a, b, c, d, e, f = (Agent(n, f"{n} works.", model=model.model) for n in "abcdef")
+    flow = a >> ((b >> (c | d)) | e) >> f
+    result = await Swarm(flow).run("nested")
+    assert [r.agent_name for r in result.history] == ["a", "b", "c", "d", "e", "f"]
+    hints = {r.system.split()[0]: r.system for r in model.requests if r.user == "nested"}
+    # c sees a and b (its branch), not e (a sibling branch); f sees everything.
+    assert "- b (" in hints["c"]
+    assert "- e (" not in hints["c"]
+    assert all(f"- {n} (" in hints["f"] for n in "cde")  # the previous step is always named
+    assert result.output == result.context["f"]
