@@ -74,16 +74,6 @@ def _make_handler(lit: ModuleType) -> object:
 
 
 def _response(lit: ModuleType, model: str, request: RecordedRequest, reply: Reply) -> Any:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments_json},
-            }
-            for c in reply.tool_calls
-        ]
     prompt = reply.prompt_tokens
     if prompt is None:
         prompt = lit.token_counter(messages=request.messages, tools=request.tools or None)
@@ -93,7 +83,7 @@ def _response(lit: ModuleType, model: str, request: RecordedRequest, reply: Repl
         completion = lit.token_counter(text=generated) if generated else 0
     return lit.ModelResponse(
         model=model,
-        choices=[{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
+        choices=[{"index": 0, "finish_reason": reply.finish_reason, "message": reply.as_message()}],
         usage={
             "prompt_tokens": prompt,
             "completion_tokens": completion,

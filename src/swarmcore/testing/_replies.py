@@ -60,6 +60,20 @@ class Reply:
         """A reply that makes one tool call: ``Reply.tool("search", query="x")``."""
         return cls(tool_calls=(Call(name, arguments),))
 
+    def as_message(self) -> dict[str, Any]:
+        """The reply as an OpenAI assistant message."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments_json},
+                }
+                for c in self.tool_calls
+            ]
+        return message
+
     @property
     def finish_reason(self) -> str:
         """``tool_calls`` when the reply calls tools, else ``stop``."""

@@ -197,22 +197,14 @@ def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:
 
 
 def _completion(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments_json},
-            }
-            for c in reply.tool_calls
-        ]
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "choices": [
+            {"index": 0, "message": reply.as_message(), "finish_reason": reply.finish_reason}
+        ],
         "usage": _usage(request, reply),
     }
 
