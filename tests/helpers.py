@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from swarmcore import Agent
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
 
@@ -20,3 +22,23 @@ def echo_model(delays: dict[str, float] | None = None) -> FunctionModel:
 def agents(model: str, *names: str) -> list[Agent]:
     """Agents whose instructions start with their own name (FunctionModels key on it)."""
     return [Agent(n, f"{n} does its part.", model=model) for n in names]
+
+
+def rendezvous_model(count: int, text: str = "done") -> tuple[FunctionModel, list[str]]:
+    """A model that answers only once ``count`` calls are in flight at the same time.
+
+    Calls that ran one after another would wait forever, so the 5 s timeout
+    turns "not parallel" into a failure. Returns the model and the list of
+    agents (first word of instructions) in arrival order.
+    """
+    arrived: list[str] = []
+    everyone = asyncio.Event()
+
+    async def answer(request: RecordedRequest) -> Reply:
+        arrived.append(request.system.split()[0])
+        if len(arrived) == count:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 5)
+        return Reply(text=text)
+
+    return FunctionModel(answer), arrived

@@ -14,7 +14,8 @@ from swarmcore import (
     SharedContext,
     UserError,
 )
-from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
+from swarmcore.testing import Call, Fail, FunctionModel, Reply, ScriptedModel
+from tests.helpers import rendezvous_model
 
 
 def add(a: int, b: int) -> int:
@@ -303,17 +304,7 @@ async def test_unknown_provider_is_explained() -> None:
 
 
 async def test_two_agents_on_one_model_run_in_parallel() -> None:
-    started: list[str] = []
-    both = asyncio.Event()
-
-    async def answer(request: RecordedRequest) -> Reply:
-        started.append(request.system.split()[0])
-        if len(started) == 2:
-            both.set()
-        await asyncio.wait_for(both.wait(), 5)
-        return Reply(text="ok")
-
-    model = FunctionModel(answer)
+    model, started = rendezvous_model(2, text="ok")
     a, b = Agent("a", "a x", model=model.model), Agent("b", "b x", model=model.model)
     results = await asyncio.gather(a.run("go"), b.run("go"))
     assert sorted(started) == ["a", "b"]

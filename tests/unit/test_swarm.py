@@ -6,7 +6,7 @@ import pytest
 
 from swarmcore import Agent, AgentError, ModelError, Swarm, UserError, chain
 from swarmcore.testing import Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
-from tests.helpers import agents, echo_model
+from tests.helpers import agents, echo_model, rendezvous_model
 
 
 async def test_sequential_flow_passes_context_forward() -> None:
@@ -39,17 +39,7 @@ async def test_history_and_context_follow_flow_order_not_completion_order() -> N
 
 
 async def test_parallel_group_runs_at_the_same_time() -> None:
-    arrived: list[str] = []
-    all_three = asyncio.Event()
-
-    async def answer(request: RecordedRequest) -> Reply:
-        arrived.append(request.system.split()[0])
-        if len(arrived) == 3:
-            all_three.set()
-        await asyncio.wait_for(all_three.wait(), 5)  # times out unless all three overlap
-        return Reply(text="done")
-
-    model = FunctionModel(answer)
+    model, arrived = rendezvous_model(3)  # times out unless all three overlap
     a, b, c = (Agent(n, f"{n} x", model=model.model) for n in "abc")
     result = await Swarm(a | b | c).run("go")
     assert sorted(arrived) == ["a", "b", "c"]
