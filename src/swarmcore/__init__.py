@@ -13,22 +13,45 @@ first model call, so building agents and flows stays instant.
 
 import logging
 
-from swarmcore.agent import Agent
+from swarmcore.agent import Agent, AgentDefaults
 from swarmcore.context import SharedContext
-from swarmcore.errors import AgentError, MaxTurnsExceeded, ModelError, SwarmError, UserError
+from swarmcore.errors import (
+    AgentError,
+    GroupError,
+    MaxTurnsExceeded,
+    ModelError,
+    SwarmError,
+    UserError,
+)
 from swarmcore.flow import Flow, chain, parallel
-from swarmcore.models import AgentResult, LLMCallRecord, SwarmResult, TokenUsage, ToolCallRecord
+from swarmcore.limits import ModelLimit, clear_model_limits, limit_model, set_model_limit
+from swarmcore.models import (
+    AgentFailure,
+    AgentResult,
+    LLMCallRecord,
+    SwarmResult,
+    TokenUsage,
+    ToolCallRecord,
+)
+from swarmcore.policies import BEST_EFFORT, Quorum, RetryPolicy
 from swarmcore.swarm import Swarm
 from swarmcore.tools import Tool, function_tool
 
 __all__ = [
+    "BEST_EFFORT",
     "Agent",
+    "AgentDefaults",
     "AgentError",
+    "AgentFailure",
     "AgentResult",
     "Flow",
+    "GroupError",
     "LLMCallRecord",
     "MaxTurnsExceeded",
     "ModelError",
+    "ModelLimit",
+    "Quorum",
+    "RetryPolicy",
     "SharedContext",
     "Swarm",
     "SwarmError",
@@ -38,8 +61,11 @@ __all__ = [
     "ToolCallRecord",
     "UserError",
     "chain",
+    "clear_model_limits",
     "function_tool",
+    "limit_model",
     "parallel",
+    "set_model_limit",
 ]
 
 __version__ = "0.2.0"

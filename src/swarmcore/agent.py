@@ -15,6 +15,7 @@ thrown away after, so one Agent can run in any number of flows at once.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -25,12 +26,13 @@ from swarmcore.context import SharedContext, parse_summary
 from swarmcore.errors import AgentError, MaxTurnsExceeded, UserError
 from swarmcore.flow import FlowNode
 from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
+from swarmcore.policies import RetryPolicy
 from swarmcore.tools import Tool, run_tool_call, to_tools, validate_name
 
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["DEFAULT_MODEL", "SUMMARY_INSTRUCTION", "Agent"]
+__all__ = ["DEFAULT_MODEL", "SUMMARY_INSTRUCTION", "Agent", "AgentDefaults"]
 
 DEFAULT_MODEL = "openai/gpt-4o-mini"
 """The model an Agent uses when none is given."""
@@ -39,6 +41,40 @@ SUMMARY_INSTRUCTION = (
     "End your answer with a one-line summary of it inside <summary></summary> tags."
 )
 """Appended to every system prompt; the summary is what later agents see first."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDefaults:
+    """Settings for agents that leave them unset (None): pass one to ``Swarm(defaults=...)``.
+
+    An Agent's own setting always wins. ``math.inf`` means no limit.
+
+    Args:
+        retry: How model calls retry transient failures; an int is a number of retries.
+        call_timeout: Seconds for one model call attempt.
+        timeout: Seconds for an agent's whole run (every turn and tool); None for no limit.
+        tool_timeout: Seconds for one tool call; None for no limit.
+        max_tool_result_chars: Longer tool results are cut to this many
+            characters, with a marker; None keeps them whole.
+        max_parallel_tools: The most tool calls of one reply run at once.
+
+    Raises:
+        UserError: A setting that is not a positive number (or None where allowed).
+    """
+
+    retry: RetryPolicy | int = field(default_factory=RetryPolicy)
+    call_timeout: float | None = 120.0
+    timeout: float | None = None
+    tool_timeout: float | None = 120.0
+    max_tool_result_chars: int | None = 50_000
+    max_parallel_tools: int = 8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
+        for name in ("call_timeout", "timeout", "tool_timeout"):
+            _check_positive("AgentDefaults", name, getattr(self, name))
+        _check_positive("AgentDefaults", "max_tool_result_chars", self.max_tool_result_chars)
+        _check_positive("AgentDefaults", "max_parallel_tools", self.max_parallel_tools, True)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -62,14 +98,25 @@ class Agent(FlowNode):
     tools: Sequence[Callable[..., Any] | Tool] = ()
     """Plain functions (sync or async) or Tools; stored as a tuple of Tools."""
     _: KW_ONLY
+    fallback_models: Sequence[str] = ()
+    """Models tried in order when transient failures outlast the retry policy on ``model``."""
     max_turns: int = 10
     """Most model calls in one run before ``MaxTurnsExceeded``."""
+    retry: RetryPolicy | int | None = None
+    """How model calls retry 429s, timeouts, connection errors and 5xx; an int is a
+    number of retries. None: the Swarm's default (2 retries with jittered backoff)."""
+    call_timeout: float | None = None
+    """Seconds for one model call attempt. None: the Swarm's default (120 s)."""
     timeout: float | None = None
-    """Seconds for the whole run (every turn and tool); None for no limit."""
-    call_timeout: float | None = 120.0
-    """Seconds for one model call attempt; None for no limit."""
-    retries: int = 2
-    """Extra attempts for a model call that failed transiently (429, timeout, 5xx)."""
+    """Seconds for the whole run (every turn and tool). None: the Swarm's default (no limit)."""
+    tool_timeout: float | None = None
+    """Seconds for one tool call (a Tool's own ``timeout`` wins). None: the Swarm's default
+    (120 s)."""
+    max_tool_result_chars: int | None = None
+    """Tool results longer than this are cut, with a marker. None: the Swarm's default
+    (50,000)."""
+    max_parallel_tools: int | None = None
+    """The most tool calls of one reply run at once. None: the Swarm's default (8)."""
     model_settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Extra arguments for the model call: ``temperature``, ``max_tokens``, ``seed``..."""
     api_base: str | None = None
@@ -87,13 +134,21 @@ class Agent(FlowNode):
                 f"Agent {self.name!r}: model must be a LiteLLM model string such as "
                 f"{DEFAULT_MODEL!r}, got {self.model!r}."
             )
-        _check_positive(self, "max_turns", self.max_turns, integer=True)
-        _check_positive(self, "timeout", self.timeout)
-        _check_positive(self, "call_timeout", self.call_timeout)
-        if not isinstance(self.retries, int) or self.retries < 0:
+        owner = f"Agent {self.name!r}"
+        _check_positive(owner, "max_turns", self.max_turns, True, optional=False)
+        for setting in ("timeout", "call_timeout", "tool_timeout", "max_tool_result_chars"):
+            _check_positive(owner, setting, getattr(self, setting))
+        _check_positive(owner, "max_parallel_tools", self.max_parallel_tools, True)
+        if self.retry is not None:
+            object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
+        if isinstance(self.fallback_models, str) or not all(
+            isinstance(m, str) and m.strip() for m in self.fallback_models
+        ):
             raise UserError(
-                f"Agent {self.name!r}: retries must be 0 or more, got {self.retries!r}."
+                f"Agent {self.name!r}: fallback_models must be a list of LiteLLM model "
+                f"strings, got {self.fallback_models!r}."
             )
+        object.__setattr__(self, "fallback_models", tuple(self.fallback_models))
         if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Iterable):
             raise UserError(f"Agent {self.name!r}: tools must be a list of functions.")
         tools = to_tools(self.tools, owner=f"Agent {self.name!r}")
@@ -103,7 +158,8 @@ class Agent(FlowNode):
 
     def __repr__(self) -> str:
         tools = f", tools={[t.name for t in self._tool_map.values()]}" if self._tool_map else ""
-        return f"Agent({self.name!r}, model={self.model!r}{tools})"
+        fallbacks = f", fallback_models={list(self.fallback_models)!r}" * bool(self.fallback_models)
+        return f"Agent({self.name!r}, model={self.model!r}{fallbacks}{tools})"
 
     def clone(self, **changes: Any) -> Self:
         """A copy with some fields changed: ``agent.clone(name="critic_2", model=...)``."""
@@ -116,6 +172,7 @@ class Agent(FlowNode):
         *,
         extra_tools: Sequence[Callable[..., Any] | Tool] = (),
         context_hint: str | None = None,
+        defaults: AgentDefaults | None = None,
     ) -> AgentResult:
         """Run the tool-calling loop on ``task`` until the model answers in text.
 
@@ -127,6 +184,8 @@ class Agent(FlowNode):
                 context tools); the Agent itself never changes.
             context_hint: Text added to the system prompt for this run only
                 (the Swarm's context-mode hint); it replaces rendering ``context``.
+            defaults: Values for the settings this Agent leaves as None (the
+                Swarm passes its own); library defaults when None.
 
         Returns:
             The output (summary parsed out), usage summed over every turn, and
@@ -135,23 +194,30 @@ class Agent(FlowNode):
         Raises:
             UserError: An empty task, or an extra tool whose name the agent already uses.
             MaxTurnsExceeded: No final answer within ``max_turns`` model calls.
-            ModelError: The model call failed for good.
-            AgentError: The run outlasted ``timeout``.
+            ModelError: The model call failed for good, on every fallback model.
+            AgentError: The run outlasted ``timeout`` (``retryable`` is True).
         """
         if not isinstance(task, str) or not task.strip():
             raise UserError(f"Agent {self.name!r}: the task must be a non-empty string.")
         if context_hint is None and context is not None and len(context):
             context_hint = "# Context from earlier agents\n\n" + context.format_for_prompt()
-        state = _RunState(self, self._merge_tools(extra_tools), self._messages(task, context_hint))
+        settings = _Settings.of(self, defaults or _DEFAULTS)
+        state = _RunState(
+            self, settings, self._merge_tools(extra_tools), self._messages(task, context_hint)
+        )
         start = time.perf_counter()
+        deadline = asyncio.timeout(settings.timeout)
         try:
-            async with asyncio.timeout(self.timeout):
+            async with deadline:
                 text = await self._loop(state)
         except TimeoutError as exc:
+            if not deadline.expired():
+                raise
             raise AgentError(
-                f"Agent {self.name!r} did not finish within timeout={self.timeout}s "
+                f"Agent {self.name!r} did not finish within timeout={settings.timeout:g}s "
                 f"({len(state.llm_calls)} model calls made); raise timeout or simplify the task.",
                 agent_name=self.name,
+                retryable=True,
             ) from exc
         output, summary = parse_summary(text)
         return state.result(output, summary, time.perf_counter() - start)
@@ -163,10 +229,7 @@ class Agent(FlowNode):
             state.record(reply)
             if not reply.tool_calls:
                 return reply.text or ""
-            records = await asyncio.gather(
-                *(run_tool_call(state.tools, c.id, c.name, c.arguments) for c in reply.tool_calls)
-            )
-            state.add_tool_results(records)
+            state.add_tool_results(await state.run_tools(reply.tool_calls))
 
     def _messages(self, task: str, hint: str | None) -> list[llm.Message]:
         parts = [self.instructions.strip(), (hint or "").strip(), SUMMARY_INSTRUCTION]
@@ -187,13 +250,50 @@ class Agent(FlowNode):
         return merged
 
 
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """An agent's settings with the defaults filled in, for one run."""
+
+    retry: RetryPolicy
+    call_timeout: float | None
+    timeout: float | None
+    tool_timeout: float | None
+    max_tool_result_chars: int | None
+    max_parallel_tools: int
+
+    @classmethod
+    def of(cls, agent: Agent, defaults: AgentDefaults) -> _Settings:
+        def pick(name: str) -> Any:
+            own = getattr(agent, name)
+            value = own if own is not None else getattr(defaults, name)
+            return None if value == math.inf else value
+
+        retry = agent.retry if agent.retry is not None else defaults.retry
+        assert isinstance(retry, RetryPolicy)  # both __post_init__s convert ints
+        return cls(
+            retry=retry,
+            call_timeout=pick("call_timeout"),
+            timeout=pick("timeout"),
+            tool_timeout=pick("tool_timeout"),
+            max_tool_result_chars=pick("max_tool_result_chars"),
+            max_parallel_tools=pick("max_parallel_tools") or 1,
+        )
+
+
 class _RunState:
     """Everything one run of one agent accumulates."""
 
-    __slots__ = ("agent", "llm_calls", "messages", "specs", "tool_records", "tools")
+    __slots__ = ("agent", "llm_calls", "messages", "settings", "specs", "tool_records", "tools")
 
-    def __init__(self, agent: Agent, tools: dict[str, Tool], messages: list[llm.Message]) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        settings: _Settings,
+        tools: dict[str, Tool],
+        messages: list[llm.Message],
+    ) -> None:
         self.agent = agent
+        self.settings = settings
         self.tools = tools
         self.specs = tuple(t.spec for t in tools.values())
         self.messages = messages
@@ -218,8 +318,9 @@ class _RunState:
             messages=self.messages,
             tools=self.specs,
             settings=a.model_settings,
-            retries=a.retries,
-            call_timeout=a.call_timeout,
+            retry=self.settings.retry,
+            call_timeout=self.settings.call_timeout,
+            fallback_models=a.fallback_models,
             api_base=a.api_base,
             api_key=a.api_key,
         )
@@ -228,14 +329,48 @@ class _RunState:
         self.messages.append(reply.as_message())
         self.llm_calls.append(
             LLMCallRecord(
-                model=self.agent.model,
+                model=reply.model or self.agent.model,
                 duration_seconds=reply.duration_seconds,
                 token_usage=reply.usage,
                 cost=reply.cost,
                 finish_reason=reply.finish_reason,
                 tool_calls=len(reply.tool_calls),
+                attempts=reply.attempts,
             )
         )
+
+    async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
+        """Run one reply's tool calls, at most ``max_parallel_tools`` at once, in call order."""
+        timeout = self.settings.tool_timeout
+        chars = self.settings.max_tool_result_chars
+        if len(calls) <= self.settings.max_parallel_tools:
+            return await asyncio.gather(
+                *(
+                    run_tool_call(
+                        self.tools,
+                        c.id,
+                        c.name,
+                        c.arguments,
+                        default_timeout=timeout,
+                        max_result_chars=chars,
+                    )
+                    for c in calls
+                )
+            )
+        gate = asyncio.Semaphore(self.settings.max_parallel_tools)
+
+        async def gated(call: llm.ToolCall) -> ToolCallRecord:
+            async with gate:
+                return await run_tool_call(
+                    self.tools,
+                    call.id,
+                    call.name,
+                    call.arguments,
+                    default_timeout=timeout,
+                    max_result_chars=chars,
+                )
+
+        return await asyncio.gather(*(gated(c) for c in calls))
 
     def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
         for r in records:
@@ -247,7 +382,7 @@ class _RunState:
             agent_name=self.agent.name,
             output=output,
             summary=summary or output,
-            model=self.agent.model,
+            model=self.llm_calls[-1].model if self.llm_calls else self.agent.model,
             duration_seconds=duration,
             token_usage=sum_usage([c.token_usage for c in self.llm_calls]),
             tool_calls=self.tool_records,
@@ -256,8 +391,10 @@ class _RunState:
         )
 
 
-def _check_positive(agent: Agent, name: str, value: object, *, integer: bool = False) -> None:
-    if value is None and not integer:
+def _check_positive(
+    owner: str, name: str, value: object, integer: bool = False, *, optional: bool = True
+) -> None:
+    if value is None and optional:
         return
     if (
         isinstance(value, bool)
@@ -265,4 +402,8 @@ def _check_positive(agent: Agent, name: str, value: object, *, integer: bool = F
         or value <= 0
         or (integer and not isinstance(value, int))
     ):
-        raise UserError(f"Agent {agent.name!r}: {name} must be a positive number, got {value!r}.")
+        kind = "a positive whole number" if integer else "a positive number"
+        raise UserError(f"{owner}: {name} must be {kind}, got {value!r}.")
+
+
+_DEFAULTS = AgentDefaults()  # after _check_positive, which its validation uses

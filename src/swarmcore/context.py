@@ -77,11 +77,21 @@ class SharedContext:
             order they were set.
     """
 
-    __slots__ = ("_entries", "_order")
+    __slots__ = ("_entries", "_failures", "_order")
 
     def __init__(self, order: Iterable[str] = ()) -> None:
         self._order = {name: i for i, name in enumerate(order)}
         self._entries: dict[str, ContextEntry] = {}
+        self._failures: dict[str, str] = {}
+
+    def set_failure(self, key: str, reason: str) -> None:
+        """Record that the agent ``key`` failed (or was cancelled) and left no output."""
+        self._failures[key] = reason
+        self._failures = {k: self._failures[k] for k in sorted(self._failures, key=self._rank)}
+
+    def failures(self) -> dict[str, str]:
+        """Agents that failed and left no output, in flow order: name to reason."""
+        return dict(self._failures)
 
     def set(self, key: str, value: str, summary: str | None = None) -> None:
         """Store ``value`` under ``key`` with its one-line summary (the value when None)."""
@@ -127,6 +137,7 @@ class SharedContext:
         view = SharedContext()
         view._order = self._order
         view._entries = {k: e for k, e in self._entries.items() if k in wanted}
+        view._failures = {k: r for k, r in self._failures.items() if k in wanted}
         return view
 
     def as_dict(self) -> dict[str, str]:
@@ -188,6 +199,10 @@ class SharedContext:
                 sections.append(f"## {entry.name}\n\n{entry.output}")
             else:
                 sections.append(f"## {entry.name} (summary)\n\n{shorten(entry.summary, 200)}")
+        sections += [
+            f"## {name} (failed, no output)\n\n{shorten(reason, 200)}"
+            for name, reason in self._failures.items()
+        ]
         return "\n\n".join(sections)
 
 

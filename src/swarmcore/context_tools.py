@@ -88,7 +88,7 @@ def make_pull_tools(context: SharedContext) -> tuple[Tool, ...]:
             f"- {e.name} ({len(e.output):,} chars): {shorten(e.summary, HINT_SUMMARY_CHARS)}"
             for e in context.entries()
         ]
-        return "\n".join(lines)
+        return "\n".join(lines + _failure_lines(context))
 
     def search_impl(query: str) -> str:
         hits = context.search(query)
@@ -111,8 +111,22 @@ def make_expand_tool(context: SharedContext) -> Tool:
     return _prototypes()["expand_context"].bind(functools.partial(_read, context))
 
 
+def _failure_lines(context: SharedContext) -> list[str]:
+    failures = context.failures()
+    if not failures:
+        return []
+    lines = ["Failed, with no output (do not wait for them):"]
+    lines += [
+        f"- {name}: {shorten(reason, HINT_SUMMARY_CHARS)}" for name, reason in failures.items()
+    ]
+    return lines
+
+
 def _read(context: SharedContext, agent_name: str) -> str:
     output = context.get(agent_name)
+    reason = context.failures().get(agent_name)
+    if output is None and reason is not None:
+        raise LookupError(f"Agent {agent_name!r} failed and left no output: {reason}")
     if output is None:
         available = ", ".join(context.keys()) or "none yet"
         raise LookupError(
@@ -148,14 +162,14 @@ def pull_hint(context: SharedContext, previous: Sequence[str]) -> str:
     hidden = len(names) - len(shown)
     if hidden:
         lines.append(f"{hidden} earlier outputs are not listed here; list_context() shows them.")
-    return "\n".join(lines)
+    return "\n".join(lines + _failure_lines(context))
 
 
 def push_hint(context: SharedContext, previous: Sequence[str]) -> str:
     """The push-mode context: the previous step in full, earlier steps as summaries."""
     text = context.format_for_prompt(expand=previous)
     note = ""
-    if any(name not in previous for name in context):
+    if any(name not in previous for name in context):  # failures are shown whole already
         note = (
             "\n\nEntries marked (summary) are shortened; "
             "expand_context(agent_name) reads one in full."

@@ -3,9 +3,10 @@
 ```
 SwarmError                 base of everything swarmcore raises; .partial: finished results, if any
 ├── UserError              misuse found at construction: bad flow, tool signature, context_mode
-└── AgentError             an agent failed during a run; .agent_name
-    ├── ModelError         the provider call failed; .model, .status_code, .retryable
-    └── MaxTurnsExceeded   no final answer within max_turns; .max_turns
+├── AgentError             an agent failed during a run; .agent_name, .retryable
+│   ├── ModelError         the provider call failed; .model, .status_code, .retry_after
+│   └── MaxTurnsExceeded   no final answer within max_turns; .max_turns
+└── GroupError             a parallel group's failure policy was not met; .failures
 ```
 
 Every message says what happened, the offending value, and what to do next.
@@ -17,10 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from swarmcore.models import SwarmResult
+    from swarmcore.models import AgentFailure, SwarmResult
 
 __all__ = [
     "AgentError",
+    "GroupError",
     "MaxTurnsExceeded",
     "ModelError",
     "SwarmError",
@@ -52,11 +54,15 @@ class AgentError(SwarmError):
 
     Attributes:
         agent_name: The name of the agent that failed.
+        retryable: Whether running the agent again may succeed (a transient
+            model failure, or the agent's own timeout), so a step-level retry
+            is worth it.
     """
 
-    def __init__(self, message: str, *, agent_name: str) -> None:
+    def __init__(self, message: str, *, agent_name: str, retryable: bool = False) -> None:
         super().__init__(message)
         self.agent_name = agent_name
+        self.retryable = retryable
 
 
 class ModelError(AgentError):
@@ -68,6 +74,8 @@ class ModelError(AgentError):
         retryable: Whether the failure is transient (rate limit, timeout,
             connection, 5xx) rather than a problem to fix (key, model name,
             request).
+        retry_after: Seconds the provider asked to wait (its ``Retry-After``
+            header), if it said.
     """
 
     def __init__(
@@ -78,11 +86,12 @@ class ModelError(AgentError):
         model: str,
         status_code: int | None = None,
         retryable: bool = False,
+        retry_after: float | None = None,
     ) -> None:
-        super().__init__(message, agent_name=agent_name)
+        super().__init__(message, agent_name=agent_name, retryable=retryable)
         self.model = model
         self.status_code = status_code
-        self.retryable = retryable
+        self.retry_after = retry_after
 
 
 class MaxTurnsExceeded(AgentError):
@@ -95,3 +104,17 @@ class MaxTurnsExceeded(AgentError):
     def __init__(self, message: str, *, agent_name: str, max_turns: int) -> None:
         super().__init__(message, agent_name=agent_name)
         self.max_turns = max_turns
+
+
+class GroupError(SwarmError):
+    """A parallel group could not meet its failure policy (too few members succeeded).
+
+    Attributes:
+        failures: Why each failed member failed, in flow order.
+        required: How many members had to succeed.
+    """
+
+    def __init__(self, message: str, *, failures: list[AgentFailure], required: int) -> None:
+        super().__init__(message)
+        self.failures = failures
+        self.required = required

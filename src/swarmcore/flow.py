@@ -14,15 +14,16 @@ This module is pure data: it never imports ``agent.py`` (Agent inherits
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from swarmcore.errors import UserError
+from swarmcore.policies import GroupPolicy, check_group_policy
 
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["Composable", "Flow", "FlowNode", "chain", "parallel"]
+__all__ = ["Composable", "Flow", "FlowNode", "Group", "chain", "parallel"]
 
 
 class Composable:
@@ -54,8 +55,51 @@ class FlowNode(Composable):
 
 Member: TypeAlias = "FlowNode | Flow"
 """A member of a parallel group: a node, or a branch (a multi-step Flow)."""
-Step: TypeAlias = "FlowNode | tuple[Member, ...]"
-"""A step: a node, or a parallel group (a tuple of members)."""
+
+
+class Group(tuple[Member, ...]):
+    """A parallel group: its members (a tuple), and what it needs to succeed.
+
+    Build one with ``|`` or :func:`parallel`; set a policy with
+    ``parallel(..., policy=...)`` or :meth:`Flow.with_policy`.
+
+    Attributes:
+        policy: ``"all"``, ``"best_effort"`` or ``Quorum(k)``.
+        retries: How many times a member agent that failed transiently is run again.
+    """
+
+    policy: GroupPolicy
+    retries: int | None
+
+    def __new__(
+        cls, members: Iterable[Member], policy: GroupPolicy = "all", retries: int | None = None
+    ) -> Group:
+        """A group of ``members``; use :func:`parallel`, which validates the policy."""
+        group = super().__new__(cls, members)
+        group.policy = policy
+        group.retries = retries
+        return group
+
+    @property
+    def is_default(self) -> bool:
+        """True for a plain ``a | b`` group, which merges into an enclosing group."""
+        return self.policy == "all" and self.retries is None
+
+    def __eq__(self, other: object) -> bool:
+        same_members = super().__eq__(other)
+        if isinstance(other, Group):
+            return same_members and (self.policy, self.retries) == (other.policy, other.retries)
+        return same_members
+
+    def __hash__(self) -> int:
+        return hash((tuple(self), self.policy, self.retries))
+
+    def __repr__(self) -> str:
+        return f"Group({list(self)!r}, policy={self.policy!r}, retries={self.retries!r})"
+
+
+Step: TypeAlias = "FlowNode | Group"
+"""A step: a node, or a parallel group."""
 
 
 class Flow(Composable):
@@ -133,6 +177,30 @@ class Flow(Composable):
         """The flow in the ``>>``/``|`` expression language, e.g. ``a >> (b | c) >> d``."""
         return " >> ".join(_step_expr(s, nested=len(self._steps) > 1) for s in self._steps)
 
+    def with_policy(self, policy: GroupPolicy = "all", *, retries: int | None = None) -> Flow:
+        """This flow, a single parallel group, with a failure policy.
+
+        ``(b | c | d).with_policy(Quorum(2))`` continues once two succeeded;
+        ``.with_policy("best_effort")`` continues past failures and tells later
+        agents which members failed.
+
+        Args:
+            policy: ``"all"`` (default), ``"best_effort"`` or ``Quorum(k)``.
+            retries: Runs again a member agent that failed transiently (a
+                model outage that outlasted its retries, its own timeout) up
+                to this many times; None uses the Swarm's ``step_retries``.
+
+        Raises:
+            UserError: The flow is not one parallel group, or the policy is invalid.
+        """
+        if len(self._steps) != 1 or not isinstance(self._steps[0], Group):
+            raise UserError(
+                f"with_policy() applies to one parallel group such as (b | c), not "
+                f"{self.expression()!r}; wrap the group in parentheses before >>."
+            )
+        group = self._steps[0]
+        return _from_steps((_make_group(tuple(group), policy, retries),))
+
     def to_mermaid(self, direction: str = "LR") -> str:
         """Render the flow as a Mermaid flowchart.
 
@@ -179,15 +247,25 @@ def chain(*items: object) -> Flow:
     return _from_steps(tuple(steps))
 
 
-def parallel(*items: object) -> Flow:
+def parallel(*items: object, policy: GroupPolicy = "all", retries: int | None = None) -> Flow:
     """Run ``items`` at the same time, as one parallel group: ``parallel(b, c)``.
 
     A multi-step Flow among the items becomes a branch that runs its steps in
-    order; a Flow that is itself one parallel group is merged into this one, so
-    ``a | b | c`` is one group of three.
+    order; a Flow that is itself a plain parallel group is merged into this one,
+    so ``a | b | c`` is one group of three (a group with its own policy stays a
+    group of its own).
+
+    Args:
+        *items: Agents and Flows.
+        policy: What the group needs: ``"all"`` members (default; the first
+            failure cancels the rest), ``"best_effort"`` (failures are recorded
+            and the run goes on) or ``Quorum(k)`` (go on once k succeeded).
+        retries: Runs again a member agent that failed transiently up to this
+            many times; None uses the Swarm's ``step_retries``.
 
     Raises:
-        UserError: No items, an item that is not an Agent or Flow, or duplicate names.
+        UserError: No items, an item that is not an Agent or Flow, duplicate
+            names, or an invalid policy.
     """
     if not items:
         raise UserError("parallel() needs at least one Agent or Flow.")
@@ -200,10 +278,19 @@ def parallel(*items: object) -> Flow:
                 members.extend(_as_members(item))
             case _:
                 raise UserError(_not_composable("parallel()", position, item))
-    if len(members) == 1:
+    if len(members) == 1 and policy == "all" and retries is None:
         only = members[0]
         return only if isinstance(only, Flow) else _from_steps((only,))
-    return _from_steps((tuple(members),))
+    return _from_steps((_make_group(tuple(members), policy, retries),))
+
+
+def _make_group(members: tuple[Member, ...], policy: object, retries: object) -> Group:
+    checked = check_group_policy(policy, len(members))
+    if retries is not None and (
+        isinstance(retries, bool) or not isinstance(retries, int) or retries < 0
+    ):
+        raise UserError(f"A group's retries must be 0 or more, got {retries!r}.")
+    return Group(members, checked, retries)
 
 
 def step_entries(step: Step | Flow) -> tuple[FlowNode, ...]:
@@ -245,7 +332,9 @@ def _as_members(flow: Flow) -> tuple[Member, ...]:
     if len(steps) != 1:
         return (flow,)
     (only,) = steps
-    return (only,) if isinstance(only, FlowNode) else only
+    if isinstance(only, FlowNode):
+        return (only,)
+    return tuple(only) if only.is_default else (flow,)
 
 
 def _normalise_steps(raw: list[Any]) -> tuple[Step, ...]:
@@ -258,6 +347,8 @@ def _normalise_steps(raw: list[Any]) -> tuple[Step, ...]:
                 steps.append(item)
             case Flow():
                 steps.extend(item.step_tuple)
+            case Group():
+                steps.append(item)
             case list() | tuple():
                 members = tuple(item)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
                 steps.extend(parallel(*members).step_tuple)  # pyright: ignore[reportUnknownArgumentType]

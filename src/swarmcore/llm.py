@@ -24,6 +24,7 @@ LiteLLM traps on the pinned release, each handled deliberately:
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 import os
 import re
@@ -33,8 +34,10 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from swarmcore import limits
 from swarmcore.errors import ModelError
 from swarmcore.models import TokenUsage
+from swarmcore.policies import RetryPolicy
 
 __all__ = [
     "LLMReply",
@@ -116,8 +119,9 @@ class LLMRequest:
     messages: Sequence[Message]
     tools: Sequence[Mapping[str, Any]] = ()
     settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
-    retries: int = 2
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     call_timeout: float | None = None
+    fallback_models: Sequence[str] = ()
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
 
@@ -132,6 +136,10 @@ class LLMReply:
     cost: float | None
     finish_reason: str | None
     duration_seconds: float
+    model: str = ""
+    """The model that answered: the request's, or a fallback."""
+    attempts: int = 1
+    """Attempts made across every model tried."""
 
     def as_message(self) -> Message:
         """The reply as an assistant message to append to the conversation."""
@@ -141,46 +149,85 @@ class LLMReply:
         return message
 
 
-# Backoff between retries of transient failures: 0.5 s, 1 s, 2 s ... capped, with jitter.
-_BACKOFF_INITIAL = 0.5
-_BACKOFF_MAX = 20.0
-
-
 async def complete(request: LLMRequest) -> LLMReply:
-    """Call the model once, retrying transient failures.
+    """Call the model, retrying transient failures, then trying each fallback model.
+
+    Each model gets the request's retry policy in full; a failure that
+    retrying cannot fix ends the call at once, whatever fallbacks remain.
 
     Raises:
         ModelError: The provider refused the request, or transient failures
-            outlasted ``request.retries``.
+            outlasted the retry policy on every model.
     """
-    from tenacity import (
-        AsyncRetrying,
-        RetryCallState,
-        retry_if_exception,
-        stop_after_attempt,
-        wait_exponential_jitter,
-    )
+    lit = load_litellm()
+    models = (request.model, *request.fallback_models)
+    for model in models:  # a missing key fails before anything is spent
+        _check_key(lit, request, model)
+    start = time.perf_counter()
+    attempts = 0
+    for index, model in enumerate(models):
+        counter = _Attempts()
+        try:
+            response = await _call_with_retries(lit, request, model, counter)
+        except ModelError as exc:
+            attempts += counter.made
+            if not exc.retryable or index == len(models) - 1:
+                raise
+            logger.warning(
+                "agent %s: %s failed %d times (%s); falling back to %s",
+                request.agent_name,
+                model,
+                counter.made,
+                exc,
+                models[index + 1],
+                extra={"agent_name": request.agent_name},
+            )
+            continue
+        attempts += counter.made
+        return _to_reply(lit, model, response, time.perf_counter() - start, attempts)
+    raise AssertionError("unreachable: the last model either answers or raises")
+
+
+@dataclass(slots=True)
+class _Attempts:
+    made: int = 0
+
+
+async def _call_with_retries(
+    lit: ModuleType, request: LLMRequest, model: str, counter: _Attempts
+) -> Any:
+    from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+
+    policy = request.retry
+
+    def failure(state: RetryCallState) -> ModelError | None:
+        exc = state.outcome.exception() if state.outcome else None
+        return exc if isinstance(exc, ModelError) else None
+
+    def stop(state: RetryCallState) -> bool:
+        exc = failure(state)
+        too_long = exc is not None and (exc.retry_after or 0) > policy.max_retry_after
+        return state.attempt_number > policy.max_retries or too_long
+
+    def wait(state: RetryCallState) -> float:
+        exc = failure(state)
+        return policy.delay(state.attempt_number, exc.retry_after if exc else None)
 
     def log_retry(state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
         logger.warning(
-            "agent %s: %s failed (%s); retry %d of %d",
+            "agent %s: %s failed (%s); retry %d of %d in %.1fs",
             request.agent_name,
-            request.model,
-            exc,
+            model,
+            failure(state),
             state.attempt_number,
-            request.retries,
+            policy.max_retries,
+            state.upcoming_sleep,
             extra={"agent_name": request.agent_name},
         )
 
-    lit = load_litellm()
-    _check_key(lit, request)
-    start = time.perf_counter()
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(request.retries + 1),
-        wait=wait_exponential_jitter(
-            multiplier=_BACKOFF_INITIAL, max=_BACKOFF_MAX, jitter=_BACKOFF_INITIAL
-        ),
+        stop=stop,
+        wait=wait,
         retry=retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
         before_sleep=log_retry,
         reraise=True,
@@ -188,15 +235,16 @@ async def complete(request: LLMRequest) -> LLMReply:
     response: Any = None
     async for attempt in retrying:
         with attempt:
-            response = await _call_once(lit, request, attempt.retry_state.attempt_number)
+            counter.made += 1
+            response = await _call_once(lit, request, model, counter.made)
     assert response is not None  # reraise=True: the loop either returns a response or raises
-    return _to_reply(lit, request, response, time.perf_counter() - start)
+    return response
 
 
-async def _call_once(lit: ModuleType, request: LLMRequest, attempt: int) -> Any:
+async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: int) -> Any:
     kwargs: dict[str, Any] = {
         **request.settings,
-        "model": request.model,
+        "model": model,
         "messages": list(request.messages),
         # One retry policy (ours): switch off litellm's and the OpenAI SDK's.
         "num_retries": 0,
@@ -210,27 +258,46 @@ async def _call_once(lit: ModuleType, request: LLMRequest, attempt: int) -> Any:
         kwargs["api_key"] = request.api_key
     if request.call_timeout is not None:
         kwargs["timeout"] = request.call_timeout
+    limiter = limits.limiter_for(model)
+    permit = await limiter.acquire(_estimate_tokens(request)) if limiter is not None else None
+    used: int | None = None
     try:
         # litellm ignores timeout= for custom providers; this bound holds for all.
         async with asyncio.timeout(request.call_timeout):
-            return await lit.acompletion(**kwargs)
+            response = await lit.acompletion(**kwargs)
+        usage: Any = getattr(response, "usage", None)
+        used = int(getattr(usage, "total_tokens", 0) or 0) or None
+        return response
     except TimeoutError as exc:
         raise ModelError(
-            f"Agent {request.agent_name!r}: {request.model} did not answer within "
-            f"{request.call_timeout}s (attempt {attempt} of {request.retries + 1}); "
-            "raise the agent's call_timeout or retries.",
+            f"Agent {request.agent_name!r}: {model} did not answer within "
+            f"{request.call_timeout}s (attempt {attempt} of {request.retry.max_retries + 1}); "
+            "raise the agent's call_timeout or retry.",
             agent_name=request.agent_name,
-            model=request.model,
+            model=model,
             retryable=True,
         ) from exc
     except Exception as exc:
-        error = _classify(lit, exc, request, attempt)
+        error = _classify(lit, exc, request, model, attempt)
         if error is None:
             raise
         raise error from exc
+    finally:
+        if permit is not None:
+            permit.release(used)
 
 
-def _to_reply(lit: ModuleType, request: LLMRequest, response: Any, duration: float) -> LLMReply:
+def _estimate_tokens(request: LLMRequest) -> int:
+    """A cheap upper-ish estimate for the tokens-per-minute limiter: ~4 characters a token."""
+    chars = sum(len(str(m.get("content") or "")) for m in request.messages)
+    chars += sum(len(str(t)) for t in request.tools)
+    completion = request.settings.get("max_tokens") or request.settings.get("max_completion_tokens")
+    return chars // 4 + (int(completion) if isinstance(completion, int) else 0)
+
+
+def _to_reply(
+    lit: ModuleType, model: str, response: Any, duration: float, attempts: int
+) -> LLMReply:
     choice: Any = response.choices[0]
     message: Any = choice.message
     raw_calls: list[Any] = list(message.tool_calls or [])
@@ -247,18 +314,20 @@ def _to_reply(lit: ModuleType, request: LLMRequest, response: Any, duration: flo
         text=message.content,
         tool_calls=calls,
         usage=token_usage,
-        cost=_cost(lit, request, response),
+        cost=_cost(lit, model, response),
         finish_reason=choice.finish_reason,
         duration_seconds=duration,
+        model=model,
+        attempts=attempts,
     )
 
 
-def _cost(lit: ModuleType, request: LLMRequest, response: Any) -> float | None:
+def _cost(lit: ModuleType, model: str, response: Any) -> float | None:
     """Price the call from LiteLLM's bundled price map; None when the model is unpriced."""
     try:
-        return float(lit.completion_cost(completion_response=response, model=request.model))
+        return float(lit.completion_cost(completion_response=response, model=model))
     except Exception as exc:  # unpriced models raise assorted errors; cost is optional data
-        logger.debug("no price for %s: %s", request.model, exc)
+        logger.debug("no price for %s: %s", model, exc)
         return None
 
 
@@ -275,20 +344,22 @@ def redact(text: str, secret: str | None = None) -> str:
 
 
 def _classify(
-    lit: ModuleType, exc: Exception, request: LLMRequest, attempt: int
+    lit: ModuleType, exc: Exception, request: LLMRequest, model: str, attempt: int
 ) -> ModelError | None:
     """Turn a litellm exception into a ModelError that says what to do; None if not litellm's."""
     status: int | None = getattr(exc, "status_code", None)
     detail = redact(_first_line(str(exc)), request.api_key)
-    who = f"Agent {request.agent_name!r}: {request.model}"
+    who = f"Agent {request.agent_name!r}: {model}"
+    retry_after = _retry_after(exc)
 
     def error(text: str, *, retryable: bool = False) -> ModelError:
         return ModelError(
             text,
             agent_name=request.agent_name,
-            model=request.model,
+            model=model,
             status_code=status,
             retryable=retryable,
+            retry_after=retry_after if retryable else None,
         )
 
     if isinstance(exc, lit.ContextWindowExceededError):
@@ -300,7 +371,7 @@ def _classify(
     if isinstance(exc, lit.ContentPolicyViolationError):
         return error(f"{who} refused the request under its content policy ({status}): {detail}")
     if isinstance(exc, lit.AuthenticationError):
-        return error(f"{who} rejected the API key ({status}). {_key_hint(lit, request)}")
+        return error(f"{who} rejected the API key ({status}). {_key_hint(lit, request, model)}")
     if isinstance(exc, lit.PermissionDeniedError):
         return error(
             f"{who} denied permission ({status}): {detail}. Check that the key may use this model."
@@ -313,10 +384,16 @@ def _classify(
     if isinstance(exc, lit.RateLimitError | lit.Timeout | lit.APIConnectionError) or (
         status is not None and status >= 500
     ):
+        limit = request.retry.max_retry_after
+        wait = ""
+        if retry_after is not None:
+            wait = f" The provider asked to wait {retry_after:g}s"
+            wait += f", longer than max_retry_after={limit:g}s." if retry_after > limit else "."
         return error(
-            f"{who} failed on attempt {attempt} of {request.retries + 1} "
-            f"({type(exc).__name__}, status {status}): {detail}. This is transient: retry "
-            "later, raise the agent's retries, or run fewer agents at once.",
+            f"{who} failed on attempt {attempt} of {request.retry.max_retries + 1} "
+            f"({type(exc).__name__}, status {status}): {detail}.{wait} This is transient: "
+            "retry later, raise the agent's retry, add fallback_models, or limit the "
+            "model's requests with swarmcore.limit_model().",
             retryable=True,
         )
     if isinstance(exc, lit.BadRequestError | lit.UnprocessableEntityError):
@@ -334,22 +411,45 @@ def _classify(
     return None
 
 
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds from the provider's ``Retry-After`` (or ``retry-after-ms``) header, if any."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(float(millis) / 1000, 0.0)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(float(value), 0.0)
+        except ValueError:  # an HTTP date
+            when = email.utils.parsedate_to_datetime(str(value))
+            return max(when.timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 _keys_found: set[str] = set()
 
 
-def _check_key(lit: ModuleType, request: LLMRequest) -> None:
+def _check_key(lit: ModuleType, request: LLMRequest, model: str) -> None:
     """Fail before the call when the provider's key is missing (LiteLLM calls it a 500)."""
-    if request.api_key is not None or request.model in _keys_found:
+    if request.api_key is not None or model in _keys_found:
         return
-    missing = [k for k in _missing_keys(lit, request.model) if "KEY" in k or "TOKEN" in k]
+    missing = [k for k in _missing_keys(lit, model) if "KEY" in k or "TOKEN" in k]
     if missing:
         raise ModelError(
-            f"Agent {request.agent_name!r}: {request.model} needs an API key and none was "
+            f"Agent {request.agent_name!r}: {model} needs an API key and none was "
             f"found: set {' or '.join(missing)}, or pass api_key= to the Agent.",
             agent_name=request.agent_name,
-            model=request.model,
+            model=model,
         )
-    _keys_found.add(request.model)  # only a positive answer is cached: a key may be set later
+    _keys_found.add(model)  # only a positive answer is cached: a key may be set later
 
 
 def _missing_keys(lit: ModuleType, model: str) -> list[str]:
@@ -360,13 +460,9 @@ def _missing_keys(lit: ModuleType, model: str) -> list[str]:
         return []
 
 
-def _key_hint(lit: ModuleType, request: LLMRequest) -> str:
+def _key_hint(lit: ModuleType, request: LLMRequest, model: str) -> str:
     """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
-    names = (
-        [k for k in _missing_keys(lit, request.model) if "KEY" in k]
-        if request.api_key is None
-        else []
-    )
+    names = [k for k in _missing_keys(lit, model) if "KEY" in k] if request.api_key is None else []
     if names:
         return f"No key was found: set {' or '.join(names)}."
     return "Check the key passed as api_key= or set in the provider's environment variable."

@@ -6,7 +6,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-__all__ = ["AgentResult", "LLMCallRecord", "SwarmResult", "TokenUsage", "ToolCallRecord"]
+__all__ = [
+    "AgentFailure",
+    "AgentResult",
+    "LLMCallRecord",
+    "SwarmResult",
+    "TokenUsage",
+    "ToolCallRecord",
+]
 
 _FROZEN = ConfigDict(frozen=True)
 
@@ -63,7 +70,9 @@ class ToolCallRecord(BaseModel):
     result: str
     """The text sent back to the model (the error text when ``error`` is set)."""
     error: str | None = None
-    """Why the call failed (unknown tool, bad arguments, the tool raised), or None."""
+    """Why the call failed (unknown tool, bad arguments, the tool raised or timed out), or None."""
+    truncated_from: int | None = None
+    """The result's full length in characters when it was cut to the limit; None if whole."""
     duration_seconds: float = 0.0
     """Wall time of the call."""
 
@@ -74,9 +83,9 @@ class LLMCallRecord(BaseModel):
     model_config = _FROZEN
 
     model: str
-    """The LiteLLM model string called."""
+    """The LiteLLM model string that answered (a fallback model, if the first failed)."""
     duration_seconds: float
-    """Wall time of the call, retries included."""
+    """Wall time of the call, retries and fallbacks included."""
     token_usage: TokenUsage
     """Tokens of this call."""
     cost: float | None
@@ -85,6 +94,8 @@ class LLMCallRecord(BaseModel):
     """Why the model stopped (``stop``, ``tool_calls``, ``length``...)."""
     tool_calls: int = 0
     """How many tool calls the reply asked for."""
+    attempts: int = 1
+    """Attempts made across every model tried (1 when the first attempt answered)."""
 
 
 class AgentResult(BaseModel):
@@ -99,9 +110,9 @@ class AgentResult(BaseModel):
     summary: str
     """The one-line summary; the full output when the model gave none."""
     model: str
-    """The LiteLLM model string the agent ran on."""
+    """The LiteLLM model string that gave the final answer (a fallback model, if used)."""
     duration_seconds: float
-    """Wall time of the agent's run."""
+    """Wall time of the agent's run (of its last attempt, when the step was retried)."""
     token_usage: TokenUsage = Field(default_factory=TokenUsage)
     """Tokens summed over every model call of the run."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list[ToolCallRecord])
@@ -110,12 +121,33 @@ class AgentResult(BaseModel):
     """Every model call, in order."""
     messages: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
     """The whole conversation in OpenAI message format, final answer included."""
+    attempts: int = 1
+    """Runs of the agent this result took (more than 1 after step-level retries)."""
 
     @computed_field
     @property
     def cost(self) -> float | None:
         """Total price in USD; None when any call was unpriced."""
         return sum_cost([c.cost for c in self.llm_calls])
+
+
+class AgentFailure(BaseModel):
+    """An agent that did not finish: it failed, or was cancelled once its group had enough."""
+
+    model_config = _FROZEN
+
+    agent_name: str
+    """The agent's name."""
+    error_type: str
+    """The exception's class name (``ModelError``, ``MaxTurnsExceeded``...), or ``Cancelled``."""
+    message: str
+    """What went wrong, as the error said it."""
+    retryable: bool = False
+    """Whether the failure was transient."""
+    cancelled: bool = False
+    """True when the agent was stopped, not failed: its group's quorum was reached first."""
+    attempts: int = 1
+    """Runs of the agent made before giving up."""
 
 
 class SwarmResult(BaseModel):
@@ -132,6 +164,10 @@ class SwarmResult(BaseModel):
     """Every agent's result, in flow order (not completion order)."""
     duration_seconds: float = 0.0
     """Wall time of the run."""
+    failures: list[AgentFailure] = Field(default_factory=list[AgentFailure])
+    """Agents that did not finish, in flow order: failed members of a best-effort or
+    quorum group, members cancelled once a quorum was reached, and on an error's
+    ``partial`` result, the agent whose failure ended the run."""
 
     @computed_field
     @property

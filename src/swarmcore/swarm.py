@@ -1,9 +1,13 @@
 """Swarm: walks a flow over a fresh SharedContext per run.
 
 Sequential steps run one after another; a parallel group runs its members at
-once in an ``asyncio.TaskGroup`` (gather with structured cancellation: the
-first failure cancels its siblings and no task is left running). A branch
-inside a group runs its own steps in order.
+once in an ``asyncio.TaskGroup`` (gather with structured cancellation: no task
+is ever left running or unretrieved). A branch inside a group runs its own
+steps in order. What a group needs is its declared policy: every member (the
+first failure cancels the rest), best effort (failures are recorded and shown
+to later agents), or a quorum (the rest are cancelled once k succeeded). An
+agent that fails transiently can be run again (``step_retries``); every agent
+that fails is recorded, and a raised error carries the finished results.
 
 Each agent sees the outputs of the agents before it in the flow: every earlier
 step, and the earlier agents of its own branch, never a sibling branch that
@@ -15,12 +19,13 @@ once in ``Swarm.__init__``, that returns the hint and the run-local tools.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from swarmcore.agent import Agent
+from swarmcore.agent import Agent, AgentDefaults
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
     CONTEXT_TOOL_NAMES,
@@ -29,12 +34,18 @@ from swarmcore.context_tools import (
     pull_hint,
     push_hint,
 )
-from swarmcore.errors import AgentError, SwarmError, UserError
-from swarmcore.flow import Flow, FlowNode, Step, chain
-from swarmcore.models import AgentResult, SwarmResult
+from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
+from swarmcore.flow import Flow, FlowNode, Group, Step, chain
+from swarmcore.models import AgentFailure, AgentResult, SwarmResult
+from swarmcore.policies import Quorum, RetryPolicy
 from swarmcore.tools import Tool
 
 __all__ = ["ContextMode", "Swarm"]
+
+logger = logging.getLogger("swarmcore.swarm")
+
+_Outcome = tuple[tuple[str, ...], tuple[str, ...]]
+"""What running some steps gives: the names now visible, and the last step's exits."""
 
 ContextMode = Literal["pull", "push"]
 
@@ -60,7 +71,7 @@ class _PullMode:
     name: ContextMode = "pull"
 
     def prepare(self, context: SharedContext, previous: Sequence[str]) -> _Prepared:
-        if not len(context):
+        if not len(context) and not context.failures():
             return _NOTHING
         return _Prepared(pull_hint(context, previous), make_pull_tools(context))
 
@@ -71,7 +82,7 @@ class _PushMode:
     name: ContextMode = "push"
 
     def prepare(self, context: SharedContext, previous: Sequence[str]) -> _Prepared:
-        if not len(context):
+        if not len(context) and not context.failures():
             return _NOTHING
         summarised = any(name not in previous for name in context)
         tools = (make_expand_tool(context),) if summarised else ()
@@ -88,7 +99,13 @@ class _Run:
     task: str
     context: SharedContext
     results: dict[str, AgentResult] = field(default_factory=dict[str, AgentResult])
+    failures: dict[str, AgentFailure] = field(default_factory=dict[str, AgentFailure])
     started: float = field(default_factory=time.perf_counter)
+
+    def fail(self, failure: AgentFailure) -> None:
+        self.failures[failure.agent_name] = failure
+        what = "cancelled" if failure.cancelled else failure.error_type
+        self.context.set_failure(failure.agent_name, f"{what}: {failure.message}")
 
 
 class Swarm:
@@ -100,15 +117,28 @@ class Swarm:
             ``list_context``/``get_context``/``search_context`` tools.
             ``"push"``: the previous step's output in full and earlier ones as
             summaries in the prompt, with ``expand_context``.
+        defaults: Settings for every agent that leaves them unset: retry
+            policy, call and agent timeouts, tool timeout, result truncation.
+        step_retries: How many times an agent that failed transiently (a model
+            outage that outlasted its retries, its own timeout) is run again
+            from scratch; a group's ``retries`` overrides it for its members.
 
     Raises:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
-            or an agent's tool uses a name the context modes reserve.
+            an agent's tool uses a name the context modes reserve, or a setting
+            is invalid.
     """
 
-    __slots__ = ("_flow", "_mode")
+    __slots__ = ("_defaults", "_flow", "_mode", "_step_retries")
 
-    def __init__(self, flow: Flow | Agent, *, context_mode: ContextMode = "pull") -> None:
+    def __init__(
+        self,
+        flow: Flow | Agent,
+        *,
+        context_mode: ContextMode = "pull",
+        defaults: AgentDefaults | None = None,
+        step_retries: int = 0,
+    ) -> None:
         if isinstance(flow, FlowNode):
             flow = chain(flow)
         if not isinstance(flow, Flow):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
@@ -117,8 +147,14 @@ class Swarm:
         if mode is None:
             raise UserError(f"context_mode must be 'pull' or 'push', got {context_mode!r}.")
         _check_reserved_tool_names(flow)
+        if defaults is not None and not isinstance(defaults, AgentDefaults):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(f"defaults must be an AgentDefaults, got {type(defaults).__name__}.")
+        if isinstance(step_retries, bool) or not isinstance(step_retries, int) or step_retries < 0:
+            raise UserError(f"step_retries must be 0 or more, got {step_retries!r}.")
         self._flow = flow
         self._mode = mode
+        self._defaults = defaults or AgentDefaults()
+        self._step_retries = step_retries
 
     @property
     def flow(self) -> Flow:
@@ -144,12 +180,14 @@ class Swarm:
             UserError: The task is empty.
             AgentError: An agent failed; ``error.partial`` holds every result
                 that finished before it, as a SwarmResult.
+            GroupError: A best-effort or quorum group had too few successes;
+                ``error.partial`` as above.
         """
         if not isinstance(task, str) or not task.strip():
             raise UserError("Swarm.run() needs a non-empty task string.")
         run = _Run(task=task, context=SharedContext(order=self._flow.names))
         try:
-            await self._run_steps(run, self._flow.step_tuple, (), ())
+            await self._run_steps(run, self._flow.step_tuple, (), (), self._step_retries)
         except SwarmError as error:
             error.partial = self._result(run, final=False)
             raise
@@ -161,16 +199,21 @@ class Swarm:
         return self._result(run, final=True)
 
     async def _run_steps(
-        self, run: _Run, steps: Sequence[Step], seen: tuple[str, ...], previous: tuple[str, ...]
-    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        self,
+        run: _Run,
+        steps: Sequence[Step],
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
         """Run ``steps`` in order; returns the names now visible and the last step's exits."""
         for step in steps:
             match step:
                 case Agent():
-                    await self._run_agent(run, step, seen, previous)
+                    await self._run_agent(run, step, seen, previous, retries)
                     seen, previous = (*seen, step.name), (step.name,)
-                case tuple():
-                    seen, previous = await self._run_group(run, step, seen, previous)
+                case Group():
+                    seen, previous = await self._run_group(run, step, seen, previous, retries)
                 case _:  # unreachable: Swarm.__init__ checked that every node is an Agent
                     raise UserError(f"Flow step {step!r} is not an Agent; only Agents can run.")
         return seen, previous
@@ -178,28 +221,158 @@ class Swarm:
     async def _run_group(
         self,
         run: _Run,
-        members: tuple[FlowNode | Flow, ...],
+        group: Group,
         seen: tuple[str, ...],
         previous: tuple[str, ...],
-    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        async with asyncio.TaskGroup() as group:
-            tasks = [
-                group.create_task(self._run_steps(run, _as_steps(m), seen, previous))
-                for m in members
-            ]
-        outcomes = [task.result() for task in tasks]
-        ran = tuple(name for branch_seen, _ in outcomes for name in branch_seen[len(seen) :])
-        exits = tuple(name for _, branch_exits in outcomes for name in branch_exits)
+        retries: int,
+    ) -> _Outcome:
+        if group.retries is not None:
+            retries = group.retries
+        try:
+            if group.policy == "all":
+                async with asyncio.TaskGroup() as tasks:
+                    running = [
+                        tasks.create_task(
+                            self._run_steps(run, _as_steps(m), seen, previous, retries)
+                        )
+                        for m in group
+                    ]
+                outcomes: list[_Outcome | None] = [task.result() for task in running]
+            else:
+                outcomes = await self._run_tolerant(run, group, seen, previous, retries)
+        except BaseExceptionGroup as failed:  # surface the failure itself, not a wrapper
+            raise _first_error(failed) from None
+        # Failed members stay visible (as failed) to later agents, in flow order.
+        ran = tuple(
+            name
+            for member in group
+            for name in _names(member)
+            if name in run.results or name in run.failures
+        )
+        exits = tuple(name for o in outcomes if o is not None for name in o[1])
         return (*seen, *ran), exits
 
+    async def _run_tolerant(
+        self,
+        run: _Run,
+        group: Group,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> list[_Outcome | None]:
+        """Best effort and quorum: a member's failure is recorded, not raised."""
+        need = group.policy.k if isinstance(group.policy, Quorum) else None
+        outcomes: list[_Outcome | None] = [None] * len(group)
+        failed: list[int] = []
+        running: list[asyncio.Task[None]] = []
+        reached = False
+
+        async def member(index: int, node: FlowNode | Flow) -> None:
+            nonlocal reached
+            try:
+                outcomes[index] = await self._run_steps(
+                    run, _as_steps(node), seen, previous, retries
+                )
+            except (AgentError, GroupError):
+                failed.append(index)
+                if need is not None and len(group) - len(failed) < need:
+                    raise self._quorum_error(run, group, need) from None
+                return
+            succeeded = sum(o is not None for o in outcomes)
+            if need is not None and succeeded >= need and not reached:
+                reached = True
+                for task in running:
+                    if task is not asyncio.current_task():
+                        task.cancel()  # TaskGroup treats a cancelled child as finished, not failed
+
+        async with asyncio.TaskGroup() as tasks:
+            running.extend(tasks.create_task(member(i, m)) for i, m in enumerate(group))
+        if reached:
+            for node in group:
+                for name in _names(node):
+                    if name not in run.results and name not in run.failures:
+                        run.fail(
+                            AgentFailure(
+                                agent_name=name,
+                                error_type="Cancelled",
+                                message=f"stopped once {need} members of its group succeeded",
+                                cancelled=True,
+                            )
+                        )
+        return outcomes
+
+    def _quorum_error(self, run: _Run, group: Group, need: int) -> GroupError:
+        names = [n for member in group for n in _names(member)]
+        failures = [run.failures[n] for n in names if n in run.failures]
+        reasons = "; ".join(f"{f.agent_name} ({f.error_type}: {f.message})" for f in failures)
+        return GroupError(
+            f"The parallel group ({' | '.join(_member_expr(m) for m in group)}) needed "
+            f"{need} of {len(group)} members to succeed, and {len(failures)} failed: {reasons}",
+            failures=failures,
+            required=need,
+        )
+
     async def _run_agent(
-        self, run: _Run, agent: Agent, seen: tuple[str, ...], previous: tuple[str, ...]
+        self,
+        run: _Run,
+        agent: Agent,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
     ) -> None:
         view = run.context.subset(seen)
         prepared = self._mode.prepare(view, previous)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                result = await self._attempt(run, agent, view, prepared)
+                break
+            except AgentError as error:
+                if error.retryable and attempt <= retries:
+                    delay = self._defaults_retry().delay(attempt)
+                    logger.warning(
+                        "agent %s failed (%s); running it again (step retry %d of %d) in %.1fs",
+                        agent.name,
+                        error,
+                        attempt,
+                        retries,
+                        delay,
+                        extra={"agent_name": agent.name},
+                    )
+                    await asyncio.sleep(delay)
+                    continue
+                run.fail(
+                    AgentFailure(
+                        agent_name=agent.name,
+                        error_type=type(error).__name__,
+                        message=str(error),
+                        retryable=error.retryable,
+                        attempts=attempt,
+                    )
+                )
+                raise
+        if attempt > 1:
+            result = result.model_copy(update={"attempts": attempt})
+        run.results[agent.name] = result
+        summary = result.summary if result.summary != result.output else None
+        run.context.set(agent.name, result.output, summary)
+
+    def _defaults_retry(self) -> RetryPolicy:
+        retry = self._defaults.retry
+        assert isinstance(retry, RetryPolicy)  # AgentDefaults converts ints
+        return retry
+
+    async def _attempt(
+        self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared
+    ) -> AgentResult:
         try:
-            result = await agent.run(
-                run.task, view, extra_tools=prepared.tools, context_hint=prepared.hint
+            return await agent.run(
+                run.task,
+                view,
+                extra_tools=prepared.tools,
+                context_hint=prepared.hint,
+                defaults=self._defaults,
             )
         except SwarmError:
             raise
@@ -208,14 +381,11 @@ class Swarm:
                 f"Agent {agent.name!r} failed with {type(exc).__name__}: {exc}",
                 agent_name=agent.name,
             ) from exc
-        run.results[agent.name] = result
-        summary = result.summary if result.summary != result.output else None
-        run.context.set(agent.name, result.output, summary)
 
     def _result(self, run: _Run, *, final: bool) -> SwarmResult:
         history = [run.results[n] for n in self._flow.names if n in run.results]
         if final:
-            exits = [a.name for a in self._flow.exits()]
+            exits = [a.name for a in self._flow.exits() if a.name in run.results]
             output = _join_outputs([run.results[n] for n in exits])
         else:
             output = history[-1].output if history else ""
@@ -224,11 +394,20 @@ class Swarm:
             context=run.context.as_dict(),
             history=history,
             duration_seconds=time.perf_counter() - run.started,
+            failures=[run.failures[n] for n in self._flow.names if n in run.failures],
         )
 
 
 def _as_steps(member: FlowNode | Flow) -> tuple[Step, ...]:
     return member.step_tuple if isinstance(member, Flow) else (member,)
+
+
+def _names(member: FlowNode | Flow) -> tuple[str, ...]:
+    return member.names if isinstance(member, Flow) else (member.name,)
+
+
+def _member_expr(member: FlowNode | Flow) -> str:
+    return f"({member.expression()})" if isinstance(member, Flow) else member.name
 
 
 def _join_outputs(results: list[AgentResult]) -> str:

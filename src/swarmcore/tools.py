@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from swarmcore.errors import UserError
 from swarmcore.models import ToolCallRecord
 
-__all__ = ["Tool", "function_tool", "run_tool_call", "to_tools", "validate_name"]
+__all__ = ["Tool", "function_tool", "run_tool_call", "to_tools", "truncate", "validate_name"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _SECTION = re.compile(
@@ -70,9 +70,21 @@ class Tool:
     """The function that runs."""
     _args_model: type[BaseModel] = field(repr=False)
     _positional: tuple[str, ...] = field(repr=False, default=())
+    timeout: float | None = None
+    """Seconds one call may take before it is stopped and reported to the model as an
+    error; None uses the agent's ``tool_timeout``."""
     _spec: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, int | float)
+            or self.timeout <= 0
+        ):
+            raise UserError(
+                f"Tool {self.name!r}: timeout must be a positive number of seconds or None, "
+                f"got {self.timeout!r}."
+            )
         spec = {
             "type": "function",
             "function": {
@@ -154,7 +166,11 @@ def serialise_result(result: object) -> str:
 
 
 def function_tool(
-    fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
 ) -> Tool:
     """Turn a plain function (sync or async) into a Tool.
 
@@ -162,6 +178,9 @@ def function_tool(
         fn: The function. Every parameter needs a type annotation.
         name: The tool name; defaults to the function's ``__name__``.
         description: What the tool does; defaults to the docstring's first paragraph.
+        timeout: Seconds one call may take; None uses the agent's ``tool_timeout``.
+            An async tool is cancelled at the limit; a sync tool's thread cannot
+            be stopped, so it finishes in the background and its result is dropped.
 
     Raises:
         UserError: A parameter has no annotation, is ``*args``/``**kwargs``, or
@@ -200,6 +219,7 @@ def function_tool(
         fn=fn,
         _args_model=args_model,
         _positional=tuple(positional),
+        timeout=timeout,
     )
 
 
@@ -222,11 +242,28 @@ def to_tools(items: Iterable[Callable[..., Any] | Tool], *, owner: str) -> tuple
 
 
 async def run_tool_call(
-    tools: Mapping[str, Tool], call_id: str, name: str, arguments: str
+    tools: Mapping[str, Tool],
+    call_id: str,
+    name: str,
+    arguments: str,
+    *,
+    default_timeout: float | None = None,
+    max_result_chars: int | None = None,
 ) -> ToolCallRecord:
     """Run one tool call; every failure becomes an error result the model can act on.
 
-    Cancellation is never swallowed: only ordinary exceptions become results.
+    Args:
+        tools: The tools by name.
+        call_id: The provider's ``tool_call_id``.
+        name: The tool the model named.
+        arguments: The raw JSON arguments.
+        default_timeout: Seconds allowed for a tool without its own ``timeout``;
+            None for no limit.
+        max_result_chars: Longer results are cut to this many characters and
+            marked as cut; None keeps them whole.
+
+    Cancellation is never swallowed: only ordinary exceptions (and the tool's
+    own timeout) become results.
     """
     start = time.perf_counter()
     error: str | None = None
@@ -236,14 +273,27 @@ async def run_tool_call(
         error = f"Unknown tool {name!r}. Available tools: {available}."
         result = error
     else:
+        limit = tool.timeout if tool.timeout is not None else default_timeout
+        deadline = asyncio.timeout(limit)
         try:
-            result = await tool.invoke(arguments)
+            async with deadline:
+                result = await tool.invoke(arguments)
         except ToolArgumentsError as exc:
             error = str(exc)
+            result = error
+        except TimeoutError as exc:
+            if deadline.expired():
+                error = (
+                    f"Tool {name!r} did not finish within {limit:g}s and was stopped. "
+                    "Try simpler arguments or another approach."
+                )
+            else:  # the tool's own TimeoutError, not our limit
+                error = f"Tool {name!r} raised TimeoutError: {exc}"
             result = error
         except Exception as exc:  # a tool's own failure is reported to the model, not raised
             error = f"Tool {name!r} raised {type(exc).__name__}: {exc}"
             result = error
+    result, full_length = truncate(result, max_result_chars)
     return ToolCallRecord(
         call_id=call_id,
         tool_name=name,
@@ -251,7 +301,23 @@ async def run_tool_call(
         result=result,
         error=error,
         duration_seconds=time.perf_counter() - start,
+        truncated_from=full_length,
     )
+
+
+def truncate(text: str, limit: int | None) -> tuple[str, int | None]:
+    """Cut ``text`` to ``limit`` characters with a visible marker.
+
+    Returns:
+        The text to send, and its original length when it was cut (else None).
+    """
+    if limit is None or len(text) <= limit:
+        return text, None
+    marker = (
+        f"\n\n[truncated: showing the first {limit:,} of {len(text):,} characters; "
+        "ask for a narrower result if you need the rest]"
+    )
+    return text[:limit] + marker, len(text)
 
 
 # --- schema building -----------------------------------------------------------------

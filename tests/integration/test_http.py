@@ -86,7 +86,7 @@ async def test_retryable_http_errors_are_retried_then_succeed(
     mock_openai_server: MockOpenAIServer,
 ) -> None:
     mock_openai_server.add(Fail(429, "Rate limit reached"), Fail(502, "bad gateway"), "ok")
-    agent = Agent("r", "x", retries=2, **mock_openai_server.model_kwargs)
+    agent = Agent("r", "x", retry=2, **mock_openai_server.model_kwargs)
     assert (await agent.run("go")).output == "ok"
     assert len(mock_openai_server.requests) == 3
 
@@ -104,7 +104,7 @@ async def test_fatal_http_errors_fail_at_once(
     mock_openai_server: MockOpenAIServer, status: int, message: str
 ) -> None:
     mock_openai_server.add(Fail(status, "Incorrect API key provided: sk-test-local"), "never")
-    agent = Agent("f", "x", retries=3, **mock_openai_server.model_kwargs)
+    agent = Agent("f", "x", retry=3, **mock_openai_server.model_kwargs)
     with pytest.raises(ModelError, match=message) as info:
         await agent.run("go")
     assert info.value.status_code == status

@@ -207,9 +207,13 @@ async def test_agent_without_tools_makes_one_call() -> None:
         ({"name": "has space"}, "Agent name 'has space' is not a valid identifier"),
         ({"name": ""}, "not a valid identifier"),
         ({"model": ""}, "model must be a LiteLLM model string"),
-        ({"max_turns": 0}, "max_turns must be a positive number"),
+        ({"max_turns": 0}, "max_turns must be a positive whole number"),
         ({"timeout": -1}, "timeout must be a positive number"),
-        ({"retries": -1}, "retries must be 0 or more"),
+        ({"retry": -1}, "max_retries must be 0 or more"),
+        ({"retry": "3"}, "retry must be a RetryPolicy or a number of retries"),
+        ({"fallback_models": "openai/gpt-4o"}, "fallback_models must be a list"),
+        ({"max_parallel_tools": 0}, "max_parallel_tools must be a positive whole number"),
+        ({"tool_timeout": 0}, "tool_timeout must be a positive number"),
         ({"tools": "add"}, "tools must be a list of functions"),
         ({"tools": [add, add]}, "two tools named 'add'"),
         ({"tools": [lambda_free_untyped]}, "parameter 'value' has no type annotation"),
@@ -221,6 +225,10 @@ async def test_agent_without_tools_makes_one_call() -> None:
         "turns",
         "timeout",
         "retries",
+        "retry-type",
+        "fallbacks-str",
+        "parallel-tools",
+        "tool-timeout",
         "tools-str",
         "dup-tools",
         "untyped-tool",
@@ -257,14 +265,14 @@ async def test_auth_error_names_the_missing_key() -> None:
 
 
 async def test_missing_openai_key_says_which_variable() -> None:
-    agent = Agent("w", "x", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", retries=0)
+    agent = Agent("w", "x", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", retry=0)
     with pytest.raises(ModelError, match="set OPENAI_API_KEY"):
         await agent.run("go")
 
 
 async def test_transient_errors_are_retried() -> None:
     model = ScriptedModel([Fail(429, "slow down"), Fail(503, "busy"), "finally"])
-    result = await Agent("r", "x", model=model.model, retries=2).run("go")
+    result = await Agent("r", "x", model=model.model, retry=2).run("go")
     assert result.output == "finally"
     assert len(model.requests) == 3
 
@@ -272,7 +280,7 @@ async def test_transient_errors_are_retried() -> None:
 async def test_transient_errors_give_up_after_retries() -> None:
     model = ScriptedModel([Fail(500, "down"), Fail(500, "down")])
     with pytest.raises(ModelError, match=r"attempt 2 of 2.*transient") as info:
-        await Agent("r", "x", model=model.model, retries=1).run("go")
+        await Agent("r", "x", model=model.model, retry=1).run("go")
     assert info.value.retryable
     assert info.value.status_code == 500
 
@@ -292,7 +300,7 @@ async def test_request_errors_fail_at_once(status: int, message: str) -> None:
 async def test_call_timeout_and_agent_timeout() -> None:
     slow = ScriptedModel([Reply(text="late", delay=2)])
     with pytest.raises(ModelError, match=r"did not answer within 0\.05s"):
-        await Agent("t", "x", model=slow.model, call_timeout=0.05, retries=0).run("go")
+        await Agent("t", "x", model=slow.model, call_timeout=0.05, retry=0).run("go")
     hang = FunctionModel(lambda r: Reply(text="late", delay=2))
     with pytest.raises(AgentError, match=r"did not finish within timeout=0\.1s"):
         await Agent("t", "x", model=hang.model, timeout=0.1).run("go")
@@ -300,7 +308,7 @@ async def test_call_timeout_and_agent_timeout() -> None:
 
 async def test_unknown_provider_is_explained() -> None:
     with pytest.raises(ModelError, match="does not know this provider"):
-        await Agent("u", "x", model="nosuchprovider/model", retries=0).run("go")
+        await Agent("u", "x", model="nosuchprovider/model", retry=0).run("go")
 
 
 async def test_two_agents_on_one_model_run_in_parallel() -> None:
