@@ -419,6 +419,7 @@ def _retry_after(exc: Exception) -> float | None:
     if not headers:
         return None
     try:
+        headers = {str(k).lower(): v for k, v in headers.items()}
         millis = headers.get("retry-after-ms")
         if millis is not None:
             return max(float(millis) / 1000, 0.0)

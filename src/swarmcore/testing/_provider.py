@@ -67,7 +67,10 @@ def _make_handler(lit: ModuleType) -> object:
             if step.delay:
                 await asyncio.sleep(step.delay)
             if isinstance(step, Fail):
-                raise CustomLLMError(step.status_code, step.message)
+                error = CustomLLMError(step.status_code, step.message)
+                # LiteLLM copies an exception's .headers (Retry-After...) onto its own error.
+                error.headers = dict(step.headers)  # pyright: ignore[reportAttributeAccessIssue]
+                raise error
             return _response(lit, model, request, step)
 
     return _Handler()
