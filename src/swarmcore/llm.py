@@ -368,7 +368,10 @@ def _classify(
             "Shorten the task or instructions, use context_mode='pull', or pick a model "
             "with a larger window."
         )
-    if isinstance(exc, lit.ContentPolicyViolationError):
+    if isinstance(exc, lit.ContentPolicyViolationError) or (
+        # Some providers send a plain 400; LiteLLM maps it only when the error code says so.
+        isinstance(exc, lit.BadRequestError) and _mentions(detail, _CONTENT_POLICY_MARKERS)
+    ):
         return error(f"{who} refused the request under its content policy ({status}): {detail}")
     if isinstance(exc, lit.AuthenticationError):
         return error(f"{who} rejected the API key ({status}). {_key_hint(lit, request, model)}")
@@ -409,6 +412,14 @@ def _classify(
     if isinstance(exc, lit.APIError) or type(exc).__module__.startswith(("litellm", "openai")):
         return error(f"{who} failed ({type(exc).__name__}, status {status}): {detail}")
     return None
+
+
+_CONTENT_POLICY_MARKERS = ("content_policy", "content policy", "safety system", "content filter")
+
+
+def _mentions(text: str, markers: tuple[str, ...]) -> bool:
+    lowered = text.lower()
+    return any(m in lowered for m in markers)
 
 
 def _retry_after(exc: Exception) -> float | None:

@@ -130,7 +130,7 @@ async def test_call_timeout_default_comes_from_the_swarm() -> None:
     model = ScriptedModel([Reply(text="late", delay=30)])
     agent = Agent("a", "x", model=model.model)
     defaults = AgentDefaults(call_timeout=0.1, retry=0)
-    with pytest.raises(ModelError, match="did not answer within 0.1s") as caught:
+    with pytest.raises(ModelError, match=r"did not answer within 0\.1s") as caught:
         await Swarm(agent, defaults=defaults).run("go")
     assert caught.value.retryable
 
@@ -144,7 +144,7 @@ async def test_agent_timeout_bounds_the_whole_loop_and_is_retryable() -> None:
     model = FunctionModel(lambda r: Reply.tool("slow_tool"))
     agent = Agent("a", "x", model=model.model, tools=[slow_tool], timeout=0.3, max_turns=1000)
     start = time.perf_counter()
-    with pytest.raises(AgentError, match="did not finish within timeout=0.3s") as caught:
+    with pytest.raises(AgentError, match=r"did not finish within timeout=0\.3s") as caught:
         await agent.run("go")
     assert time.perf_counter() - start < 5
     assert caught.value.retryable

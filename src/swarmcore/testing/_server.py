@@ -47,6 +47,7 @@ class MockOpenAIServer:
         self.add(*script)
         self._responder = responder
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
         """Every chat request received, in arrival order."""
         self.raw_bodies: list[dict[str, Any]] = []
@@ -74,6 +75,7 @@ class MockOpenAIServer:
 
     def start(self) -> Self:
         """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        self._stopping.clear()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -81,7 +83,8 @@ class MockOpenAIServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and release the port."""
+        """Stop serving and release the port; a reply still waiting out its delay ends now."""
+        self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -140,7 +143,7 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             )
             step = server._next(request, body, {k.lower(): v for k, v in self.headers.items()})  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if step.delay:
-                time.sleep(step.delay)
+                server._stopping.wait(step.delay)  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if isinstance(step, Fail):
                 error = {"message": step.message, "type": "error", "code": str(step.status_code)}
                 self._send_json(step.status_code, {"error": error}, step.headers)

@@ -1,0 +1,157 @@
+"""Fault injection through LiteLLM's real HTTP path against MockOpenAIServer on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+import pytest
+
+from swarmcore import (
+    Agent,
+    AgentDefaults,
+    ModelError,
+    RetryPolicy,
+    Swarm,
+    limit_model,
+    parallel,
+    set_model_limit,
+)
+from swarmcore.testing import Fail, MockOpenAIServer, RecordedRequest, Reply
+
+FAST = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02, jitter=0)
+SECRET = "sk-proj-SECRETabcdef0123456789"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (
+            "This model's maximum context length is 8192 tokens. However, your messages "
+            "resulted in 9000 tokens. context_length_exceeded",
+            "longer than its context window",
+        ),
+        (
+            "Your request was rejected as a result of our safety system. content_policy_violation",
+            "refused the request under its content policy",
+        ),
+    ],
+    ids=["context-window", "content-policy"],
+)
+async def test_context_window_and_content_policy_fail_at_once(
+    mock_openai_server: MockOpenAIServer, message: str, expected: str
+) -> None:
+    mock_openai_server.add(Fail(400, message), "never")
+    agent = Agent("w", "x", retry=FAST, **mock_openai_server.model_kwargs)
+    with pytest.raises(ModelError, match=expected) as caught:
+        await agent.run("go")
+    assert not caught.value.retryable
+    assert len(mock_openai_server.requests) == 1
+
+
+async def test_retry_after_header_over_http(mock_openai_server: MockOpenAIServer) -> None:
+    mock_openai_server.add(Fail(429, "Rate limit reached", headers={"Retry-After": "1"}), "ok")
+    agent = Agent("r", "x", retry=FAST, **mock_openai_server.model_kwargs)
+    start = time.perf_counter()
+    result = await agent.run("go")
+    assert time.perf_counter() - start >= 1.0
+    assert result.llm_calls[0].attempts == 2
+
+
+async def test_a_hanging_server_never_hangs_the_run(mock_openai_server: MockOpenAIServer) -> None:
+    mock_openai_server.add(Reply(text="late", delay=60), Reply(text="late", delay=60))
+    agent = Agent("h", "x", **mock_openai_server.model_kwargs)
+    defaults = AgentDefaults(call_timeout=0.3, retry=RetryPolicy(max_retries=1, initial_delay=0))
+    start = time.perf_counter()
+    with pytest.raises(ModelError, match=r"did not answer within 0\.3s \(attempt 2 of 2\)"):
+        await Swarm(agent, defaults=defaults).run("go")
+    assert time.perf_counter() - start < 10
+
+
+async def test_fallback_model_over_http() -> None:
+    def by_model(request: RecordedRequest) -> Reply | Fail:
+        return Fail(503, "overloaded") if request.model == "primary" else Reply(text="backup ok")
+
+    with MockOpenAIServer(responder=by_model) as server:
+        agent = Agent(
+            "f",
+            "x",
+            model="openai/primary",
+            fallback_models=["openai/backup"],
+            api_base=server.url,
+            api_key="sk-test-local",
+            retry=RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0),
+        )
+        result = await agent.run("go")
+    assert result.output == "backup ok"
+    assert result.model == "openai/backup"
+    assert [r.model for r in server.requests] == ["primary", "primary", "backup"]
+
+
+async def test_api_keys_never_leak(caplog: pytest.LogCaptureFixture) -> None:
+    echo_key = f"Incorrect API key provided: {SECRET}. You can find your key at ..."
+    with MockOpenAIServer([Fail(500, echo_key), Fail(401, echo_key)]) as server:
+        agent = Agent("k", "x", model="openai/m", api_base=server.url, api_key=SECRET, retry=FAST)
+        with caplog.at_level(logging.DEBUG), pytest.raises(ModelError) as caught:
+            await Swarm(agent).run("go")
+    error = caught.value
+    assert error.status_code == 401
+    assert server.headers[0]["authorization"] == f"Bearer {SECRET}"  # it did reach the provider
+    shown = [str(error), repr(error), repr(agent), caplog.text]
+    assert error.partial is not None
+    shown.append(error.partial.model_dump_json())
+    for text in shown:
+        assert SECRET not in text
+        assert "SECRETabcdef" not in text
+    assert "retry 1 of 2" in caplog.text  # the 500 was retried and logged, key redacted
+
+
+async def test_cancelling_a_run_over_http_returns_promptly(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    mock_openai_server.add(Reply(text="late", delay=60))
+    agent = Agent("c", "x", **mock_openai_server.model_kwargs)
+    run = asyncio.create_task(Swarm(agent).run("go"))
+    for _ in range(200):
+        if mock_openai_server.requests:
+            break
+        await asyncio.sleep(0.02)
+    assert mock_openai_server.requests, "the request never reached the server"
+    start = time.perf_counter()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert time.perf_counter() - start < 2
+
+
+async def test_limiter_queues_a_wide_fan_out_over_http() -> None:
+    in_flight = 0
+    peak = 0
+    guard = threading.Lock()  # the server answers on its own threads
+
+    def answer(request: RecordedRequest) -> Reply:
+        nonlocal in_flight, peak
+        with guard:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        time.sleep(0.05)
+        with guard:
+            in_flight -= 1
+        return Reply(text="ok")
+
+    with MockOpenAIServer(responder=answer) as server:
+        limit_model("openai/limited", max_in_flight=3)
+        try:
+            members = [
+                Agent(f"a{i}", "x", model="openai/limited", api_base=server.url, api_key="sk-t")
+                for i in range(12)
+            ]
+            flow = parallel(*members)
+            results = await asyncio.gather(Swarm(flow).run("one"), Swarm(flow).run("two"))
+        finally:
+            set_model_limit("openai/limited", None)
+    assert all(len(r.history) == 12 for r in results)
+    assert peak <= 3
+    assert len(server.requests) == 24
