@@ -132,20 +132,22 @@ class AgentResult(BaseModel):
 
 
 class AgentFailure(BaseModel):
-    """An agent that did not finish: it failed, or was cancelled once its group had enough."""
+    """An agent that did not finish: it failed, was cancelled, or was never run."""
 
     model_config = _FROZEN
 
     agent_name: str
     """The agent's name."""
     error_type: str
-    """The exception's class name (``ModelError``, ``MaxTurnsExceeded``...), or ``Cancelled``."""
+    """The exception's class name (``ModelError``, ``MaxTurnsExceeded``...); ``Cancelled``
+    for a member stopped once its group's quorum was reached; ``Skipped`` for an agent
+    never run because an earlier agent of its branch failed."""
     message: str
     """What went wrong, as the error said it."""
     retryable: bool = False
     """Whether the failure was transient."""
     cancelled: bool = False
-    """True when the agent was stopped, not failed: its group's quorum was reached first."""
+    """True when the agent did not fail itself: it was cancelled or never run."""
     attempts: int = 1
     """Runs of the agent made before giving up."""
 

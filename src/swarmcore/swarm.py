@@ -104,8 +104,7 @@ class _Run:
 
     def fail(self, failure: AgentFailure) -> None:
         self.failures[failure.agent_name] = failure
-        what = "cancelled" if failure.cancelled else failure.error_type
-        self.context.set_failure(failure.agent_name, f"{what}: {failure.message}")
+        self.context.set_failure(failure.agent_name, f"{failure.error_type}: {failure.message}")
 
 
 class Swarm:
@@ -275,6 +274,9 @@ class Swarm:
                 )
             except (AgentError, GroupError):
                 failed.append(index)
+                self._mark_unrun(
+                    run, node, "Skipped", "not run: an earlier agent of its branch failed"
+                )
                 if need is not None and len(group) - len(failed) < need:
                     raise self._quorum_error(run, group, need) from None
                 return
@@ -289,17 +291,18 @@ class Swarm:
             running.extend(tasks.create_task(member(i, m)) for i, m in enumerate(group))
         if reached:
             for node in group:
-                for name in _names(node):
-                    if name not in run.results and name not in run.failures:
-                        run.fail(
-                            AgentFailure(
-                                agent_name=name,
-                                error_type="Cancelled",
-                                message=f"stopped once {need} members of its group succeeded",
-                                cancelled=True,
-                            )
-                        )
+                self._mark_unrun(
+                    run, node, "Cancelled", f"stopped once {need} members of its group succeeded"
+                )
         return outcomes
+
+    def _mark_unrun(self, run: _Run, node: FlowNode | Flow, kind: str, why: str) -> None:
+        """Record the agents of ``node`` that neither finished nor failed, so none goes missing."""
+        for name in _names(node):
+            if name not in run.results and name not in run.failures:
+                run.fail(
+                    AgentFailure(agent_name=name, error_type=kind, message=why, cancelled=True)
+                )
 
     def _quorum_error(self, run: _Run, group: Group, need: int) -> GroupError:
         names = [n for member in group for n in _names(member)]

@@ -304,6 +304,17 @@ async def test_branches_count_as_one_member_of_a_quorum() -> None:
     assert [f.agent_name for f in result.failures] == ["y"]
 
 
+async def test_agents_after_a_failure_in_a_best_effort_branch_are_reported_skipped() -> None:
+    model = group_model({"x": Fail(400)})
+    a, x, y, p, z = agents(model.model, "a", "x", "y", "p", "z")
+    result = await Swarm(a >> parallel(x >> y, p, policy="best_effort") >> z).run("go")
+    assert [(f.agent_name, f.error_type, f.cancelled) for f in result.failures] == [
+        ("x", "ModelError", False),
+        ("y", "Skipped", True),
+    ]
+    assert "- y: Skipped: not run" in model.requests[-1].system
+
+
 async def test_step_retry_runs_a_transiently_failed_agent_again() -> None:
     outcomes = iter([Fail(503), Reply(text="second time lucky")])
     model = FunctionModel(lambda r: next(outcomes))
@@ -467,3 +478,51 @@ async def test_tool_calls_of_one_reply_run_at_most_max_parallel_tools_at_once() 
     result = await agent.run("go")
     assert peak == 2
     assert [r.result for r in result.tool_calls] == [str(i) for i in range(7)]  # call order kept
+
+
+# --- rate and concurrency governance ----------------------------------------------------
+
+
+async def test_a_wide_fan_out_queues_behind_the_models_limit() -> None:
+    from swarmcore import limit_model, set_model_limit
+
+    in_flight = 0
+    peak = 0
+
+    async def answer(request: RecordedRequest) -> Reply:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.005)
+        in_flight -= 1
+        return Reply(text="ok")
+
+    model = FunctionModel(answer)
+    limit_model(model.model, max_in_flight=5)
+    try:
+        members = [Agent(f"a{i}", "x", model=model.model) for i in range(200)]
+        result = await Swarm(parallel(*members)).run("go")
+    finally:
+        set_model_limit(model.model, None)
+    assert len(result.history) == 200
+    assert peak == 5
+
+
+async def test_requests_per_minute_paces_calls_across_agents() -> None:
+    from swarmcore import limit_model, set_model_limit
+
+    starts: list[float] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        starts.append(time.perf_counter())
+        return Reply(text="ok")
+
+    model = FunctionModel(answer)
+    limit_model(model.model, requests_per_minute=600)  # one every 0.1 s, burst of 10
+    try:
+        members = [Agent(f"a{i}", "x", model=model.model) for i in range(15)]
+        await Swarm(parallel(*members)).run("go")
+    finally:
+        set_model_limit(model.model, None)
+    assert len(starts) == 15
+    assert max(starts) - min(starts) >= 0.4  # 5 beyond the burst, 0.1 s apart
