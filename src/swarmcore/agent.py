@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from swarmcore import llm
+from swarmcore import events, llm
 from swarmcore.context import SharedContext, parse_summary
 from swarmcore.errors import AgentError, MaxTurnsExceeded, UserError
 from swarmcore.flow import FlowNode
@@ -225,7 +225,7 @@ class Agent(FlowNode):
     async def _loop(self, state: _RunState) -> str:
         while True:
             state.check_turn_budget()
-            reply = await llm.complete(state.request())
+            reply = await state.call_model()
             state.record(reply)
             if not reply.tool_calls:
                 return reply.text or ""
@@ -310,7 +310,7 @@ class _RunState:
                 max_turns=self.agent.max_turns,
             )
 
-    def request(self) -> llm.LLMRequest:
+    def request(self, stream: bool = False) -> llm.LLMRequest:
         a = self.agent
         return llm.LLMRequest(
             agent_name=a.name,
@@ -323,6 +323,7 @@ class _RunState:
             fallback_models=a.fallback_models,
             api_base=a.api_base,
             api_key=a.api_key,
+            stream=stream,
         )
 
     def record(self, reply: llm.LLMReply) -> None:
@@ -339,38 +340,123 @@ class _RunState:
             )
         )
 
-    async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
-        """Run one reply's tool calls, at most ``max_parallel_tools`` at once, in call order."""
-        timeout = self.settings.tool_timeout
-        chars = self.settings.max_tool_result_chars
-        if len(calls) <= self.settings.max_parallel_tools:
-            return await asyncio.gather(
-                *(
-                    run_tool_call(
-                        self.tools,
-                        c.id,
-                        c.name,
-                        c.arguments,
-                        default_timeout=timeout,
-                        max_result_chars=chars,
-                    )
-                    for c in calls
+    async def call_model(self) -> llm.LLMReply:
+        """One turn's model call, reported to the event stream when anyone listens."""
+        observed = events.current()
+        if observed is None:
+            return await llm.complete(self.request())
+        bus, parent = observed
+        request = self.request(stream=bus.text_deltas)
+        span_id = events.new_span_id()
+        name, turn = self.agent.name, len(self.llm_calls) + 1
+        bus.publish(
+            events.ModelCallStarted(
+                run_id=bus.run_id,
+                span_id=span_id,
+                parent_id=parent,
+                agent_name=name,
+                model=self.agent.model,
+                turn=turn,
+                messages=len(self.messages),
+                tools=len(self.specs),
+            )
+        )
+        start = time.perf_counter()
+        try:
+            with events.span(bus, span_id):
+                reply = await llm.complete(request)
+        except BaseException as exc:
+            bus.publish(
+                events.ModelCallFinished(
+                    run_id=bus.run_id,
+                    span_id=span_id,
+                    parent_id=parent,
+                    agent_name=name,
+                    model=self.agent.model,
+                    turn=turn,
+                    duration_seconds=time.perf_counter() - start,
+                    error=exc,
                 )
             )
+            raise
+        bus.publish(
+            events.ModelCallFinished(
+                run_id=bus.run_id,
+                span_id=span_id,
+                parent_id=parent,
+                agent_name=name,
+                model=reply.model or self.agent.model,
+                turn=turn,
+                duration_seconds=reply.duration_seconds,
+                usage=reply.usage,
+                cost=reply.cost,
+                finish_reason=reply.finish_reason,
+                attempts=reply.attempts,
+                tool_calls=len(reply.tool_calls),
+            )
+        )
+        return reply
+
+    async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
+        """Run one reply's tool calls, at most ``max_parallel_tools`` at once, in call order."""
+        if len(calls) <= self.settings.max_parallel_tools:
+            return await asyncio.gather(*(self._tool(c) for c in calls))
         gate = asyncio.Semaphore(self.settings.max_parallel_tools)
 
         async def gated(call: llm.ToolCall) -> ToolCallRecord:
             async with gate:
-                return await run_tool_call(
-                    self.tools,
-                    call.id,
-                    call.name,
-                    call.arguments,
-                    default_timeout=timeout,
-                    max_result_chars=chars,
-                )
+                return await self._tool(call)
 
         return await asyncio.gather(*(gated(c) for c in calls))
+
+    async def _tool(self, call: llm.ToolCall) -> ToolCallRecord:
+        run = run_tool_call(
+            self.tools,
+            call.id,
+            call.name,
+            call.arguments,
+            default_timeout=self.settings.tool_timeout,
+            max_result_chars=self.settings.max_tool_result_chars,
+        )
+        observed = events.current()
+        if observed is None:
+            return await run
+        bus, parent = observed
+        span_id = events.new_span_id()
+        bus.publish(
+            events.ToolCallStarted(
+                run_id=bus.run_id,
+                span_id=span_id,
+                parent_id=parent,
+                agent_name=self.agent.name,
+                tool_name=call.name,
+                call_id=call.id,
+                arguments=call.arguments,
+            )
+        )
+        start = time.perf_counter()
+        record: ToolCallRecord | None = None
+        try:
+            with events.span(bus, span_id):
+                record = await run
+        finally:
+            bus.publish(
+                events.ToolCallFinished(
+                    run_id=bus.run_id,
+                    span_id=span_id,
+                    parent_id=parent,
+                    agent_name=self.agent.name,
+                    tool_name=call.name,
+                    call_id=call.id,
+                    arguments=call.arguments,
+                    duration_seconds=time.perf_counter() - start,
+                    result_chars=len(record.result) if record else 0,
+                    error=record.error if record else "cancelled",
+                    truncated_from=record.truncated_from if record else None,
+                )
+            )
+        assert record is not None  # the try either set it or raised
+        return record
 
     def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
         for r in records:

@@ -6,7 +6,8 @@ SwarmError                 base of everything swarmcore raises; .partial: finish
 ├── AgentError             an agent failed during a run; .agent_name, .retryable
 │   ├── ModelError         the provider call failed; .model, .status_code, .retry_after
 │   └── MaxTurnsExceeded   no final answer within max_turns; .max_turns
-└── GroupError             a parallel group's failure policy was not met; .failures
+├── GroupError             a parallel group's failure policy was not met; .failures
+└── BudgetExceeded         the run's max_cost / max_tokens was spent; .spent_cost, .spent_tokens
 ```
 
 Every message says what happened, the offending value, and what to do next.
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentError",
+    "BudgetExceeded",
     "GroupError",
     "MaxTurnsExceeded",
     "ModelError",
@@ -118,3 +120,35 @@ class GroupError(SwarmError):
         super().__init__(message)
         self.failures = failures
         self.required = required
+
+
+class BudgetExceeded(SwarmError):
+    """A model call was refused because the run's budget is spent (or the model is unpriced).
+
+    It stops the whole run, whatever a parallel group's policy, and carries the
+    finished results as ``partial``.
+
+    Attributes:
+        agent_name: The agent whose call was refused.
+        spent_cost: USD spent by the run when the call was refused.
+        spent_tokens: Tokens spent by the run when the call was refused.
+        max_cost: The run's cost limit, if any.
+        max_tokens: The run's token limit, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent_name: str,
+        spent_cost: float,
+        spent_tokens: int,
+        max_cost: float | None,
+        max_tokens: int | None,
+    ) -> None:
+        super().__init__(message)
+        self.agent_name = agent_name
+        self.spent_cost = spent_cost
+        self.spent_tokens = spent_tokens
+        self.max_cost = max_cost
+        self.max_tokens = max_tokens

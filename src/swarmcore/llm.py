@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from swarmcore import limits
+from swarmcore import budget, events, limits
 from swarmcore.errors import ModelError
 from swarmcore.models import TokenUsage
 from swarmcore.policies import RetryPolicy
@@ -124,6 +124,8 @@ class LLMRequest:
     fallback_models: Sequence[str] = ()
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    stream: bool = False
+    """Stream the reply, publishing ``TextDelta`` events; the result is the same."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +184,20 @@ async def complete(request: LLMRequest) -> LLMReply:
                 models[index + 1],
                 extra={"agent_name": request.agent_name},
             )
+            events.emit(
+                events.ModelFallback,
+                agent_name=request.agent_name,
+                from_model=model,
+                to_model=models[index + 1],
+                error=str(exc),
+            )
             continue
         attempts += counter.made
-        return _to_reply(lit, model, response, time.perf_counter() - start, attempts)
+        reply = _to_reply(lit, model, response, time.perf_counter() - start, attempts)
+        meter = budget.current_meter()
+        if meter is not None:
+            meter.charge(reply.usage.total_tokens, reply.cost)
+        return reply
     raise AssertionError("unreachable: the last model either answers or raises")
 
 
@@ -224,6 +237,15 @@ async def _call_with_retries(
             state.upcoming_sleep,
             extra={"agent_name": request.agent_name},
         )
+        events.emit(
+            events.RetryScheduled,
+            agent_name=request.agent_name,
+            scope="model_call",
+            attempt=state.attempt_number,
+            delay_seconds=state.upcoming_sleep,
+            error=str(failure(state)),
+            model=model,
+        )
 
     retrying = AsyncRetrying(
         stop=stop,
@@ -258,6 +280,12 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
         kwargs["api_key"] = request.api_key
     if request.call_timeout is not None:
         kwargs["timeout"] = request.call_timeout
+    meter = budget.current_meter()
+    if meter is not None:
+        meter.check(request.agent_name, model, lambda m: _is_priced(lit, m))
+    if request.stream:
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
     limiter = limits.limiter_for(model)
     permit = await limiter.acquire(_estimate_tokens(request)) if limiter is not None else None
     used: int | None = None
@@ -265,6 +293,8 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
         # litellm ignores timeout= for custom providers; this bound holds for all.
         async with asyncio.timeout(request.call_timeout):
             response = await lit.acompletion(**kwargs)
+            if request.stream:
+                response = await _collect_stream(lit, request, response)
         usage: Any = getattr(response, "usage", None)
         used = int(getattr(usage, "total_tokens", 0) or 0) or None
         return response
@@ -285,6 +315,34 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     finally:
         if permit is not None:
             permit.release(used)
+
+
+async def _collect_stream(lit: ModuleType, request: LLMRequest, stream: Any) -> Any:
+    """Publish each text delta, then rebuild the whole response (usage included) from the chunks."""
+    chunks: list[Any] = []
+    async for chunk in stream:
+        chunks.append(chunk)
+        choices: Any = getattr(chunk, "choices", None) or []
+        text = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
+        if text:
+            events.emit(events.TextDelta, agent_name=request.agent_name, text=text)
+    return lit.stream_chunk_builder(chunks, messages=list(request.messages))
+
+
+_priced: dict[str, bool] = {}
+
+
+def _is_priced(lit: ModuleType, model: str) -> bool:
+    """Whether LiteLLM's price map knows ``model`` (cached; the map is local and fixed)."""
+    known = _priced.get(model)
+    if known is None:
+        try:
+            info: Any = lit.get_model_info(model)
+            known = info.get("input_cost_per_token") is not None
+        except Exception:  # unknown models raise assorted errors
+            known = False
+        _priced[model] = known
+    return known
 
 
 def _estimate_tokens(request: LLMRequest) -> int:

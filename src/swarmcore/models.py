@@ -170,6 +170,8 @@ class SwarmResult(BaseModel):
     """Agents that did not finish, in flow order: failed members of a best-effort or
     quorum group, members cancelled once a quorum was reached, and on an error's
     ``partial`` result, the agent whose failure ended the run."""
+    run_id: str = ""
+    """The run's id (also on every event of the run)."""
 
     @computed_field
     @property

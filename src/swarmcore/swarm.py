@@ -21,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from swarmcore import budget, events
 from swarmcore.agent import Agent, AgentDefaults
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
@@ -35,6 +37,7 @@ from swarmcore.context_tools import (
     push_hint,
 )
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
+from swarmcore.events import Event, EventBus, Hook
 from swarmcore.flow import Flow, FlowNode, Group, Step, chain
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
@@ -98,6 +101,8 @@ class _Run:
 
     task: str
     context: SharedContext
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    bus: EventBus | None = None
     results: dict[str, AgentResult] = field(default_factory=dict[str, AgentResult])
     failures: dict[str, AgentFailure] = field(default_factory=dict[str, AgentFailure])
     started: float = field(default_factory=time.perf_counter)
@@ -121,6 +126,13 @@ class Swarm:
         step_retries: How many times an agent that failed transiently (a model
             outage that outlasted its retries, its own timeout) is run again
             from scratch; a group's ``retries`` overrides it for its members.
+        hooks: Callbacks (sync or async) called with every event of every run;
+            subscribe to chosen event types with :meth:`on`.
+        max_cost: USD the run may spend, shared by every branch; a model call
+            that would start once it is spent is refused with BudgetExceeded.
+        max_tokens: Tokens the run may spend, likewise.
+        allow_unpriced: Under ``max_cost``, run models LiteLLM has no price
+            for (their cost is not counted); refused by default (fail closed).
 
     Raises:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
@@ -128,7 +140,7 @@ class Swarm:
             is invalid.
     """
 
-    __slots__ = ("_defaults", "_flow", "_mode", "_step_retries")
+    __slots__ = ("_budget", "_defaults", "_flow", "_hooks", "_mode", "_step_retries")
 
     def __init__(
         self,
@@ -137,6 +149,10 @@ class Swarm:
         context_mode: ContextMode = "pull",
         defaults: AgentDefaults | None = None,
         step_retries: int = 0,
+        hooks: Sequence[Hook] = (),
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
+        allow_unpriced: bool = False,
     ) -> None:
         if isinstance(flow, FlowNode):
             flow = chain(flow)
@@ -154,6 +170,32 @@ class Swarm:
         self._mode = mode
         self._defaults = defaults or AgentDefaults()
         self._step_retries = step_retries
+        self._hooks = [events.bind(h) for h in hooks]
+        # Validated now (Meter checks its limits); a fresh meter is made per run.
+        budget.Meter(max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced)
+        self._budget = (max_cost, max_tokens, allow_unpriced)
+
+    def on(self, *types: type[Event]) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+        """Subscribe the decorated function (sync or async) to events of ``types``.
+
+        ```python
+        @swarm.on(ToolCallFinished, ModelCallFinished)
+        def watch(event): ...
+        ```
+
+        With no types it receives every event. A hook that raises is logged
+        and never breaks the run.
+        """
+
+        def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+            self._hooks.append(events.bind(fn, *types))
+            return fn
+
+        return register
+
+    def add_hook(self, hook: Hook, *types: type[Event]) -> None:
+        """Call ``hook`` with events of ``types`` (every event when none) in every run."""
+        self._hooks.append(events.bind(hook, *types))
 
     @property
     def flow(self) -> Flow:
@@ -172,8 +214,8 @@ class Swarm:
         """Run the flow on ``task`` with a fresh SharedContext.
 
         Returns:
-            The final output, the context (agent name to output) and every
-            agent's result, all in flow order.
+            The final output, the context (agent name to output), every
+            agent's result in flow order, failures, usage and cost.
 
         Raises:
             UserError: The task is empty.
@@ -181,10 +223,109 @@ class Swarm:
                 that finished before it, as a SwarmResult.
             GroupError: A best-effort or quorum group had too few successes;
                 ``error.partial`` as above.
+            BudgetExceeded: ``max_cost`` or ``max_tokens`` was spent;
+                ``error.partial`` as above.
         """
-        if not isinstance(task, str) or not task.strip():
-            raise UserError("Swarm.run() needs a non-empty task string.")
+        return await self._execute(task, ())
+
+    async def stream(self, task: str, *, text: bool = False) -> AsyncIterator[Event]:
+        """Run the flow on ``task``, yielding its events as they happen.
+
+        The last event is :class:`~swarmcore.events.RunFinished`, holding the
+        result (or the error, which is raised after it is yielded). Stopping
+        the iteration early cancels the run.
+
+        Args:
+            task: What to do.
+            text: Stream model text as :class:`~swarmcore.events.TextDelta`
+                events (LiteLLM ``stream=True``); results and usage are the same.
+        """
+        _check_task(task)
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        runner = asyncio.ensure_future(
+            self._execute(task, ((queue.put_nowait, ()),), text_deltas=text)
+        )
+        try:
+            while True:
+                if queue.empty() and runner.done():
+                    break
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, runner}, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    getter.cancel()
+                    continue
+                event = getter.result()
+                yield event
+                if isinstance(event, events.RunFinished):
+                    break
+            await runner  # the result is in RunFinished; a failure is raised here
+        finally:
+            if not runner.done():
+                runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)
+
+    async def _execute(
+        self,
+        task: str,
+        extra: Sequence[tuple[Hook, tuple[type[Event], ...]]],
+        *,
+        text_deltas: bool = False,
+    ) -> SwarmResult:
+        _check_task(task)
         run = _Run(task=task, context=SharedContext(order=self._flow.names))
+        subscribers = [*self._hooks, *extra]
+        if subscribers:
+            run.bus = EventBus(run.run_id, subscribers, text_deltas=text_deltas)
+        max_cost, max_tokens, allow_unpriced = self._budget
+        meter = None
+        if max_cost is not None or max_tokens is not None:
+            meter = budget.Meter(
+                max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced
+            )
+        token = budget.metering(meter)
+        try:
+            if run.bus is None:
+                return await self._walk(run)
+            return await self._observed_walk(run, run.bus)
+        finally:
+            budget.reset(token)
+
+    async def _observed_walk(self, run: _Run, bus: EventBus) -> SwarmResult:
+        span_id = events.new_span_id()
+        bus.publish(
+            events.RunStarted(
+                run_id=run.run_id,
+                span_id=span_id,
+                parent_id=None,
+                task=run.task,
+                flow=self._flow.expression(),
+                agents=self._flow.names,
+                context_mode=self._mode.name,
+            )
+        )
+        result: SwarmResult | None = None
+        error: BaseException | None = None
+        try:
+            with events.span(bus, span_id):
+                result = await self._walk(run)
+            return result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            bus.publish(
+                events.RunFinished(
+                    run_id=run.run_id,
+                    span_id=span_id,
+                    parent_id=None,
+                    duration_seconds=time.perf_counter() - run.started,
+                    result=result,
+                    error=error,
+                )
+            )
+            await bus.drain()
+
+    async def _walk(self, run: _Run) -> SwarmResult:
         try:
             await self._run_steps(run, self._flow.step_tuple, (), (), self._step_retries)
         except SwarmError as error:
@@ -207,15 +348,93 @@ class Swarm:
     ) -> _Outcome:
         """Run ``steps`` in order; returns the names now visible and the last step's exits."""
         for step in steps:
-            match step:
-                case Agent():
-                    await self._run_agent(run, step, seen, previous, retries)
-                    seen, previous = (*seen, step.name), (step.name,)
-                case Group():
-                    seen, previous = await self._run_group(run, step, seen, previous, retries)
-                case _:  # unreachable: Swarm.__init__ checked that every node is an Agent
-                    raise UserError(f"Flow step {step!r} is not an Agent; only Agents can run.")
+            if run.bus is None:
+                seen, previous = await self._run_step(run, step, seen, previous, retries)
+            else:
+                seen, previous = await self._observed_step(
+                    run, run.bus, step, seen, previous, retries
+                )
         return seen, previous
+
+    async def _run_member(
+        self,
+        run: _Run,
+        member: FlowNode | Flow,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
+        """A group member: an agent runs as part of the group's step; a branch has its own."""
+        if isinstance(member, Flow):
+            return await self._run_steps(run, member.step_tuple, seen, previous, retries)
+        return await self._run_step(run, member, seen, previous, retries)
+
+    async def _run_step(
+        self,
+        run: _Run,
+        step: Step,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
+        match step:
+            case Agent():
+                await self._run_agent(run, step, seen, previous, retries)
+                return (*seen, step.name), (step.name,)
+            case Group():
+                return await self._run_group(run, step, seen, previous, retries)
+            case _:  # unreachable: Swarm.__init__ checked that every node is an Agent
+                raise UserError(f"Flow step {step!r} is not an Agent; only Agents can run.")
+
+    async def _observed_step(
+        self,
+        run: _Run,
+        bus: EventBus,
+        step: Step,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
+        observed = events.current()
+        parent = observed[1] if observed else None
+        span_id = events.new_span_id()
+        names = _step_names(step)
+        expression = _step_expression(step)
+        policy = None
+        if isinstance(step, Group):
+            policy = f"quorum({step.policy.k})" if isinstance(step.policy, Quorum) else step.policy
+        bus.publish(
+            events.StepStarted(
+                run_id=run.run_id,
+                span_id=span_id,
+                parent_id=parent,
+                step=expression,
+                agents=names,
+                parallel=isinstance(step, Group),
+                policy=policy,
+            )
+        )
+        start = time.perf_counter()
+        error: BaseException | None = None
+        try:
+            with events.span(bus, span_id):
+                return await self._run_step(run, step, seen, previous, retries)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            bus.publish(
+                events.StepFinished(
+                    run_id=run.run_id,
+                    span_id=span_id,
+                    parent_id=parent,
+                    step=expression,
+                    agents=names,
+                    duration_seconds=time.perf_counter() - start,
+                    failed=tuple(n for n in names if n in run.failures),
+                    error=error,
+                )
+            )
 
     async def _run_group(
         self,
@@ -231,9 +450,7 @@ class Swarm:
             if group.policy == "all":
                 async with asyncio.TaskGroup() as tasks:
                     running = [
-                        tasks.create_task(
-                            self._run_steps(run, _as_steps(m), seen, previous, retries)
-                        )
+                        tasks.create_task(self._run_member(run, m, seen, previous, retries))
                         for m in group
                     ]
                 outcomes: list[_Outcome | None] = [task.result() for task in running]
@@ -269,9 +486,7 @@ class Swarm:
         async def member(index: int, node: FlowNode | Flow) -> None:
             nonlocal reached
             try:
-                outcomes[index] = await self._run_steps(
-                    run, _as_steps(node), seen, previous, retries
-                )
+                outcomes[index] = await self._run_member(run, node, seen, previous, retries)
             except (AgentError, GroupError):
                 failed.append(index)
                 self._mark_unrun(
@@ -329,7 +544,7 @@ class Swarm:
         while True:
             attempt += 1
             try:
-                result = await self._attempt(run, agent, view, prepared)
+                result = await self._attempt(run, agent, view, prepared, attempt)
                 break
             except AgentError as error:
                 if error.retryable and attempt <= retries:
@@ -342,6 +557,14 @@ class Swarm:
                         retries,
                         delay,
                         extra={"agent_name": agent.name},
+                    )
+                    events.emit(
+                        events.RetryScheduled,
+                        agent_name=agent.name,
+                        scope="agent",
+                        attempt=attempt,
+                        delay_seconds=delay,
+                        error=str(error),
                     )
                     await asyncio.sleep(delay)
                     continue
@@ -367,6 +590,50 @@ class Swarm:
         return retry
 
     async def _attempt(
+        self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared, attempt: int
+    ) -> AgentResult:
+        bus = run.bus
+        if bus is None:
+            return await self._attempt_once(run, agent, view, prepared)
+        observed = events.current()
+        parent = observed[1] if observed else None
+        span_id = events.new_span_id()
+        bus.publish(
+            events.AgentStarted(
+                run_id=run.run_id,
+                span_id=span_id,
+                parent_id=parent,
+                agent_name=agent.name,
+                model=agent.model,
+                attempt=attempt,
+            )
+        )
+        start = time.perf_counter()
+        result: AgentResult | None = None
+        error: BaseException | None = None
+        try:
+            with events.span(bus, span_id):
+                result = await self._attempt_once(run, agent, view, prepared)
+            return result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            bus.publish(
+                events.AgentFinished(
+                    run_id=run.run_id,
+                    span_id=span_id,
+                    parent_id=parent,
+                    agent_name=agent.name,
+                    model=result.model if result else agent.model,
+                    duration_seconds=time.perf_counter() - start,
+                    attempt=attempt,
+                    result=result,
+                    error=error,
+                )
+            )
+
+    async def _attempt_once(
         self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared
     ) -> AgentResult:
         try:
@@ -398,11 +665,25 @@ class Swarm:
             history=history,
             duration_seconds=time.perf_counter() - run.started,
             failures=[run.failures[n] for n in self._flow.names if n in run.failures],
+            run_id=run.run_id,
         )
 
 
-def _as_steps(member: FlowNode | Flow) -> tuple[Step, ...]:
-    return member.step_tuple if isinstance(member, Flow) else (member,)
+def _check_task(task: object) -> None:
+    if not isinstance(task, str) or not task.strip():
+        raise UserError("Swarm.run() needs a non-empty task string.")
+
+
+def _step_names(step: Step) -> tuple[str, ...]:
+    if isinstance(step, FlowNode):
+        return (step.name,)
+    return tuple(name for member in step for name in _names(member))
+
+
+def _step_expression(step: Step) -> str:
+    if isinstance(step, FlowNode):
+        return step.name
+    return " | ".join(_member_expr(m) for m in step)
 
 
 def _names(member: FlowNode | Flow) -> tuple[str, ...]:

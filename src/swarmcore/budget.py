@@ -1,0 +1,112 @@
+"""Budgets: one meter per run, shared by every branch, checked before each model call.
+
+``Swarm(flow, max_cost=0.50, max_tokens=200_000)`` gives the run one meter. The
+model seam asks it before every call (``check``) and tells it what each reply
+cost (``charge``). A call that would start once the budget is spent is refused
+with :class:`~swarmcore.errors.BudgetExceeded`, which stops the run and carries
+the finished results. Under a cost budget, a model whose price LiteLLM does not
+know is refused too (fail closed) unless ``allow_unpriced=True``, since its
+calls could not be counted. Calls already in flight when the budget runs out
+finish; the budget bounds what starts, not what is already paid for.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+
+from swarmcore.errors import BudgetExceeded, UserError
+
+__all__ = ["Meter", "current_meter", "metering", "reset"]
+
+
+class Meter:
+    """What one run has spent, against its limits. Safe to share across tasks and threads."""
+
+    __slots__ = ("_lock", "allow_unpriced", "max_cost", "max_tokens", "spent_cost", "spent_tokens")
+
+    def __init__(
+        self,
+        *,
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
+        allow_unpriced: bool = False,
+    ) -> None:
+        for name, value in (("max_cost", max_cost), ("max_tokens", max_tokens)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+            ):
+                raise UserError(f"{name} must be a positive number or None, got {value!r}.")
+        self.max_cost = max_cost
+        self.max_tokens = max_tokens
+        self.allow_unpriced = allow_unpriced
+        self.spent_cost = 0.0
+        self.spent_tokens = 0
+        self._lock = threading.Lock()
+
+    def check(self, agent_name: str, model: str, is_priced: Callable[[str], bool]) -> None:
+        """Refuse a call that would start with the budget spent, or unpriced under a cost cap.
+
+        Raises:
+            BudgetExceeded: The budget is spent, or ``model`` is unpriced and
+                a cost budget is set without ``allow_unpriced``.
+        """
+        with self._lock:
+            cost, tokens = self.spent_cost, self.spent_tokens
+        over: list[str] = []
+        if self.max_cost is not None and cost >= self.max_cost:
+            over.append(f"${cost:.4f} of max_cost=${self.max_cost:g} spent")
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            over.append(f"{tokens:,} of max_tokens={self.max_tokens:,} spent")
+        if over:
+            raise self._error(
+                f"Budget exhausted ({'; '.join(over)}): agent {agent_name!r} was not allowed "
+                f"to call {model}. Raise the budget or shorten the flow.",
+                agent_name,
+            )
+        if self.max_cost is not None and not self.allow_unpriced and not is_priced(model):
+            raise self._error(
+                f"Agent {agent_name!r}: LiteLLM has no price for {model}, so its calls cannot "
+                "count against max_cost and the call was refused. Pass allow_unpriced=True to "
+                "the Swarm to run unpriced models under a cost budget (their cost is not "
+                "counted), or register the model's price with litellm.register_model().",
+                agent_name,
+            )
+
+    def charge(self, tokens: int, cost: float | None) -> None:
+        """Add one reply's tokens and cost (None: unpriced, counted as nothing)."""
+        with self._lock:
+            self.spent_tokens += tokens
+            if cost is not None:
+                self.spent_cost += cost
+
+    def _error(self, message: str, agent_name: str) -> BudgetExceeded:
+        return BudgetExceeded(
+            message,
+            agent_name=agent_name,
+            spent_cost=self.spent_cost,
+            spent_tokens=self.spent_tokens,
+            max_cost=self.max_cost,
+            max_tokens=self.max_tokens,
+        )
+
+
+_meter: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
+    "swarmcore_budget", default=None
+)
+
+
+def current_meter() -> Meter | None:
+    """The meter of the run in this context, or None when it has no budget."""
+    return _meter.get()
+
+
+def metering(meter: Meter | None) -> contextvars.Token[Meter | None]:
+    """Make ``meter`` the current run's meter; pass the token to ``_meter.reset``."""
+    return _meter.set(meter)
+
+
+def reset(token: contextvars.Token[Meter | None]) -> None:
+    """Undo :func:`metering`."""
+    _meter.reset(token)

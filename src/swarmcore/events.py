@@ -1,0 +1,356 @@
+"""One typed event stream for everything that watches a run.
+
+The console, OpenTelemetry tracing, logging, ``Swarm.stream`` and user hooks
+all consume these events; none of them is a special case inside the loop. The
+loop only calls :func:`emit`, which costs one context-variable read when nobody
+is listening.
+
+Events form a tree through ``span_id`` / ``parent_id``: a run contains steps, a
+step contains agents (and, for a branch, nested steps), an agent contains model
+calls and tool calls. Parenting rides on ``contextvars``, which asyncio copies
+into every task, so parallel branches are labelled correctly without any
+bookkeeping in the flow walker. Point events (retries, fallbacks, text deltas)
+carry the span they happened in.
+
+```python
+from swarmcore.events import ToolCallFinished
+
+@swarm.on(ToolCallFinished)
+def log_tool(event: ToolCallFinished) -> None:
+    print(event.agent_name, event.tool_name, event.duration_seconds)
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from swarmcore.errors import UserError
+
+if TYPE_CHECKING:
+    from swarmcore.models import AgentResult, SwarmResult, TokenUsage
+
+__all__ = [
+    "AgentFinished",
+    "AgentStarted",
+    "Event",
+    "EventBus",
+    "Hook",
+    "ModelCallFinished",
+    "ModelCallStarted",
+    "ModelFallback",
+    "RetryScheduled",
+    "RunFinished",
+    "RunStarted",
+    "StepFinished",
+    "StepStarted",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "emit",
+    "span",
+]
+
+logger = logging.getLogger("swarmcore.events")
+
+_ids = itertools.count(1)
+
+
+def new_span_id() -> int:
+    """A process-unique span id."""
+    return next(_ids)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of every event.
+
+    Attributes:
+        run_id: The run this event belongs to.
+        span_id: The span the event opens or closes (start/finish events); a
+            fresh id for point events (retries, fallbacks, text deltas).
+        parent_id: The enclosing span (for a point event, the span it happened
+            in); None for the run itself.
+        timestamp: Wall-clock time (``time.time()``) of the event.
+    """
+
+    run_id: str
+    span_id: int
+    parent_id: int | None
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStarted(Event):
+    """A Swarm run began."""
+
+    task: str
+    flow: str
+    """The flow in the ``>>``/``|`` language."""
+    agents: tuple[str, ...]
+    context_mode: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFinished(Event):
+    """A Swarm run ended: with ``result``, or with ``error`` (``error.partial`` holds the rest)."""
+
+    duration_seconds: float
+    result: SwarmResult | None = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepStarted(Event):
+    """A step began: one agent, or a parallel group."""
+
+    step: str
+    """The step in the ``>>``/``|`` language."""
+    agents: tuple[str, ...]
+    parallel: bool
+    policy: str | None = None
+    """A parallel group's policy: ``all``, ``best_effort`` or ``quorum(k)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepFinished(Event):
+    """A step ended."""
+
+    step: str
+    agents: tuple[str, ...]
+    duration_seconds: float
+    failed: tuple[str, ...] = ()
+    """Agents of the step that did not finish (failed, cancelled or skipped)."""
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStarted(Event):
+    """An agent began a run (``attempt`` > 1 for a step-level retry)."""
+
+    agent_name: str
+    model: str
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentFinished(Event):
+    """An agent's run ended: with ``result``, or with ``error``."""
+
+    agent_name: str
+    model: str
+    duration_seconds: float
+    attempt: int = 1
+    result: AgentResult | None = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallStarted(Event):
+    """An agent called its model (one turn of its loop)."""
+
+    agent_name: str
+    model: str
+    turn: int
+    """1 for the first model call of the agent's run."""
+    messages: int
+    """Messages sent."""
+    tools: int
+    """Tools offered."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallFinished(Event):
+    """A model call ended (retries and fallbacks included)."""
+
+    agent_name: str
+    model: str
+    """The model that answered (a fallback, if used); the requested one on failure."""
+    turn: int
+    duration_seconds: float
+    usage: TokenUsage | None = None
+    cost: float | None = None
+    """USD from LiteLLM's price map; None when unpriced or failed."""
+    finish_reason: str | None = None
+    attempts: int = 1
+    tool_calls: int = 0
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted(Event):
+    """A tool call began."""
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallFinished(Event):
+    """A tool call ended; ``error`` is the text the model was sent when it failed."""
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    arguments: str
+    duration_seconds: float
+    result_chars: int
+    error: str | None = None
+    truncated_from: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryScheduled(Event):
+    """A transient failure will be retried after ``delay_seconds``."""
+
+    agent_name: str
+    scope: Literal["model_call", "agent"]
+    """``model_call``: the LLM seam's retry; ``agent``: a step-level re-run."""
+    attempt: int
+    """The attempt that failed (1 for the first)."""
+    delay_seconds: float
+    error: str
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelFallback(Event):
+    """A model's retries ran out; the next fallback model is tried."""
+
+    agent_name: str
+    from_model: str
+    to_model: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta(Event):
+    """A piece of model text as it streams (``Swarm.stream(..., text=True)``)."""
+
+    agent_name: str
+    text: str
+
+
+Hook: TypeAlias = Callable[[Event], "Awaitable[None] | None"]
+"""A callback for events: sync, or async (awaited before the run returns)."""
+
+
+class EventBus:
+    """Delivers one run's events to its subscribers.
+
+    A subscriber is called with each event of the types it asked for (all
+    events when none). A sync subscriber runs inline, in order; an async one
+    is scheduled and awaited by :meth:`drain` before the run returns. A
+    subscriber that raises is logged and never breaks the run.
+    """
+
+    __slots__ = ("_pending", "_subscribers", "run_id", "text_deltas")
+
+    def __init__(
+        self,
+        run_id: str,
+        subscribers: Sequence[tuple[Hook, tuple[type[Event], ...]]] = (),
+        *,
+        text_deltas: bool = False,
+    ) -> None:
+        self.run_id = run_id
+        self.text_deltas = text_deltas
+        """Whether model calls should stream and publish ``TextDelta`` events."""
+        self._subscribers = list(subscribers)
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def subscribe(self, hook: Hook, *types: type[Event]) -> None:
+        """Call ``hook`` for events of ``types`` (every event when none are given)."""
+        self._subscribers.append((hook, types))
+
+    def publish(self, event: Event) -> None:
+        """Hand ``event`` to every interested subscriber."""
+        for hook, types in self._subscribers:
+            if types and not isinstance(event, types):
+                continue
+            try:
+                outcome = hook(event)
+            except Exception:
+                logger.exception("event hook %s failed on %s", _name(hook), type(event).__name__)
+                continue
+            if inspect.isawaitable(outcome):
+                task = asyncio.ensure_future(_guarded(outcome, hook, event))
+                self._pending.add(task)
+                task.add_done_callback(self._pending.discard)
+
+    async def drain(self) -> None:
+        """Wait for the async hooks still running."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending))
+
+
+async def _guarded(outcome: Awaitable[object], hook: Hook, event: Event) -> None:
+    try:
+        await outcome
+    except Exception:
+        logger.exception("event hook %s failed on %s", _name(hook), type(event).__name__)
+
+
+def _name(hook: object) -> str:
+    return getattr(hook, "__qualname__", None) or repr(hook)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    bus: EventBus
+    span_id: int
+
+
+_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
+    "swarmcore_event_scope", default=None
+)
+
+
+def current() -> tuple[EventBus, int] | None:
+    """The bus and the enclosing span id in this context, or None when nobody listens."""
+    scope = _scope.get()
+    return None if scope is None else (scope.bus, scope.span_id)
+
+
+def emit(kind: Callable[..., Event], **fields: object) -> None:
+    """Publish a point event ``kind(**fields)`` inside the current span, if anyone listens."""
+    scope = _scope.get()
+    if scope is not None:
+        bus = scope.bus
+        bus.publish(
+            kind(run_id=bus.run_id, span_id=new_span_id(), parent_id=scope.span_id, **fields)
+        )
+
+
+@contextmanager
+def span(bus: EventBus, span_id: int) -> Generator[None]:
+    """Make ``span_id`` the enclosing span for events emitted inside the block."""
+    token = _scope.set(_Scope(bus, span_id))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def bind(hook: Hook | None, *types: type[Event]) -> tuple[Hook, tuple[type[Event], ...]]:
+    """Pair a hook with the event types it wants, checking both."""
+    if not callable(hook):
+        raise UserError(f"A hook must be a function taking an event, got {hook!r}.")
+    for kind in types:
+        if not (isinstance(kind, type) and issubclass(kind, Event)):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(
+                f"on() takes event classes from swarmcore.events (e.g. ToolCallFinished), "
+                f"got {kind!r}."
+            )
+    return hook, types
