@@ -14,7 +14,7 @@ This module is pure data: it never imports ``agent.py`` (Agent inherits
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from swarmcore.errors import UserError
@@ -176,6 +176,34 @@ class Flow(Composable):
     def expression(self) -> str:
         """The flow in the ``>>``/``|`` expression language, e.g. ``a >> (b | c) >> d``."""
         return " >> ".join(_step_expr(s, nested=len(self._steps) > 1) for s in self._steps)
+
+    def map_agents(self, fn: Callable[[FlowNode], FlowNode]) -> Flow:
+        """The same shape (groups, branches, policies) with every agent replaced by ``fn(agent)``.
+
+        Raises:
+            UserError: ``fn`` returned something that is not a node, or duplicate names.
+        """
+
+        def node(item: FlowNode) -> FlowNode:
+            new = fn(item)
+            if not isinstance(new, FlowNode):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+                raise UserError(f"map_agents() must return Agents, got {_describe(new)}.")
+            return new
+
+        def steps(items: tuple[Step, ...]) -> tuple[Step, ...]:
+            out: list[Step] = []
+            for step in items:
+                if isinstance(step, FlowNode):
+                    out.append(node(step))
+                else:
+                    members = tuple(
+                        _from_steps(steps(m.step_tuple)) if isinstance(m, Flow) else node(m)
+                        for m in step
+                    )
+                    out.append(Group(members, step.policy, step.retries))
+            return tuple(out)
+
+        return _from_steps(steps(self._steps))
 
     def with_policy(self, policy: GroupPolicy = "all", *, retries: int | None = None) -> Flow:
         """This flow, a single parallel group, with a failure policy.

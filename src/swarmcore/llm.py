@@ -329,6 +329,19 @@ async def _collect_stream(lit: ModuleType, request: LLMRequest, stream: Any) -> 
     return lit.stream_chunk_builder(chunks, messages=list(request.messages))
 
 
+def prompt_cost(model: str, prompt_tokens: int) -> float | None:
+    """USD for ``prompt_tokens`` sent to ``model``, from LiteLLM's price map; None if unpriced."""
+    lit = load_litellm()
+    if not _is_priced(lit, model):
+        return None
+    try:
+        cost, _ = lit.cost_per_token(model=model, prompt_tokens=prompt_tokens, completion_tokens=0)
+        return float(cost)
+    except Exception as exc:  # an odd price entry: report unpriced rather than guess
+        logger.debug("no prompt price for %s: %s", model, exc)
+        return None
+
+
 _priced: dict[str, bool] = {}
 
 

@@ -185,6 +185,58 @@ class SwarmResult(BaseModel):
         """Total price in USD; None when any call was unpriced."""
         return sum_cost([r.cost for r in self.history])
 
+    def usage_table(self) -> str:
+        """Tokens, cost and time per agent and in total, as a plain-text table.
+
+        Cost is summed from each model call's own price, so agents that share a
+        model are each charged for their own calls; ``unpriced`` marks an agent
+        (and the total) with any call LiteLLM could not price.
+        """
+        header = ("agent", "model", "calls", "prompt", "completion", "total", "cost", "time")
+        rows: list[tuple[str, ...]] = [header]
+        for r in self.history:
+            rows.append(
+                (
+                    r.agent_name,
+                    r.model,
+                    str(len(r.llm_calls)),
+                    f"{r.token_usage.prompt_tokens:,}",
+                    f"{r.token_usage.completion_tokens:,}",
+                    f"{r.token_usage.total_tokens:,}",
+                    format_cost(r.cost),
+                    f"{r.duration_seconds:.1f}s",
+                )
+            )
+        rows.extend(
+            (f.agent_name, "", "", "", "", "", "", f.error_type.lower()) for f in self.failures
+        )
+        usage = self.token_usage
+        rows.append(
+            (
+                "total",
+                "",
+                str(sum(len(r.llm_calls) for r in self.history)),
+                f"{usage.prompt_tokens:,}",
+                f"{usage.completion_tokens:,}",
+                f"{usage.total_tokens:,}",
+                format_cost(self.cost),
+                f"{self.duration_seconds:.1f}s",
+            )
+        )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        numeric = {2, 3, 4, 5, 6, 7}
+
+        def line(row: tuple[str, ...]) -> str:
+            cells = [
+                cell.rjust(w) if i in numeric else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            ]
+            return "  ".join(cells).rstrip()
+
+        rule = "  ".join("-" * w for w in widths)
+        body = [line(r) for r in rows]
+        return "\n".join([body[0], rule, *body[1:-1], rule, body[-1]])
+
     def __getitem__(self, agent_name: str) -> AgentResult:
         """The result of the agent named ``agent_name``.
 
@@ -196,3 +248,10 @@ class SwarmResult(BaseModel):
                 return r
         names = ", ".join(r.agent_name for r in self.history) or "none"
         raise KeyError(f"No result for agent {agent_name!r}; finished agents: {names}.")
+
+
+def format_cost(cost: float | None) -> str:
+    """USD for people: four decimals, six below a cent; ``unpriced`` for None."""
+    if cost is None:
+        return "unpriced"
+    return f"${cost:.4f}" if cost >= 0.01 or cost == 0 else f"${cost:.6f}"

@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from swarmcore import budget, events
 from swarmcore.agent import Agent, AgentDefaults
@@ -42,6 +42,9 @@ from swarmcore.flow import Flow, FlowNode, Group, Step, chain
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
 from swarmcore.tools import Tool
+
+if TYPE_CHECKING:
+    from swarmcore.dryrun import DryRunReport
 
 __all__ = ["ContextMode", "Swarm"]
 
@@ -264,6 +267,49 @@ class Swarm:
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
 
+    async def dry_run(self, task: str) -> DryRunReport:
+        """Count the model calls and prompt tokens a run would make, without spending anything.
+
+        The flow runs on the offline model with every tool replaced by a
+        placeholder (no tool is called); each agent's prompt tokens are priced
+        with its real model. Hooks, budgets and limits of this Swarm are not
+        used.
+
+        Returns:
+            Per agent, in flow order: model calls, prompt tokens and their cost.
+        """
+        from swarmcore.dryrun import AgentEstimate, DryRunReport
+        from swarmcore.llm import prompt_cost
+        from swarmcore.testing import offline_model
+
+        _check_task(task)
+        offline = offline_model()
+        rehearsal = self._flow.map_agents(lambda node: _offline_copy(node, offline))
+        sent: dict[str, list[int]] = {}
+
+        def count(event: Event) -> None:
+            if isinstance(event, events.ModelCallFinished):
+                tokens = event.usage.prompt_tokens if event.usage else 0
+                sent.setdefault(event.agent_name, []).append(tokens)
+
+        swarm = Swarm(rehearsal, context_mode=self._mode.name, defaults=self._defaults)
+        swarm.add_hook(count, events.ModelCallFinished)
+        await swarm.run(task)
+        estimates: list[AgentEstimate] = []
+        for node in self._flow.agents:
+            assert isinstance(node, Agent)  # Swarm.__init__ checked every node
+            calls = sent.get(node.name, [])
+            estimates.append(
+                AgentEstimate(
+                    agent_name=node.name,
+                    model=node.model,
+                    model_calls=len(calls),
+                    prompt_tokens=sum(calls),
+                    prompt_cost=prompt_cost(node.model, sum(calls)),
+                )
+            )
+        return DryRunReport(agents=estimates)
+
     async def _execute(
         self,
         task: str,
@@ -274,6 +320,8 @@ class Swarm:
         _check_task(task)
         run = _Run(task=task, context=SharedContext(order=self._flow.names))
         subscribers = [*self._hooks, *extra]
+        if events.run_logger.isEnabledFor(logging.INFO):
+            subscribers.append((events.log_event, ()))
         if subscribers:
             run.bus = EventBus(run.run_id, subscribers, text_deltas=text_deltas)
         max_cost, max_tokens, allow_unpriced = self._budget
@@ -667,6 +715,23 @@ class Swarm:
             failures=[run.failures[n] for n in self._flow.names if n in run.failures],
             run_id=run.run_id,
         )
+
+
+def _offline_copy(node: FlowNode, model: str) -> FlowNode:
+    """``node`` on the offline model, its tools answering a placeholder instead of running."""
+    assert isinstance(node, Agent)  # Swarm.__init__ checked every node
+    return node.clone(
+        model=model,
+        fallback_models=(),
+        tools=[tool.bind(_placeholder(tool.name)) for tool in node.tools if isinstance(tool, Tool)],
+    )
+
+
+def _placeholder(name: str) -> Callable[..., Any]:
+    async def not_called(*_: object, **__: object) -> str:
+        return f"(dry run: {name} was not called)"
+
+    return not_called
 
 
 def _check_task(task: object) -> None:
