@@ -17,6 +17,7 @@ from swarmcore.agent import Agent, AgentDefaults
 from swarmcore.context import SharedContext
 from swarmcore.errors import (
     AgentError,
+    BudgetExceeded,
     GroupError,
     MaxTurnsExceeded,
     ModelError,
@@ -44,6 +45,7 @@ __all__ = [
     "AgentError",
     "AgentFailure",
     "AgentResult",
+    "BudgetExceeded",
     "Flow",
     "GroupError",
     "LLMCallRecord",

@@ -350,13 +350,22 @@ def bind(hook: Hook | None, *types: type[Event]) -> tuple[Hook, tuple[type[Event
     """Pair a hook with the event types it wants, checking both."""
     if not callable(hook):
         raise UserError(f"A hook must be a function taking an event, got {hook!r}.")
+    return hook, check_types(types)
+
+
+def check_types(types: tuple[object, ...]) -> tuple[type[Event], ...]:
+    """``types`` if every one is an event class.
+
+    Raises:
+        UserError: Something else was passed.
+    """
     for kind in types:
-        if not (isinstance(kind, type) and issubclass(kind, Event)):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        if not (isinstance(kind, type) and issubclass(kind, Event)):
             raise UserError(
                 f"on() takes event classes from swarmcore.events (e.g. ToolCallFinished), "
                 f"got {kind!r}."
             )
-    return hook, types
+    return types  # pyright: ignore[reportReturnType] -- checked just above
 
 
 def log_event(event: Event) -> None:

@@ -189,6 +189,7 @@ class Swarm:
         With no types it receives every event. A hook that raises is logged
         and never breaks the run.
         """
+        events.check_types(types)  # now, not when the decorator is applied
 
         def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
             self._hooks.append(events.bind(fn, *types))
