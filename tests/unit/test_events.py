@@ -304,3 +304,30 @@ async def test_events_become_log_records_only_when_asked(
     agent_records = [r for r in records if r.agent_name]  # type: ignore[attr-defined]
     assert {r.agent_name for r in agent_records} == {"a", "b"}  # type: ignore[attr-defined]
     assert {r.run_id for r in records} == {result.run_id}  # type: ignore[attr-defined]
+
+
+async def test_offline_models_stream_text_and_tool_calls_with_the_same_results() -> None:
+    from swarmcore.events import TextDelta
+
+    def script() -> list[Reply]:
+        return [
+            Reply.tool("lookup", term="tea"),
+            Reply(text="tea is good\n<summary>tea</summary>", prompt_tokens=7, completion_tokens=3),
+        ]
+
+    plain_model, streamed_model = ScriptedModel(script()), ScriptedModel(script())
+    plain = await Swarm(Agent("a", "x", model=plain_model.model, tools=[lookup])).run("go")
+    deltas: list[str] = []
+    streamed = None
+    swarm = Swarm(Agent("a", "x", model=streamed_model.model, tools=[lookup]))
+    async for event in swarm.stream("go", text=True):
+        if isinstance(event, TextDelta):
+            deltas.append(event.text)
+        elif isinstance(event, RunFinished):
+            streamed = event.result
+    assert streamed is not None
+    assert "".join(deltas) == "tea is good\n<summary>tea</summary>"
+    assert streamed.output == plain.output == "tea is good"
+    assert streamed["a"].tool_calls[0].result == "tea facts"
+    assert streamed.token_usage == plain.token_usage
+    assert streamed_model.requests[0].params.get("stream") is True

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import weakref
+from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -44,6 +46,29 @@ def model_string(name: str, responder: Responder) -> str:
 def _make_handler(lit: ModuleType) -> object:
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
+    async def answer(
+        model: str, messages: list[dict[str, Any]], optional_params: dict[str, Any]
+    ) -> tuple[RecordedRequest, Reply]:
+        responder = _responders.get(model)
+        if responder is None:
+            raise CustomLLMError(
+                404, f"No test model named {model!r}; build one with swarmcore.testing."
+            )
+        params = dict(optional_params)
+        tools = list(params.pop("tools", None) or [])
+        request = RecordedRequest(
+            model=model, messages=json.loads(json.dumps(messages)), tools=tools, params=params
+        )
+        step = await responder.respond(request)
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        if isinstance(step, Fail):
+            error = CustomLLMError(step.status_code, step.message)
+            # LiteLLM copies an exception's .headers (Retry-After...) onto its own error.
+            error.headers = dict(step.headers)  # pyright: ignore[reportAttributeAccessIssue]
+            raise error
+        return request, step
+
     class _Handler(CustomLLM):
         async def acompletion(  # pyright: ignore[reportIncompatibleMethodOverride] -- litellm passes these by keyword
             self,
@@ -53,27 +78,58 @@ def _make_handler(lit: ModuleType) -> object:
             optional_params: dict[str, Any],
             **kwargs: Any,
         ) -> Any:
-            responder = _responders.get(model)
-            if responder is None:
-                raise CustomLLMError(
-                    404, f"No test model named {model!r}; build one with swarmcore.testing."
-                )
-            params = dict(optional_params)
-            tools = list(params.pop("tools", None) or [])
-            request = RecordedRequest(
-                model=model, messages=json.loads(json.dumps(messages)), tools=tools, params=params
+            request, reply = await answer(model, messages, optional_params)
+            return _response(lit, model, request, reply)
+
+        async def astreaming(  # pyright: ignore[reportIncompatibleMethodOverride] -- litellm passes these by keyword
+            self,
+            model: str,
+            messages: list[dict[str, Any]],
+            *args: Any,
+            optional_params: dict[str, Any],
+            **kwargs: Any,
+        ) -> AsyncIterator[dict[str, Any]]:
+            request, reply = await answer(model, messages, optional_params)
+            whole = _response(lit, model, request, reply)
+            for piece in re.findall(r"\S+\s*|\s+", reply.text or ""):
+                yield _chunk(text=piece)
+            for index, call in enumerate(reply.tool_calls):
+                tool_use = {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json},
+                    "index": index,
+                }
+                yield _chunk(tool_use=tool_use)
+            usage = whole.usage
+            yield _chunk(
+                finished=reply.finish_reason,
+                usage={
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "total_tokens": usage.total_tokens,
+                },
             )
-            step = await responder.respond(request)
-            if step.delay:
-                await asyncio.sleep(step.delay)
-            if isinstance(step, Fail):
-                error = CustomLLMError(step.status_code, step.message)
-                # LiteLLM copies an exception's .headers (Retry-After...) onto its own error.
-                error.headers = dict(step.headers)  # pyright: ignore[reportAttributeAccessIssue]
-                raise error
-            return _response(lit, model, request, step)
 
     return _Handler()
+
+
+def _chunk(
+    *,
+    text: str = "",
+    tool_use: dict[str, Any] | None = None,
+    finished: str = "",
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """One of LiteLLM's ``GenericStreamingChunk`` dicts."""
+    return {
+        "text": text,
+        "tool_use": tool_use,
+        "is_finished": bool(finished),
+        "finish_reason": finished,
+        "usage": usage,
+        "index": 0,
+    }
 
 
 def _response(lit: ModuleType, model: str, request: RecordedRequest, reply: Reply) -> Any:
