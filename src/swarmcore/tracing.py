@@ -1,0 +1,428 @@
+"""OpenTelemetry tracing: a hook that turns a run's events into spans.
+
+```python
+from swarmcore import Swarm
+from swarmcore.tracing import OpenTelemetryTracer
+
+swarm = Swarm(a >> (b | c) >> d, hooks=[OpenTelemetryTracer()])
+```
+
+Each run becomes one trace (or a subtree of the span that is current when the
+run starts), named after the GenAI semantic conventions::
+
+    invoke_workflow a >> (b | c) >> d
+    ├── step a
+    │   └── invoke_agent a
+    │       ├── chat openai/gpt-4o
+    │       └── execute_tool search
+    ├── step b | c
+    │   ├── invoke_agent b
+    │   └── invoke_agent c
+    └── step d
+        └── invoke_agent d
+
+Retries and model fallbacks are span events on the span they happened in.
+Prompts, tool arguments and streamed text are left out unless
+``capture_content=True``. The attribute names are our own constants, taken
+from the (still "Development") ``gen_ai.*`` semantic conventions; there is no
+dependency on the semantic-conventions package.
+
+Needs ``opentelemetry-api`` (``pip install 'swarmcore[otel]'``); importing this
+module does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, TypeAlias
+
+from swarmcore.errors import UserError
+from swarmcore.events import (
+    AgentFinished,
+    AgentStarted,
+    Event,
+    ModelCallFinished,
+    ModelCallStarted,
+    ModelFallback,
+    RetryScheduled,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from swarmcore.models import SwarmResult
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider
+    from opentelemetry.util.types import AttributeValue
+
+__all__ = ["OpenTelemetryTracer"]
+
+logger = logging.getLogger("swarmcore.tracing")
+
+# --- attribute names (GenAI semantic conventions, plus our own swarmcore.*) ----------
+
+OPERATION_NAME = "gen_ai.operation.name"
+PROVIDER_NAME = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+AGENT_NAME = "gen_ai.agent.name"
+WORKFLOW_NAME = "gen_ai.workflow.name"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+ERROR_TYPE = "error.type"
+
+OP_INVOKE_WORKFLOW = "invoke_workflow"
+OP_INVOKE_AGENT = "invoke_agent"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+
+RUN_ID = "swarmcore.run_id"
+CONTEXT_MODE = "swarmcore.context_mode"
+AGENTS = "swarmcore.agents"
+STEP_PARALLEL = "swarmcore.step.parallel"
+STEP_POLICY = "swarmcore.step.policy"
+STEP_FAILED = "swarmcore.step.failed"
+ATTEMPT = "swarmcore.attempt"
+ATTEMPTS = "swarmcore.attempts"
+TURN = "swarmcore.turn"
+COST_USD = "swarmcore.cost_usd"
+RUN_INPUT_TOKENS = "swarmcore.usage.input_tokens"
+"""Tokens of the whole run, on the run span (not gen_ai.*, so backends do not count them twice)."""
+RUN_OUTPUT_TOKENS = "swarmcore.usage.output_tokens"
+RUN_FAILURES = "swarmcore.failures"
+CANCELLED = "swarmcore.cancelled"
+TOOL_RESULT_CHARS = "swarmcore.tool.result_chars"
+TOOL_TRUNCATED_FROM = "swarmcore.tool.truncated_from"
+
+EVENT_RETRY = "swarmcore.retry"
+EVENT_FALLBACK = "swarmcore.fallback"
+EVENT_TEXT_DELTA = "swarmcore.text_delta"
+
+_INSTALL_HINT = (
+    "OpenTelemetryTracer needs the OpenTelemetry API: pip install 'swarmcore[otel]' "
+    "(or uv add 'swarmcore[otel]'), plus an SDK and exporter of your choice "
+    "(e.g. opentelemetry-sdk)."
+)
+
+_Attributes: TypeAlias = "dict[str, AttributeValue]"
+_Opening: TypeAlias = StepStarted | AgentStarted | ModelCallStarted | ToolCallStarted
+_Closing: TypeAlias = StepFinished | AgentFinished | ModelCallFinished | ToolCallFinished
+
+
+class OpenTelemetryTracer:
+    """A hook that turns a run's events into OpenTelemetry spans (GenAI semantic conventions).
+
+    Pass it to a Swarm as a hook; one instance can serve many swarms and many
+    concurrent runs. Spans: ``invoke_workflow {flow}`` for the run, ``step
+    {expression}`` for each step, ``invoke_agent {name}`` for each agent
+    attempt, ``chat {model}`` for each model call and ``execute_tool {tool}``
+    for each tool call, each parented on the span that encloses it (parallel
+    branches included). The run span is a child of the span that is current
+    when the run starts. Start and end times come from the events.
+
+    ```python
+    tracer = OpenTelemetryTracer()  # the global tracer provider
+    result = await Swarm(flow, hooks=[tracer]).run("task")
+    ```
+
+    Args:
+        tracer_provider: Where spans go; the global provider
+            (``opentelemetry.trace.get_tracer_provider()``) when None.
+        capture_content: Also record content that may be sensitive: tool call
+            arguments (``gen_ai.tool.call.arguments``) and streamed model text
+            (``swarmcore.text_delta`` span events, with ``Swarm.stream(...,
+            text=True)``). Off by default.
+
+    Raises:
+        UserError: opentelemetry-api is not installed.
+    """
+
+    __slots__ = ("_capture_content", "_runs", "_tracer")
+
+    def __init__(
+        self, tracer_provider: TracerProvider | None = None, *, capture_content: bool = False
+    ) -> None:
+        try:
+            from opentelemetry import trace
+        except ImportError as exc:
+            raise UserError(_INSTALL_HINT) from exc
+        from swarmcore import __version__
+
+        self._tracer: Tracer = trace.get_tracer("swarmcore", __version__, tracer_provider)
+        self._capture_content = capture_content
+        self._runs: dict[str, dict[int, Span]] = {}
+        """Open spans per run, by span id; dropped when the run finishes."""
+
+    def __call__(self, event: Event) -> None:
+        """Record ``event``; never raises (a failure is logged at debug level).
+
+        Args:
+            event: Any event of a run.
+        """
+        try:
+            self._handle(event)
+        except Exception:
+            logger.debug("OpenTelemetryTracer failed on %s", type(event).__name__, exc_info=True)
+
+    # --- dispatch ---------------------------------------------------------------------
+
+    def _handle(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self._run_started(event)
+            return
+        if isinstance(event, RunFinished):
+            self._run_finished(event)
+            return
+        spans = self._runs.get(event.run_id)
+        if spans is None:  # a run that started before this hook saw it
+            return
+        match event:
+            case StepStarted() | AgentStarted() | ModelCallStarted() | ToolCallStarted():
+                self._open(spans, event)
+            case StepFinished() | AgentFinished() | ModelCallFinished() | ToolCallFinished():
+                self._close(spans, event)
+            case RetryScheduled() | ModelFallback() | TextDelta():
+                self._point(spans, event)
+            case _:
+                pass
+
+    # --- the run ----------------------------------------------------------------------
+
+    def _run_started(self, event: RunStarted) -> None:
+        attributes: _Attributes = {
+            OPERATION_NAME: OP_INVOKE_WORKFLOW,
+            WORKFLOW_NAME: event.flow,
+            RUN_ID: event.run_id,
+            CONTEXT_MODE: event.context_mode,
+            AGENTS: list(event.agents),
+        }
+        # context=None: the span that is current now (a user's own span) is the parent.
+        span = self._tracer.start_span(
+            f"{OP_INVOKE_WORKFLOW} {event.flow}",
+            attributes=attributes,
+            start_time=_ns(event.timestamp),
+        )
+        self._runs[event.run_id] = {event.span_id: span}
+
+    def _run_finished(self, event: RunFinished) -> None:
+        spans = self._runs.pop(event.run_id, None)
+        if spans is None:
+            return
+        run_span = spans.pop(event.span_id, None)
+        end = _ns(event.timestamp)
+        # Normally empty: every span is closed from a finally block before its run
+        # is. Should an event go missing, close what is left, children first.
+        for span in reversed(spans.values()):
+            span.set_attribute(CANCELLED, True)
+            span.end(end_time=end)
+        if run_span is None:
+            return
+        result = event.result if event.result is not None else getattr(event.error, "partial", None)
+        if result is not None:
+            _set_run_totals(run_span, result)
+        if event.error is not None:
+            self._fail(run_span, event.error, end)
+        run_span.end(end_time=end)
+
+    # --- spans inside the run ---------------------------------------------------------
+
+    def _open(self, spans: dict[int, Span], event: _Opening) -> None:
+        from opentelemetry import trace
+
+        name, kind, attributes = self._describe(event)
+        parent = spans.get(event.parent_id) if event.parent_id is not None else None
+        if parent is None:  # unknown parent: hang it on the run span (always the first)
+            parent = next(iter(spans.values()))
+        span = self._tracer.start_span(
+            name,
+            context=trace.set_span_in_context(parent),
+            kind=kind,
+            attributes=attributes,
+            start_time=_ns(event.timestamp),
+        )
+        spans[event.span_id] = span
+
+    def _describe(self, event: _Opening) -> tuple[str, SpanKind, _Attributes]:
+        from opentelemetry.trace import SpanKind
+
+        attributes: _Attributes
+        match event:
+            case StepStarted():
+                attributes = {STEP_PARALLEL: event.parallel}
+                if event.policy is not None:
+                    attributes[STEP_POLICY] = event.policy
+                return f"step {event.step}", SpanKind.INTERNAL, attributes
+            case AgentStarted():
+                attributes = {
+                    OPERATION_NAME: OP_INVOKE_AGENT,
+                    AGENT_NAME: event.agent_name,
+                    REQUEST_MODEL: event.model,
+                    ATTEMPT: event.attempt,
+                }
+                _set_provider(attributes, event.model)
+                return f"{OP_INVOKE_AGENT} {event.agent_name}", SpanKind.INTERNAL, attributes
+            case ModelCallStarted():
+                attributes = {
+                    OPERATION_NAME: OP_CHAT,
+                    AGENT_NAME: event.agent_name,
+                    REQUEST_MODEL: event.model,
+                    TURN: event.turn,
+                }
+                _set_provider(attributes, event.model)
+                return f"{OP_CHAT} {event.model}", SpanKind.CLIENT, attributes
+            case ToolCallStarted():
+                attributes = {
+                    OPERATION_NAME: OP_EXECUTE_TOOL,
+                    AGENT_NAME: event.agent_name,
+                    TOOL_NAME: event.tool_name,
+                    TOOL_TYPE: "function",
+                    TOOL_CALL_ID: event.call_id,
+                }
+                if self._capture_content:
+                    attributes[TOOL_CALL_ARGUMENTS] = event.arguments
+                return f"{OP_EXECUTE_TOOL} {event.tool_name}", SpanKind.INTERNAL, attributes
+
+    def _close(self, spans: dict[int, Span], event: _Closing) -> None:
+        span = spans.pop(event.span_id, None)
+        if span is None:
+            return
+        end = _ns(event.timestamp)
+        match event:
+            case StepFinished():
+                if event.failed:
+                    span.set_attribute(STEP_FAILED, list(event.failed))
+                self._outcome(span, event.error, end)
+            case AgentFinished():
+                span.set_attribute(RESPONSE_MODEL, event.model)
+                self._outcome(span, event.error, end)
+            case ModelCallFinished():
+                _set_model_call(span, event)
+                self._outcome(span, event.error, end)
+            case ToolCallFinished():
+                _set_tool_call(span, event)
+        span.end(end_time=end)
+
+    def _outcome(self, span: Span, error: BaseException | None, end: int) -> None:
+        if error is None:
+            return
+        if isinstance(error, asyncio.CancelledError):  # stopped (a quorum met, a sibling failed)
+            span.set_attribute(CANCELLED, True)
+            return
+        self._fail(span, error, end)
+
+    def _fail(self, span: Span, error: BaseException, end: int) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        description = str(error) or type(error).__name__
+        span.set_attribute(ERROR_TYPE, _type_name(error))
+        span.record_exception(error, timestamp=end, escaped=True)
+        span.set_status(Status(StatusCode.ERROR, description))
+
+    # --- point events -----------------------------------------------------------------
+
+    def _point(
+        self, spans: dict[int, Span], event: RetryScheduled | ModelFallback | TextDelta
+    ) -> None:
+        span = spans.get(event.parent_id) if event.parent_id is not None else None
+        if span is None:
+            return
+        attributes: _Attributes
+        match event:
+            case RetryScheduled():
+                attributes = {
+                    AGENT_NAME: event.agent_name,
+                    "swarmcore.retry.scope": event.scope,
+                    "swarmcore.retry.attempt": event.attempt,
+                    "swarmcore.retry.delay_seconds": event.delay_seconds,
+                    "swarmcore.retry.error": event.error,
+                }
+                if event.model is not None:
+                    attributes[REQUEST_MODEL] = event.model
+                name = EVENT_RETRY
+            case ModelFallback():
+                attributes = {
+                    AGENT_NAME: event.agent_name,
+                    "swarmcore.fallback.from_model": event.from_model,
+                    "swarmcore.fallback.to_model": event.to_model,
+                    "swarmcore.fallback.error": event.error,
+                }
+                name = EVENT_FALLBACK
+            case TextDelta():
+                if not self._capture_content:
+                    return
+                attributes = {AGENT_NAME: event.agent_name, "swarmcore.text": event.text}
+                name = EVENT_TEXT_DELTA
+        span.add_event(name, attributes, timestamp=_ns(event.timestamp))
+
+
+def _ns(timestamp: float) -> int:
+    """``time.time()`` seconds as the nanoseconds OpenTelemetry takes."""
+    return int(timestamp * 1_000_000_000)
+
+
+def _type_name(error: BaseException) -> str:
+    """The exception's class as ``error.type`` wants it: ``swarmcore.errors.ModelError``."""
+    kind = type(error)
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+
+
+def _set_provider(attributes: _Attributes, model: str) -> None:
+    """Set ``gen_ai.provider.name`` to LiteLLM's prefix (``openai/gpt-4o``: ``openai``), if any."""
+    provider, slash, _ = model.partition("/")
+    if slash and provider:
+        attributes[PROVIDER_NAME] = provider
+
+
+def _set_model_call(span: Span, event: ModelCallFinished) -> None:
+    span.set_attribute(RESPONSE_MODEL, event.model)
+    span.set_attribute(ATTEMPTS, event.attempts)
+    if event.usage is not None:
+        span.set_attribute(USAGE_INPUT_TOKENS, event.usage.prompt_tokens)
+        span.set_attribute(USAGE_OUTPUT_TOKENS, event.usage.completion_tokens)
+    if event.finish_reason is not None:
+        span.set_attribute(RESPONSE_FINISH_REASONS, [event.finish_reason])
+    if event.cost is not None:
+        span.set_attribute(COST_USD, event.cost)
+
+
+def _set_tool_call(span: Span, event: ToolCallFinished) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute(TOOL_RESULT_CHARS, event.result_chars)
+    if event.truncated_from is not None:
+        span.set_attribute(TOOL_TRUNCATED_FROM, event.truncated_from)
+    if event.error is None:
+        return
+    if event.error == "cancelled":  # what the agent loop reports when the call never finished
+        span.set_attribute(CANCELLED, True)
+        return
+    # The error is the text the model was sent, not an exception: status only.
+    span.set_attribute(ERROR_TYPE, "tool_error")
+    span.set_status(Status(StatusCode.ERROR, event.error))
+
+
+def _set_run_totals(span: Span, result: object) -> None:
+    """Usage, cost and failures of the whole run (``result`` is a SwarmResult)."""
+    if not isinstance(result, SwarmResult):
+        return
+    usage = result.token_usage
+    span.set_attribute(RUN_INPUT_TOKENS, usage.prompt_tokens)
+    span.set_attribute(RUN_OUTPUT_TOKENS, usage.completion_tokens)
+    if result.cost is not None:
+        span.set_attribute(COST_USD, result.cost)
+    if result.failures:
+        span.set_attribute(RUN_FAILURES, [f.agent_name for f in result.failures])

@@ -1,0 +1,471 @@
+"""OpenTelemetryTracer: events of offline runs become a correct tree of GenAI spans."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from swarmcore import Agent, AgentDefaults, AgentError, RetryPolicy, Swarm, UserError, function_tool
+from swarmcore.events import (
+    AgentStarted,
+    ModelCallFinished,
+    ModelCallStarted,
+    ModelFallback,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+)
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
+from swarmcore.testing import offline_model as shared_offline_model
+from swarmcore.tracing import OpenTelemetryTracer
+
+FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
+
+
+def lookup(topic: str) -> str:
+    """Look a topic up."""
+    return f"facts about {topic}"
+
+
+def diamond(model: str) -> tuple[Agent, Agent, Agent, Agent]:
+    a = Agent("a", "a researches.", model=model, tools=[function_tool(lookup)])
+    b, c, d = (Agent(n, f"{n} works.", model=model) for n in "bcd")
+    return a, b, c, d
+
+
+def by_name(spans: Sequence[ReadableSpan], name: str) -> ReadableSpan:
+    found = [s for s in spans if s.name == name]
+    assert len(found) == 1, f"{name}: {[s.name for s in spans]}"
+    return found[0]
+
+
+def parent_of(span: ReadableSpan) -> int | None:
+    return span.parent.span_id if span.parent else None
+
+
+def span_id(span: ReadableSpan) -> int:
+    assert span.context is not None
+    return span.context.span_id
+
+
+def attr(span: ReadableSpan, key: str) -> object:
+    assert span.attributes is not None
+    return span.attributes.get(key)
+
+
+def tokens(spans: Sequence[ReadableSpan], key: str) -> int:
+    counts = [attr(s, f"gen_ai.usage.{key}_tokens") for s in spans]
+    assert all(isinstance(n, int) for n in counts), counts
+    return sum(n for n in counts if isinstance(n, int))
+
+
+def times(span: ReadableSpan) -> tuple[int, int]:
+    assert span.start_time is not None
+    assert span.end_time is not None
+    return span.start_time, span.end_time
+
+
+def trace_id(span: ReadableSpan) -> int:
+    assert span.context is not None
+    return span.context.trace_id
+
+
+def of_agent(spans: Sequence[ReadableSpan], prefix: str, agent: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name.startswith(prefix) and attr(s, "gen_ai.agent.name") == agent]
+
+
+async def test_diamond_flow_gives_a_correct_span_tree(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = shared_offline_model()
+    a, b, c, d = diamond(model)
+    swarm = Swarm(a >> (b | c) >> d, hooks=[OpenTelemetryTracer(provider)])
+    result = await swarm.run("study tracing")
+    spans = exporter.get_finished_spans()
+
+    run = by_name(spans, "invoke_workflow a >> (b | c) >> d")
+    steps = {n: by_name(spans, f"step {n}") for n in ("a", "b | c", "d")}
+    agents = {n: by_name(spans, f"invoke_agent {n}") for n in "abcd"}
+    assert parent_of(run) is None
+    assert {trace_id(s) for s in spans} == {trace_id(run)}
+    assert all(parent_of(s) == span_id(run) for s in steps.values())
+    assert parent_of(agents["a"]) == span_id(steps["a"])
+    assert parent_of(agents["b"]) == span_id(steps["b | c"])
+    assert parent_of(agents["c"]) == span_id(steps["b | c"])
+    assert parent_of(agents["d"]) == span_id(steps["d"])
+
+    for name, agent_span in agents.items():
+        chats = of_agent(spans, "chat ", name)
+        tools = of_agent(spans, "execute_tool ", name)
+        agent_result = result[name]
+        assert len(chats) == len(agent_result.llm_calls) >= 2  # a tool turn, then an answer
+        assert len(tools) == len(agent_result.tool_calls) >= 1
+        assert all(parent_of(s) == span_id(agent_span) for s in [*chats, *tools])
+        assert tokens(chats, "input") == (agent_result.token_usage.prompt_tokens)
+        assert tokens(chats, "output") == (agent_result.token_usage.completion_tokens)
+    assert [s.name for s in of_agent(spans, "execute_tool ", "a")] == ["execute_tool lookup"]
+    assert {s.name for s in of_agent(spans, "execute_tool ", "d")} >= {
+        "execute_tool list_context",
+        "execute_tool get_context",
+    }
+
+    # GenAI attributes
+    assert run.attributes == {
+        "gen_ai.operation.name": "invoke_workflow",
+        "gen_ai.workflow.name": "a >> (b | c) >> d",
+        "swarmcore.run_id": result.run_id,
+        "swarmcore.context_mode": "pull",
+        "swarmcore.agents": ("a", "b", "c", "d"),
+        "swarmcore.usage.input_tokens": result.token_usage.prompt_tokens,
+        "swarmcore.usage.output_tokens": result.token_usage.completion_tokens,
+    }
+    assert attr(steps["b | c"], "swarmcore.step.parallel") is True
+    assert attr(steps["b | c"], "swarmcore.step.policy") == "all"
+    assert attr(steps["a"], "swarmcore.step.parallel") is False
+    assert attr(agents["b"], "gen_ai.operation.name") == "invoke_agent"
+    assert attr(agents["b"], "gen_ai.agent.name") == "b"
+    assert attr(agents["b"], "gen_ai.request.model") == model
+    assert attr(agents["b"], "swarmcore.attempt") == 1
+    chat = of_agent(spans, "chat ", "a")[0]
+    assert chat.name == f"chat {model}"
+    assert chat.kind.name == "CLIENT"
+    assert attr(chat, "gen_ai.operation.name") == "chat"
+    assert attr(chat, "gen_ai.provider.name") == "swarmcore-test"
+    assert attr(chat, "gen_ai.request.model") == model
+    assert attr(chat, "gen_ai.response.model") == result["a"].llm_calls[0].model
+    assert attr(chat, "gen_ai.response.finish_reasons") == ("tool_calls",)
+    assert attr(chat, "swarmcore.turn") == 1
+    assert attr(chat, "swarmcore.attempts") == 1
+    tool = of_agent(spans, "execute_tool ", "a")[0]
+    assert attr(tool, "gen_ai.operation.name") == "execute_tool"
+    assert attr(tool, "gen_ai.tool.name") == "lookup"
+    assert attr(tool, "gen_ai.tool.call.id") == result["a"].tool_calls[0].call_id
+    assert "gen_ai.tool.call.arguments" not in (tool.attributes or {})
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert tokens(chats, "input") == (result.token_usage.prompt_tokens)
+
+    # timing: the run span covers every other span; no span failed
+    for span in spans:
+        start, end = times(span)
+        assert end >= start
+        assert span.status.status_code is StatusCode.UNSET
+    assert times(run)[0] == min(times(s)[0] for s in spans)
+    assert times(run)[1] == max(times(s)[1] for s in spans)
+
+
+async def test_parallel_branches_are_parented_whatever_the_interleaving(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # b's branch is slow, so c's and d's spans open and close while b's are open.
+    def answer(request: RecordedRequest) -> Reply:
+        who = request.system.split()[0]
+        return Reply(text=f"{who} done", delay=0.05 if who == "b" else 0.0)
+
+    model = FunctionModel(answer)  # kept alive: test models are registered weakly
+    a, b, c, d, e = (Agent(n, f"{n} works.", model=model.model) for n in "abcde")
+    await Swarm(a >> ((b >> c) | d) >> e, hooks=[OpenTelemetryTracer(provider)]).run("go")
+    spans = exporter.get_finished_spans()
+    group = by_name(spans, "step (b >> c) | d")
+    step_b, step_c = by_name(spans, "step b"), by_name(spans, "step c")
+    assert parent_of(step_b) == parent_of(step_c) == span_id(group)
+    assert parent_of(by_name(spans, "invoke_agent b")) == span_id(step_b)
+    assert parent_of(by_name(spans, "invoke_agent c")) == span_id(step_c)
+    assert parent_of(by_name(spans, "invoke_agent d")) == span_id(group)
+    for name in "abcde":
+        (chat,) = of_agent(spans, "chat ", name)
+        assert parent_of(chat) == span_id(by_name(spans, f"invoke_agent {name}"))
+
+
+async def test_tool_arguments_are_recorded_only_with_capture_content(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    def run_with(capture: bool) -> tuple[Swarm, ScriptedModel]:
+        model = ScriptedModel([Reply.tool("lookup", topic="otel"), Reply(text="done")])
+        agent = Agent("a", "a x", model=model.model, tools=[function_tool(lookup)])
+        tracer = OpenTelemetryTracer(provider, capture_content=capture)
+        return Swarm(agent, hooks=[tracer]), model
+
+    swarm, _model = run_with(False)
+    await swarm.run("go")
+    tool = by_name(exporter.get_finished_spans(), "execute_tool lookup")
+    assert "gen_ai.tool.call.arguments" not in (tool.attributes or {})
+    exporter.clear()
+    swarm, _model = run_with(True)
+    await swarm.run("go")
+    tool = by_name(exporter.get_finished_spans(), "execute_tool lookup")
+    assert json.loads(str(attr(tool, "gen_ai.tool.call.arguments"))) == {"topic": "otel"}
+    assert attr(tool, "swarmcore.tool.result_chars") == len("facts about otel")
+
+
+async def test_a_failing_tool_sets_error_status_on_its_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    def broken(topic: str) -> str:
+        """Always fails."""
+        raise RuntimeError(f"no {topic}")
+
+    model = ScriptedModel([Reply.tool("broken", topic="x"), Reply(text="done anyway")])
+    agent = Agent("a", "a x", model=model.model, tools=[function_tool(broken)])
+    await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go")
+    spans = exporter.get_finished_spans()
+    tool = by_name(spans, "execute_tool broken")
+    assert tool.status.status_code is StatusCode.ERROR
+    assert "no x" in (tool.status.description or "")
+    assert by_name(spans, "invoke_agent a").status.status_code is StatusCode.UNSET
+
+
+async def test_a_failing_agent_gives_error_status_and_the_exception(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Fail(401, "bad key")])
+    agent = Agent("a", "a x", model=model.model)
+    with pytest.raises(AgentError) as raised:
+        await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go")
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 4  # run, step, agent, chat: all ended
+    for name in ("invoke_workflow a", "step a", "invoke_agent a", f"chat {model.model}"):
+        span = by_name(spans, name)
+        assert span.status.status_code is StatusCode.ERROR, name
+        assert span.status.description == str(raised.value), name
+        assert attr(span, "error.type") == "swarmcore.errors.ModelError"
+        (exception,) = [e for e in span.events if e.name == "exception"]
+        assert exception.attributes is not None
+        assert exception.attributes["exception.type"] == "swarmcore.errors.ModelError"
+
+
+async def test_model_retries_are_span_events_on_the_chat_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Fail(503), Reply(text="ok")])
+    agent = Agent("a", "a x", model=model.model, retry=FAST)
+    await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go")
+    chat = by_name(exporter.get_finished_spans(), f"chat {model.model}")
+    (retry,) = chat.events
+    assert retry.name == "swarmcore.retry"
+    assert retry.attributes is not None
+    assert retry.attributes["swarmcore.retry.scope"] == "model_call"
+    assert retry.attributes["swarmcore.retry.attempt"] == 1
+    assert retry.attributes["gen_ai.request.model"] == model.model
+    assert "503" in str(retry.attributes["swarmcore.retry.error"])
+    assert attr(chat, "swarmcore.attempts") == 2
+    assert chat.status.status_code is StatusCode.UNSET
+
+
+async def test_step_retries_are_events_on_the_step_and_each_attempt_a_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Fail(503), Reply(text="ok")])
+    agent = Agent("a", "a x", model=model.model, retry=0)
+    tracer = OpenTelemetryTracer(provider)
+    # retry=0: no model-call retries; the defaults' FAST policy times the step retry.
+    swarm = Swarm(agent, step_retries=1, defaults=AgentDefaults(retry=FAST), hooks=[tracer])
+    await swarm.run("go")
+    spans = exporter.get_finished_spans()
+    step = by_name(spans, "step a")
+    attempts = [s for s in spans if s.name == "invoke_agent a"]
+    assert [attr(s, "swarmcore.attempt") for s in attempts] == [1, 2]
+    assert [s.status.status_code for s in attempts] == [StatusCode.ERROR, StatusCode.UNSET]
+    assert all(parent_of(s) == span_id(step) for s in attempts)
+    assert [e.name for e in step.events] == ["swarmcore.retry"]
+    assert step.events[0].attributes is not None
+    assert step.events[0].attributes["swarmcore.retry.scope"] == "agent"
+
+
+async def test_the_run_span_nests_under_the_callers_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Reply(text="ok")])
+    agent = Agent("a", "a x", model=model.model)
+    swarm = Swarm(agent, hooks=[OpenTelemetryTracer(provider)])
+    with provider.get_tracer("app").start_as_current_span("handle request") as outer:
+        await swarm.run("go")
+    spans = exporter.get_finished_spans()
+    run = by_name(spans, "invoke_workflow a")
+    assert parent_of(run) == outer.get_span_context().span_id
+    assert run.context is not None
+    assert run.context.trace_id == outer.get_span_context().trace_id
+
+
+async def test_a_cancelled_run_ends_every_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    called = asyncio.Event()
+
+    async def hang(request: RecordedRequest) -> Reply:
+        called.set()
+        await asyncio.sleep(30)
+        return Reply(text="never")
+
+    model = FunctionModel(hang)
+    agent = Agent("a", "a x", model=model.model)
+    task = asyncio.ensure_future(Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go"))
+    await asyncio.wait_for(called.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    spans = exporter.get_finished_spans()
+    assert sorted(s.name for s in spans) == sorted(
+        ["invoke_workflow a", "step a", "invoke_agent a", f"chat {model.model}"]
+    )
+    assert by_name(spans, "invoke_workflow a").status.status_code is StatusCode.ERROR
+    assert attr(by_name(spans, "invoke_agent a"), "swarmcore.cancelled") is True
+
+
+def test_spans_left_open_are_ended_with_the_run(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    tracer = OpenTelemetryTracer(provider, capture_content=True)
+    model = "openai/gpt-4o"
+    tracer(
+        RunStarted(
+            run_id="r",
+            span_id=1,
+            parent_id=None,
+            task="t",
+            flow="a",
+            agents=("a",),
+            context_mode="pull",
+            timestamp=100.0,
+        )
+    )
+    tracer(
+        AgentStarted(
+            run_id="r", span_id=2, parent_id=1, agent_name="a", model=model, timestamp=100.5
+        )
+    )
+    tracer(
+        ModelCallStarted(
+            run_id="r",
+            span_id=3,
+            parent_id=2,
+            agent_name="a",
+            model=model,
+            turn=1,
+            messages=2,
+            tools=0,
+            timestamp=101.0,
+        )
+    )
+    tracer(
+        TextDelta(run_id="r", span_id=4, parent_id=3, agent_name="a", text="Hel", timestamp=101.5)
+    )
+    tracer(
+        ModelFallback(
+            run_id="r",
+            span_id=5,
+            parent_id=3,
+            agent_name="a",
+            from_model=model,
+            to_model="anthropic/claude",
+            error="down",
+            timestamp=101.6,
+        )
+    )
+    tracer(
+        RunFinished(run_id="r", span_id=1, parent_id=None, duration_seconds=2.0, timestamp=102.0)
+    )
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == [f"chat {model}", "invoke_agent a", "invoke_workflow a"]
+    chat, agent, run = spans
+    assert (run.start_time, run.end_time) == (100_000_000_000, 102_000_000_000)
+    assert (chat.start_time, chat.end_time) == (101_000_000_000, 102_000_000_000)
+    assert attr(chat, "gen_ai.provider.name") == "openai"
+    assert attr(chat, "swarmcore.cancelled") is True
+    assert attr(agent, "swarmcore.cancelled") is True
+    assert [e.name for e in chat.events] == ["swarmcore.text_delta", "swarmcore.fallback"]
+    assert chat.events[0].attributes == {"gen_ai.agent.name": "a", "swarmcore.text": "Hel"}
+    assert chat.events[1].timestamp == 101_600_000_000
+    assert tracer._runs == {}  # pyright: ignore[reportPrivateUsage]
+
+
+def test_text_deltas_are_left_out_without_capture_content(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    tracer = OpenTelemetryTracer(provider)
+    tracer(
+        RunStarted(
+            run_id="r",
+            span_id=1,
+            parent_id=None,
+            task="t",
+            flow="a",
+            agents=("a",),
+            context_mode="push",
+        )
+    )
+    tracer(TextDelta(run_id="r", span_id=2, parent_id=1, agent_name="a", text="secret"))
+    tracer(RunFinished(run_id="r", span_id=1, parent_id=None, duration_seconds=0.1))
+    (run,) = exporter.get_finished_spans()
+    assert run.events == ()
+
+
+def test_the_hook_never_raises(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    tracer = OpenTelemetryTracer(provider)
+    # Events of a run it never saw start, and a finish it never saw open: ignored.
+    tracer(
+        ModelCallFinished(
+            run_id="x",
+            span_id=9,
+            parent_id=8,
+            agent_name="a",
+            model="m",
+            turn=1,
+            duration_seconds=0.1,
+        )
+    )
+    tracer(RunFinished(run_id="x", span_id=7, parent_id=None, duration_seconds=0.1))
+    # A broken tracer underneath is logged, not raised.
+    tracer._tracer = None  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+    tracer(
+        RunStarted(
+            run_id="y",
+            span_id=1,
+            parent_id=None,
+            task="t",
+            flow="a",
+            agents=("a",),
+            context_mode="pull",
+        )
+    )
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_a_broken_tracer_never_breaks_the_run(provider: TracerProvider) -> None:
+    tracer = OpenTelemetryTracer(provider)
+    tracer._tracer = None  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+    model = ScriptedModel([Reply(text="ok")])
+    result = await Swarm(Agent("a", "a x", model=model.model), hooks=[tracer]).run("go")
+    assert result.output == "ok"
+
+
+def test_without_opentelemetry_import_works_and_construction_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # makes `import opentelemetry` fail
+    monkeypatch.delitem(sys.modules, "swarmcore.tracing")
+    tracing = importlib.import_module("swarmcore.tracing")
+    with pytest.raises(UserError) as raised:
+        tracing.OpenTelemetryTracer()
+    assert "pip install 'swarmcore[otel]'" in str(raised.value)
+    assert "uv add 'swarmcore[otel]'" in str(raised.value)
