@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from swarmcore import Agent, Swarm, SwarmResult
+from swarmcore import Agent, Swarm
+from swarmcore.console import ConsoleProgress
 from swarmcore.testing import choose_model
 
 NOTES = {
@@ -50,29 +51,15 @@ def build_flow(model: str) -> Swarm:
     return Swarm(researcher >> (analyst | critic) >> writer, context_mode="pull")
 
 
-def report(result: SwarmResult) -> str:
-    lines = [f"{'agent':<12}{'calls':>6}{'tools':>7}{'tokens':>9}{'seconds':>9}"]
-    for r in result.history:
-        lines.append(
-            f"{r.agent_name:<12}{len(r.llm_calls):>6}{len(r.tool_calls):>7}"
-            f"{r.token_usage.total_tokens:>9}{r.duration_seconds:>9.2f}"
-        )
-    cost = "unknown" if result.cost is None else f"${result.cost:.5f}"
-    lines.append(
-        f"total: {result.token_usage.total_tokens} tokens, {cost}, {result.duration_seconds:.2f}s"
-    )
-    return "\n".join(lines)
-
-
 async def main(task: str) -> None:
     model, notice = choose_model()
     print(notice)
     swarm = build_flow(model)
-    print(f"Flow: {swarm.flow.expression()}\n")
+    # Live progress on stderr (a tree in a terminal, plain lines otherwise),
+    # ending with the usage and cost table.
+    swarm.add_hook(ConsoleProgress(verbosity="summary"))
     result = await swarm.run(task)
     print(result.output)
-    print()
-    print(report(result))
 
 
 if __name__ == "__main__":

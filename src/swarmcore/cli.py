@@ -18,6 +18,7 @@ from pathlib import Path
 from swarmcore import __version__
 from swarmcore.agent import Agent
 from swarmcore.errors import SwarmError
+from swarmcore.events import Hook
 from swarmcore.flow import Flow
 from swarmcore.swarm import Swarm
 
@@ -65,13 +66,30 @@ def _command_run(args: argparse.Namespace) -> int:
     target = load_target(args.target)
     flow = target.flow if isinstance(target, Swarm) else target
     mode = args.context_mode or (target.context_mode if isinstance(target, Swarm) else "pull")
-    result = asyncio.run(Swarm(flow, context_mode=mode).run(args.task))
-    print(result.output)
-    print(
-        f"\n[{len(result.history)} agents, {result.token_usage.total_tokens} tokens, "
-        f"{result.duration_seconds:.2f}s]",
-        file=sys.stderr,
+    hooks: list[Hook] = []
+    if not args.quiet:
+        from swarmcore.console import ConsoleProgress
+
+        hooks.append(ConsoleProgress(verbosity=args.verbosity))
+    swarm = Swarm(
+        flow,
+        context_mode=mode,
+        hooks=hooks,
+        max_cost=args.max_cost,
+        max_tokens=args.max_tokens,
     )
+    if args.dry_run:
+        report = asyncio.run(Swarm(flow, context_mode=mode).dry_run(args.task))
+        print(report.table())
+        return 0
+    result = asyncio.run(swarm.run(args.task))
+    print(result.output)
+    if args.quiet:
+        print(
+            f"\n[{len(result.history)} agents, {result.token_usage.total_tokens} tokens, "
+            f"{result.duration_seconds:.2f}s]",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -94,6 +112,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
     run.add_argument("task", help="the task to run the flow on")
     run.add_argument("--context-mode", choices=["pull", "push"], help="override the context mode")
+    run.add_argument(
+        "--verbosity",
+        choices=["minimal", "summary", "detailed", "debug"],
+        default="summary",
+        help="how much progress to show on stderr (default: summary)",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress; print only the output")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="count model calls and prompt tokens on the offline model; spend nothing",
+    )
+    run.add_argument("--max-cost", type=float, help="stop before spending more than this (USD)")
+    run.add_argument("--max-tokens", type=int, help="stop before spending more tokens than this")
     run.set_defaults(handler=_command_run)
     graph = commands.add_parser("graph", help="print a flow as Mermaid or as an expression")
     graph.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")

@@ -41,10 +41,32 @@ def test_graph_prints_mermaid_without_importing_litellm(flow_file: Path) -> None
 
 
 def test_run_executes_the_flow(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", f"{flow_file}:flow", "what is tea", "--context-mode", "push"]) == 0
+    args = ["run", f"{flow_file}:flow", "what is tea", "--context-mode", "push", "--quiet"]
+    assert main(args) == 0
     out = capsys.readouterr()
     assert out.out.startswith("## b\n\nOffline answer (B works.) to: what is tea")
     assert "[3 agents," in out.err
+
+
+def test_run_shows_progress_on_stderr(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--verbosity", "summary"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("## b\n\n")
+    for name in "abc":
+        assert name in out.err
+    assert "\x1b[" not in out.err  # not a terminal: plain lines
+
+
+def test_dry_run_prints_the_estimate(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["agent", "model", "calls", "prompt", "tokens", "prompt", "cost"]
+    assert lines[-1].startswith("total")
+
+
+def test_budget_flags_stop_the_run(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", f"{flow_file}:flow", "tea", "--quiet", "--max-tokens", "10"]) == 2
+    assert "Budget exhausted" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
