@@ -104,3 +104,12 @@ def test_choose_model_falls_back_offline_without_a_key(monkeypatch: pytest.Monke
         "anthropic/claude-sonnet-4-5",
         "Running on anthropic/claude-sonnet-4-5.",
     )
+
+
+async def test_a_collected_test_model_says_to_keep_a_reference() -> None:
+    import gc
+
+    agent = Agent("a", "x", model=ScriptedModel(["never"]).model, retry=0)
+    gc.collect()
+    with pytest.raises(ModelError, match="was garbage-collected: keep a reference"):
+        await agent.run("go")

@@ -34,11 +34,14 @@ class Responder(Protocol):
 
 
 _responders: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+# Names ever registered, to tell "collected" apart from "never existed" in the error.
+_registered: set[str] = set()
 
 
 def model_string(name: str, responder: Responder) -> str:
     """Register ``responder`` under ``name``; returns the string for ``Agent(model=...)``."""
     _responders[name] = responder
+    _registered.add(name)
     llm.register_provider(PROVIDER, _make_handler)
     return f"{PROVIDER}/{name}"
 
@@ -51,6 +54,12 @@ def _make_handler(lit: ModuleType) -> object:
     ) -> tuple[RecordedRequest, Reply]:
         responder = _responders.get(model)
         if responder is None:
+            if model in _registered:
+                raise CustomLLMError(
+                    404,
+                    f"Test model {model!r} was garbage-collected: keep a reference to the "
+                    "model object (model = ScriptedModel(...); Agent(..., model=model.model)).",
+                )
             raise CustomLLMError(
                 404, f"No test model named {model!r}; build one with swarmcore.testing."
             )
