@@ -101,6 +101,8 @@ class RunStarted(Event):
     """The flow in the ``>>``/``|`` language."""
     agents: tuple[str, ...]
     context_mode: str
+    resumed: bool = False
+    """True when a stored run is being resumed (its finished agents are not run again)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

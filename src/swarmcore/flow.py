@@ -14,6 +14,7 @@ This module is pure data: it never imports ``agent.py`` (Agent inherits
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -23,7 +24,7 @@ from swarmcore.policies import GroupPolicy, check_group_policy
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["Composable", "Flow", "FlowNode", "Group", "chain", "parallel"]
+__all__ = ["Composable", "Flow", "FlowNode", "Group", "chain", "parallel", "shape_of"]
 
 
 class Composable:
@@ -341,6 +342,24 @@ def step_exits(step: Step | Flow) -> tuple[FlowNode, ...]:
             return step.exits()
         case _:
             return tuple(a for m in step for a in step_exits(m))
+
+
+def shape_of(flow: Flow) -> str:
+    """The flow's shape as canonical JSON: agent names, order, groups, branches and policies.
+
+    Two flows with the same shape can continue each other's stored runs, even
+    when their agents' instructions or models differ.
+    """
+
+    def step(item: Step | Flow) -> object:
+        if isinstance(item, FlowNode):
+            return item.name
+        if isinstance(item, Flow):
+            return [step(s) for s in item.step_tuple]
+        policy = item.policy if isinstance(item.policy, str) else f"quorum({item.policy.k})"
+        return {"group": [step(m) for m in item], "policy": policy, "retries": item.retries}
+
+    return json.dumps([step(s) for s in flow.step_tuple], separators=(",", ":"))
 
 
 # --- construction helpers ------------------------------------------------------------

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -38,9 +39,10 @@ from swarmcore.context_tools import (
 )
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
 from swarmcore.events import Event, EventBus, Hook
-from swarmcore.flow import Flow, FlowNode, Group, Step, chain
+from swarmcore.flow import Flow, FlowNode, Group, Step, chain, shape_of
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
+from swarmcore.store import RunRecord, RunStore, open_store
 from swarmcore.tools import Tool
 
 if TYPE_CHECKING:
@@ -105,6 +107,8 @@ class _Run:
     task: str
     context: SharedContext
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    resumed: bool = False
     bus: EventBus | None = None
     results: dict[str, AgentResult] = field(default_factory=dict[str, AgentResult])
     failures: dict[str, AgentFailure] = field(default_factory=dict[str, AgentFailure])
@@ -136,6 +140,9 @@ class Swarm:
         max_tokens: Tokens the run may spend, likewise.
         allow_unpriced: Under ``max_cost``, run models LiteLLM has no price
             for (their cost is not counted); refused by default (fail closed).
+        store: Record every run and each agent result as it finishes: a path
+            (a SQLite file, created when missing) or a RunStore. Enables
+            :meth:`resume`.
 
     Raises:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
@@ -143,7 +150,7 @@ class Swarm:
             is invalid.
     """
 
-    __slots__ = ("_budget", "_defaults", "_flow", "_hooks", "_mode", "_step_retries")
+    __slots__ = ("_budget", "_defaults", "_flow", "_hooks", "_mode", "_step_retries", "_store")
 
     def __init__(
         self,
@@ -156,6 +163,7 @@ class Swarm:
         max_cost: float | None = None,
         max_tokens: int | None = None,
         allow_unpriced: bool = False,
+        store: RunStore | str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(flow, FlowNode):
             flow = chain(flow)
@@ -177,6 +185,12 @@ class Swarm:
         # Validated now (Meter checks its limits); a fresh meter is made per run.
         budget.Meter(max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced)
         self._budget = (max_cost, max_tokens, allow_unpriced)
+        self._store = None if store is None else open_store(store)
+
+    @property
+    def store(self) -> RunStore | None:
+        """Where runs are recorded, if anywhere."""
+        return self._store
 
     def on(self, *types: type[Event]) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
         """Subscribe the decorated function (sync or async) to events of ``types``.
@@ -214,8 +228,13 @@ class Swarm:
     def __repr__(self) -> str:
         return f"Swarm({self._flow.expression()}, context_mode={self._mode.name!r})"
 
-    async def run(self, task: str) -> SwarmResult:
+    async def run(self, task: str, *, metadata: Mapping[str, Any] | None = None) -> SwarmResult:
         """Run the flow on ``task`` with a fresh SharedContext.
+
+        Args:
+            task: What to do; every agent gets it as its user message.
+            metadata: JSON-able notes kept with the run in the store (e.g. who
+                started it, or the CLI's target).
 
         Returns:
             The final output, the context (agent name to output), every
@@ -230,7 +249,58 @@ class Swarm:
             BudgetExceeded: ``max_cost`` or ``max_tokens`` was spent;
                 ``error.partial`` as above.
         """
-        return await self._execute(task, ())
+        _check_task(task)
+        return await self._execute(self._new_run(task, metadata), ())
+
+    async def resume(self, run_id: str) -> SwarmResult:
+        """Continue a stored run that failed or was killed, without re-running finished agents.
+
+        The shared context is rebuilt from the stored results and the flow
+        runs from the first unfinished step; inside a parallel group only the
+        unfinished members run again. The run keeps its id. A run that
+        already succeeded returns its stored result and calls no model.
+
+        Args:
+            run_id: The stored run's id (or a unique prefix of it).
+
+        Raises:
+            UserError: This Swarm has no store, the run is not in it, or this
+                Swarm's flow has another shape than the stored run's.
+        """
+        if self._store is None:
+            raise UserError("resume() needs a run store: Swarm(flow, store='runs.db').")
+        record = self._store.get_run(run_id)
+        if record is None:
+            raise UserError(
+                f"No run {run_id!r} in {self._store!r}; list them with `swarmcore runs list`."
+            )
+        shape = shape_of(self._flow)
+        if record.shape != shape:
+            raise UserError(
+                f"Run {record.run_id[:12]} was made by the flow {record.flow!r}, and this Swarm's "
+                f"flow {self._flow.expression()!r} has another shape (agents, groups or "
+                "policies differ); resume it with the same flow."
+            )
+        run = _Run(
+            task=record.task,
+            context=SharedContext(order=self._flow.names),
+            run_id=record.run_id,
+            metadata=record.settings.get("metadata") or {},
+            resumed=True,
+        )
+        for result in record.results:
+            if result.agent_name in self._flow.names:
+                run.results[result.agent_name] = result
+                summary = result.summary if result.summary != result.output else None
+                run.context.set(result.agent_name, result.output, summary)
+        return await self._execute(run, ())
+
+    def _new_run(self, task: str, metadata: Mapping[str, Any] | None) -> _Run:
+        return _Run(
+            task=task,
+            context=SharedContext(order=self._flow.names),
+            metadata=dict(metadata or {}),
+        )
 
     async def stream(self, task: str, *, text: bool = False) -> AsyncIterator[Event]:
         """Run the flow on ``task``, yielding its events as they happen.
@@ -247,7 +317,7 @@ class Swarm:
         _check_task(task)
         queue: asyncio.Queue[Event] = asyncio.Queue()
         runner = asyncio.ensure_future(
-            self._execute(task, ((queue.put_nowait, ()),), text_deltas=text)
+            self._execute(self._new_run(task, None), ((queue.put_nowait, ()),), text_deltas=text)
         )
         try:
             while True:
@@ -313,14 +383,14 @@ class Swarm:
 
     async def _execute(
         self,
-        task: str,
+        run: _Run,
         extra: Sequence[tuple[Hook, tuple[type[Event], ...]]],
         *,
         text_deltas: bool = False,
     ) -> SwarmResult:
-        _check_task(task)
-        run = _Run(task=task, context=SharedContext(order=self._flow.names))
         subscribers = [*self._hooks, *extra]
+        if self._store is not None:
+            subscribers.append((_Recorder(self._store, self, run), ()))
         if events.run_logger.isEnabledFor(logging.INFO):
             subscribers.append((events.log_event, ()))
         if subscribers:
@@ -350,6 +420,7 @@ class Swarm:
                 flow=self._flow.expression(),
                 agents=self._flow.names,
                 context_mode=self._mode.name,
+                resumed=run.resumed,
             )
         )
         result: SwarmResult | None = None
@@ -587,6 +658,8 @@ class Swarm:
         previous: tuple[str, ...],
         retries: int,
     ) -> None:
+        if agent.name in run.results:  # finished before a resume: kept, not paid for again
+            return
         view = run.context.subset(seen)
         prepared = self._mode.prepare(view, previous)
         attempt = 0
@@ -716,6 +789,56 @@ class Swarm:
             failures=[run.failures[n] for n in self._flow.names if n in run.failures],
             run_id=run.run_id,
         )
+
+
+class _Recorder:
+    """The run store as a consumer of the event stream: each result is committed as it lands."""
+
+    __slots__ = ("_run", "_store", "_swarm")
+
+    def __init__(self, store: RunStore, swarm: Swarm, run: _Run) -> None:
+        self._store = store
+        self._swarm = swarm
+        self._run = run
+
+    def __call__(self, event: Event) -> None:
+        run = self._run
+        match event:
+            case events.RunStarted():
+                swarm = self._swarm
+                max_cost, max_tokens, _ = swarm._budget  # pyright: ignore[reportPrivateUsage] -- its own Swarm
+                self._store.start_run(
+                    RunRecord(
+                        run_id=run.run_id,
+                        flow=event.flow,
+                        task=run.task,
+                        status="running",
+                        started_at=event.timestamp,
+                        agents_total=len(event.agents),
+                        shape=shape_of(swarm.flow),
+                        settings={
+                            "context_mode": event.context_mode,
+                            "max_cost": max_cost,
+                            "max_tokens": max_tokens,
+                            "metadata": run.metadata,
+                        },
+                    )
+                )
+            case events.AgentFinished(result=AgentResult() as result):
+                self._store.save_result(run.run_id, result)
+            case events.RunFinished():
+                partial = event.result or getattr(event.error, "partial", None)
+                for failure in partial.failures if isinstance(partial, SwarmResult) else []:
+                    self._store.save_failure(run.run_id, failure)
+                if event.error is None:
+                    self._store.finish_run(run.run_id, "succeeded")
+                elif isinstance(event.error, asyncio.CancelledError):
+                    self._store.finish_run(run.run_id, "cancelled", error="cancelled")
+                else:
+                    error = f"{type(event.error).__name__}: {event.error}"
+                    self._store.finish_run(run.run_id, "failed", error=error)
+            case _:
+                pass
 
 
 def _offline_copy(node: FlowNode, model: str) -> FlowNode:

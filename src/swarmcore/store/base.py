@@ -1,0 +1,89 @@
+"""What a run store keeps, and the small protocol every backend implements."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swarmcore.models import AgentFailure, AgentResult
+
+__all__ = ["RunRecord", "RunStatus", "RunStore", "RunSummary"]
+
+RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
+"""``running`` also marks a run whose process died: resume it."""
+
+
+class RunSummary(BaseModel):
+    """One line of run history."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    flow: str
+    """The flow in the ``>>``/``|`` language."""
+    task: str
+    status: RunStatus
+    started_at: float
+    """Unix time."""
+    ended_at: float | None = None
+    error: str | None = None
+    agents_done: int = 0
+    """Agents whose results are stored."""
+    agents_total: int = 0
+    """Agents in the flow."""
+
+
+class RunRecord(RunSummary):
+    """A stored run: its summary, settings, flow shape and every stored agent result."""
+
+    shape: str
+    """The flow's shape (names, groups, policies) as canonical JSON; resume checks it."""
+    settings: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """How the run was started: context mode, budgets, the CLI target..."""
+    results: list[AgentResult] = Field(default_factory=list[AgentResult])
+    """Finished agents, in the order they finished."""
+    failures: list[AgentFailure] = Field(default_factory=list[AgentFailure])
+    """Agents that failed, as last recorded."""
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Where runs are recorded. SQLite is built in (:class:`~swarmcore.store.SQLiteStore`).
+
+    Every method is synchronous and short: a Swarm calls them from its event
+    stream as things happen, and a write must be durable when it returns, so
+    that a result is committed before the next step starts.
+    """
+
+    def start_run(self, record: RunRecord) -> None:
+        """Record a new run, or mark a stored one running again (a resume)."""
+        ...
+
+    def save_result(self, run_id: str, result: AgentResult) -> None:
+        """Store one finished agent's result (replacing an earlier failure)."""
+        ...
+
+    def save_failure(self, run_id: str, failure: AgentFailure) -> None:
+        """Store why an agent failed."""
+        ...
+
+    def finish_run(self, run_id: str, status: RunStatus, *, error: str | None = None) -> None:
+        """Mark a run ended."""
+        ...
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The stored run (a unique id prefix works too), or None."""
+        ...
+
+    def list_runs(self, *, limit: int = 20) -> list[RunSummary]:
+        """The most recent runs, newest first."""
+        ...
+
+    def prune(self, *, keep_last: int | None = None, older_than: float | None = None) -> int:
+        """Delete finished runs beyond the newest ``keep_last``, or older than ``older_than`` s.
+
+        Returns:
+            How many runs were deleted.
+        """
+        ...

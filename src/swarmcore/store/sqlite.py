@@ -1,0 +1,322 @@
+"""The built-in run store: one SQLite file, no setup.
+
+Durability and concurrency come from SQLite itself: WAL journaling (readers
+never block the writer), ``synchronous=NORMAL`` (a commit survives the process
+being killed), a busy timeout instead of "database is locked", and short
+``BEGIN IMMEDIATE`` transactions, one per write. Many runs in one process share
+the connection under a lock; runs in other processes open their own. Each
+agent result is stored once, as a row of its own: nothing repeats the history
+of the run before it.
+
+The schema carries a version in ``meta`` and migrates forward on open.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Generator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from swarmcore.errors import UserError
+from swarmcore.models import AgentFailure, AgentResult
+from swarmcore.store.base import RunRecord, RunStatus, RunSummary
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: runs and their agents
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            flow TEXT NOT NULL,
+            shape TEXT NOT NULL,
+            task TEXT NOT NULL,
+            status TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            error TEXT,
+            settings TEXT NOT NULL,
+            agents_total INTEGER NOT NULL
+        )""",
+        "CREATE INDEX runs_started ON runs (started_at)",
+        """CREATE TABLE agents (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            agent_name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            body TEXT NOT NULL,
+            finished_at REAL NOT NULL,
+            PRIMARY KEY (run_id, agent_name)
+        )""",
+    ),
+    (  # 2: find unfinished runs quickly
+        "CREATE INDEX runs_status ON runs (status, started_at)",
+    ),
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+"""The schema version this release writes."""
+
+
+class SQLiteStore:
+    """A :class:`~swarmcore.store.RunStore` in one SQLite file.
+
+    Args:
+        path: The database file; created (with its directory) when missing.
+        keep_last: Retention: after each run starts, finished runs beyond the
+            newest ``keep_last`` are deleted. None keeps every run.
+        keep_days: Retention: finished runs older than this many days are
+            deleted when a run starts. None keeps them.
+
+    Raises:
+        UserError: The file is not a swarmcore store, or was written by a newer
+            swarmcore whose schema this one cannot read.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        keep_last: int | None = None,
+        keep_days: float | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.keep_last = keep_last
+        self.keep_days = keep_days
+        self._lock = threading.RLock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(
+            self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise UserError(
+                f"{self.path} is not a swarmcore run store ({exc}); pass another path."
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open file."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0])
+
+    # --- writes ----------------------------------------------------------------------
+
+    def start_run(self, record: RunRecord) -> None:
+        """Record a new run, or mark a stored one running again (a resume)."""
+        with self._write() as db:
+            db.execute(
+                """INSERT INTO runs (run_id, flow, shape, task, status, started_at, ended_at,
+                                     error, settings, agents_total)
+                   VALUES (?, ?, ?, ?, 'running', ?, NULL, NULL, ?, ?)
+                   ON CONFLICT (run_id) DO UPDATE
+                   SET status = 'running', ended_at = NULL, error = NULL""",
+                (
+                    record.run_id,
+                    record.flow,
+                    record.shape,
+                    record.task,
+                    record.started_at,
+                    json.dumps(record.settings),
+                    record.agents_total,
+                ),
+            )
+        if self.keep_last is not None or self.keep_days is not None:
+            older = None if self.keep_days is None else self.keep_days * 86_400
+            self.prune(keep_last=self.keep_last, older_than=older)
+
+    def save_result(self, run_id: str, result: AgentResult) -> None:
+        """Store one finished agent's result (replacing an earlier failure)."""
+        self._save_agent(run_id, result.agent_name, "done", result.model_dump_json())
+
+    def save_failure(self, run_id: str, failure: AgentFailure) -> None:
+        """Store why an agent failed (never over a stored result)."""
+        with self._write() as db:
+            db.execute(
+                """INSERT INTO agents (run_id, agent_name, status, body, finished_at)
+                   VALUES (?, ?, 'failed', ?, ?)
+                   ON CONFLICT (run_id, agent_name) DO UPDATE
+                   SET body = excluded.body, finished_at = excluded.finished_at
+                   WHERE agents.status = 'failed'""",
+                (run_id, failure.agent_name, failure.model_dump_json(), time.time()),
+            )
+
+    def _save_agent(self, run_id: str, name: str, status: str, body: str) -> None:
+        with self._write() as db:
+            db.execute(
+                """INSERT INTO agents (run_id, agent_name, status, body, finished_at)
+                   VALUES (?, ?, ?, ?, ?)
+                   ON CONFLICT (run_id, agent_name) DO UPDATE
+                   SET status = excluded.status, body = excluded.body,
+                       finished_at = excluded.finished_at""",
+                (run_id, name, status, body, time.time()),
+            )
+
+    def finish_run(self, run_id: str, status: RunStatus, *, error: str | None = None) -> None:
+        """Mark a run ended."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE runs SET status = ?, ended_at = ?, error = ? WHERE run_id = ?",
+                (status, time.time(), error, run_id),
+            )
+
+    def prune(self, *, keep_last: int | None = None, older_than: float | None = None) -> int:
+        """Delete finished runs beyond the newest ``keep_last``, or older than ``older_than`` s.
+
+        Runs still marked ``running`` are kept: they may be resumed.
+
+        Returns:
+            How many runs were deleted.
+        """
+        deleted = 0
+        with self._write() as db:
+            if older_than is not None:
+                cursor = db.execute(
+                    "DELETE FROM runs WHERE status != 'running' AND started_at < ?",
+                    (time.time() - older_than,),
+                )
+                deleted += cursor.rowcount
+            if keep_last is not None:
+                cursor = db.execute(
+                    """DELETE FROM runs WHERE status != 'running' AND run_id NOT IN (
+                           SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ?)""",
+                    (max(keep_last, 0),),
+                )
+                deleted += cursor.rowcount
+        return deleted
+
+    # --- reads -----------------------------------------------------------------------
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The stored run; a unique prefix of its id works too.
+
+        Raises:
+            UserError: The prefix matches more than one run.
+        """
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
+                (_like_prefix(run_id),),
+            ).fetchall()
+            if len(rows) > 1:
+                raise UserError(f"Run id prefix {run_id!r} matches several runs; give more of it.")
+            if not rows:
+                return None
+            run = _row(rows[0])
+            agents = self._db.execute(
+                "SELECT status, body FROM agents WHERE run_id = ? ORDER BY finished_at",
+                (run["run_id"],),
+            ).fetchall()
+        results = [AgentResult.model_validate_json(b) for s, b in agents if s == "done"]
+        failures = [AgentFailure.model_validate_json(b) for s, b in agents if s == "failed"]
+        return RunRecord(
+            run_id=run["run_id"],
+            flow=run["flow"],
+            task=run["task"],
+            status=run["status"],
+            started_at=run["started_at"],
+            ended_at=run["ended_at"],
+            error=run["error"],
+            agents_done=len(results),
+            agents_total=run["agents_total"],
+            shape=run["shape"],
+            settings=json.loads(run["settings"]),
+            results=results,
+            failures=failures,
+        )
+
+    def list_runs(self, *, limit: int = 20) -> list[RunSummary]:
+        """The most recent runs, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT r.*, (SELECT COUNT(*) FROM agents a
+                                WHERE a.run_id = r.run_id AND a.status = 'done') AS done
+                   FROM runs r ORDER BY started_at DESC LIMIT ?""",
+                (limit,),
+            ).fetchall()
+            described = [(_row(r), r[-1]) for r in rows]
+        return [
+            RunSummary(
+                run_id=run["run_id"],
+                flow=run["flow"],
+                task=run["task"],
+                status=run["status"],
+                started_at=run["started_at"],
+                ended_at=run["ended_at"],
+                error=run["error"],
+                agents_done=done,
+                agents_total=run["agents_total"],
+            )
+            for run, done in described
+        ]
+
+    # --- plumbing --------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Generator[sqlite3.Connection]:
+        """One short write transaction, taken at once so concurrent writers queue cleanly."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            current = int(row[0]) if row else 0
+            if current > SCHEMA_VERSION:
+                raise UserError(
+                    f"{self.path} was written by a newer swarmcore (schema {current}; this one "
+                    f"reads up to {SCHEMA_VERSION}); upgrade swarmcore or use another store."
+                )
+            for statements in _MIGRATIONS[current:]:
+                for statement in statements:
+                    db.execute(statement)
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+
+
+_COLUMNS = (
+    "run_id",
+    "flow",
+    "shape",
+    "task",
+    "status",
+    "started_at",
+    "ended_at",
+    "error",
+    "settings",
+    "agents_total",
+)
+
+
+def _row(row: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip(_COLUMNS, row[: len(_COLUMNS)], strict=True))
+
+
+def _like_prefix(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
