@@ -6,6 +6,8 @@
 * :class:`ScriptedModel`: replies a test dictates (``Reply``, ``Fail``),
   recording every request and failing loudly past the end of its script.
 * :class:`FunctionModel`: answers with a function of the request.
+* :class:`ReplayModel`: answers from a stored run's recording, matched by
+  content, so a real run becomes a deterministic offline test.
 * :class:`MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the
   OpenAI chat API, for tests that go through LiteLLM's HTTP path. The pytest
   fixture ``mock_openai_server`` (installed with swarmcore) starts one per test.
@@ -25,6 +27,7 @@ from swarmcore.testing._models import (
     example_arguments,
     offline_model,
 )
+from swarmcore.testing._replay import ReplayModel
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply
 from swarmcore.testing._server import MockOpenAIServer
 
@@ -35,6 +38,7 @@ __all__ = [
     "MockOpenAIServer",
     "OfflineModel",
     "RecordedRequest",
+    "ReplayModel",
     "Reply",
     "ScriptedModel",
     "UnconsumedSteps",

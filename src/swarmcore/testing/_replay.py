@@ -1,0 +1,185 @@
+"""Replay: a stored run answers its own requests, so a real run becomes an offline test.
+
+Every model request of a stored run can be rebuilt from what the store already
+keeps: each agent's conversation (``AgentResult.messages``) holds every request
+(the messages before an assistant turn) and its response (that turn), and
+``llm_calls`` holds each call's token usage. Nothing is stored twice.
+
+Requests are matched by content, not by order, so parallel agents may arrive in
+any order; a request the recording does not hold fails loudly, saying where it
+departs from the nearest recorded one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from swarmcore.models import AgentResult
+from swarmcore.testing._provider import model_string
+from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
+
+if TYPE_CHECKING:
+    from swarmcore.flow import Flow, FlowNode
+    from swarmcore.store import RunStore
+
+__all__ = ["ReplayModel"]
+
+
+class ReplayModel:
+    """A test model that answers from a stored run's recording.
+
+    ```python
+    replay = ReplayModel.from_store("runs.db", run_id)
+    result = await Swarm(replay.flow(flow)).run(replay.task)
+    assert result.output == replay.output
+    ```
+
+    Tools still run (only model calls are replayed), so they must give the
+    same results as in the recorded run: deterministic tools, or test doubles.
+
+    Args:
+        results: The recorded agents' results (``SwarmResult.history``, or a
+            stored run's ``results``).
+        task: The recorded run's task, for convenience.
+        name: The model's name; a fresh one by default.
+    """
+
+    def __init__(
+        self,
+        results: Iterable[AgentResult],
+        *,
+        task: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.results = list(results)
+        self.task = task
+        """The recorded run's task, when known."""
+        self._answers: dict[str, deque[Reply]] = {}
+        self._recorded: list[list[dict[str, Any]]] = []
+        for result in self.results:
+            self._learn(result)
+        self.requests: list[RecordedRequest] = []
+        """Every request received, in arrival order."""
+        self.unmatched: list[RecordedRequest] = []
+        """Requests the recording did not hold."""
+        self.model = model_string(name or f"replay-{id(self):x}", self)
+        """The string to pass as ``Agent(model=...)``."""
+
+    @classmethod
+    def from_store(cls, store: RunStore | str | os.PathLike[str], run_id: str) -> ReplayModel:
+        """The recording of a stored run.
+
+        Raises:
+            UserError: The store has no such run.
+        """
+        from swarmcore.errors import UserError
+        from swarmcore.store import open_store
+
+        opened = open_store(store)
+        record = opened.get_run(run_id)
+        if record is None:
+            raise UserError(f"No run {run_id!r} in {opened!r} to replay.")
+        return cls(record.results, task=record.task)
+
+    @property
+    def output(self) -> str | None:
+        """The recorded output of the last agent that finished, when known."""
+        return self.results[-1].output if self.results else None
+
+    def flow(self, flow: Flow) -> Flow:
+        """``flow`` with every agent on this model (fallback models dropped)."""
+        from swarmcore.agent import Agent
+
+        def replayed(node: FlowNode) -> FlowNode:
+            assert isinstance(node, Agent)
+            return node.clone(model=self.model, fallback_models=())
+
+        return flow.map_agents(replayed)
+
+    @property
+    def remaining(self) -> int:
+        """Recorded replies not used yet."""
+        return sum(len(q) for q in self._answers.values())
+
+    async def respond(self, request: RecordedRequest) -> Step:
+        """The recorded reply to ``request``, or a loud failure."""
+        self.requests.append(request)
+        answers = self._answers.get(_key(request.messages))
+        if answers:
+            return answers.popleft()
+        self.unmatched.append(request)
+        return Fail(400, self._explain(request.messages))
+
+    def _learn(self, result: AgentResult) -> None:
+        messages = result.messages
+        calls = iter(result.llm_calls)
+        for index, message in enumerate(messages):
+            if message.get("role") != "assistant":
+                continue
+            call = next(calls, None)
+            usage = call.token_usage if call else None
+            raw_calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
+            tool_calls: list[Call] = []
+            for raw in raw_calls:
+                function: Mapping[str, Any] = raw["function"]
+                arguments = str(function.get("arguments") or "{}")
+                tool_calls.append(Call(str(function["name"]), arguments, id=str(raw["id"])))
+            reply = Reply(
+                text=message.get("content"),
+                tool_calls=tool_calls,
+                prompt_tokens=usage.prompt_tokens if usage else None,
+                completion_tokens=usage.completion_tokens if usage else None,
+            )
+            self._answers.setdefault(_key(messages[:index]), deque()).append(reply)
+            self._recorded.append(messages[:index])
+
+    def _explain(self, sent: Sequence[Mapping[str, Any]]) -> str:
+        base = (
+            f"ReplayModel: the recording ({len(self._recorded)} requests) holds no reply to "
+            f"this request ({len(sent)} messages)"
+        )
+        if not self._recorded:
+            return base + "."
+        sent_parts = [_canonical(m) for m in sent]
+
+        def shared(recorded: list[dict[str, Any]]) -> int:
+            count = 0
+            for mine, theirs in zip(sent_parts, recorded, strict=False):
+                if mine != _canonical(theirs):
+                    break
+                count += 1
+            return count
+
+        nearest = max(self._recorded, key=shared)
+        at = shared(nearest)
+        if at < len(nearest) and at < len(sent):
+            mine, theirs = sent[at], nearest[at]
+            return (
+                f"{base}. It departs from the nearest recorded request at message {at + 1} "
+                f"({mine.get('role')}): sent {_preview(mine)}, recorded {_preview(theirs)}. "
+                "Did the flow, an agent's instructions or a tool's result change?"
+            )
+        return f"{base}; the nearest recorded request has {len(nearest)} messages."
+
+
+def _canonical(message: Mapping[str, Any]) -> list[Any]:
+    calls: list[list[Any]] = []
+    raw_calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
+    for call in raw_calls:
+        function: Mapping[str, Any] = call.get("function") or {}
+        calls.append([call.get("id"), function.get("name"), function.get("arguments")])
+    return [message.get("role"), message.get("content") or "", message.get("tool_call_id"), calls]
+
+
+def _key(messages: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps([_canonical(m) for m in messages], sort_keys=True)
+
+
+def _preview(message: Mapping[str, Any], limit: int = 80) -> str:
+    text = str(message.get("content") or message.get("tool_calls") or "")
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
