@@ -1,22 +1,65 @@
 from __future__ import annotations
 
+import asyncio
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from swarmcore import Agent, Swarm
 from swarmcore.cli import main
+from swarmcore.store import SQLiteStore
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest, offline_model
 
 FLOW_FILE = """
-from swarmcore import Agent
+from swarmcore import Agent, parallel
 from swarmcore.testing import offline_model
 
 m = offline_model()
-a, b, c = (Agent(n, f"{n.upper()} works.", model=m) for n in "abc")
+a, b, c, d = (Agent(n, f"{n.upper()} works.", model=m) for n in "abcd")
 flow = a >> (b | c)
+diamond = a >> (b | c) >> d
+branch = (a >> b) | c
+nested = parallel(a >> (b | c), d, policy="best_effort")
 not_a_flow = 42
 """
+
+# Agent c fails while the marker file exists; every model call is logged to calls.log.
+FLAKY_FILE = """
+from pathlib import Path
+
+from swarmcore import Agent
+from swarmcore.testing import Fail, FunctionModel
+
+HERE = Path(__file__).parent
+
+
+def answer(request):
+    name = request.system.split()[0]
+    with (HERE / "calls.log").open("a") as log:
+        log.write(name + "\\n")
+    if name == "c" and (HERE / "fail_c").exists():
+        return Fail(400, "c is down", delay=0.3)  # b finishes first
+    return f"{name} says hi\\nmore text"
+
+
+model = FunctionModel(answer)  # test models are held weakly: keep this reference
+a, b, c, d = (Agent(n, f"{n} works.", model=model.model) for n in "abcd")
+flow = a >> (b | c) >> d
+"""
+
+RUN_ID = re.compile(r"^run ([0-9a-f]{32}) stored in (.+)$", re.MULTILINE)
+
+
+@pytest.fixture(autouse=True)
+def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test stores its runs under tmp_path, never in the home directory."""
+    path = tmp_path / "store" / "runs.db"
+    monkeypatch.setenv("SWARMCORE_STORE", str(path))
+    return path
 
 
 @pytest.fixture
@@ -26,18 +69,79 @@ def flow_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_graph_prints_mermaid_without_importing_litellm(flow_file: Path) -> None:
+@pytest.fixture
+def flaky_file(tmp_path: Path) -> Path:
+    path = tmp_path / "flaky.py"
+    path.write_text(FLAKY_FILE)
+    (tmp_path / "fail_c").touch()
+    return path
+
+
+def _calls(flaky_file: Path) -> list[str]:
+    log = flaky_file.with_name("calls.log")
+    return log.read_text().split() if log.exists() else []
+
+
+def _stored_id(err: str) -> str:
+    match = RUN_ID.search(err)
+    assert match, err
+    return match.group(1)
+
+
+def _in_fresh_process(argv: list[str]) -> tuple[list[str], bool, int]:
+    """Run the CLI in a new interpreter: its stdout lines, whether litellm got imported, rc."""
     code = (
         "import sys; from swarmcore.cli import main; "
-        f"rc = main(['graph', {str(flow_file) + ':flow'!r}]); "
+        f"rc = main({argv!r}); "
         "print('litellm' in sys.modules, rc)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     lines = out.stdout.strip().splitlines()
+    imported, rc = lines[-1].split()
+    return lines[:-1], imported == "True", int(rc)
+
+
+def _fail_flaky_run(flaky_file: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    """Run the flaky flow until c fails; returns the run id."""
+    assert main(["run", f"{flaky_file}:flow", "what is tea", "--quiet", *extra]) == 1
+    err = capsys.readouterr().err
+    assert "swarmcore: error: " in err
+    assert "c is down" in err
+    match = re.search(r"^resume with: swarmcore runs resume ([0-9a-f]{32})$", err, re.MULTILINE)
+    assert match, err
+    return match.group(1)
+
+
+# --- graph ---------------------------------------------------------------------------
+
+
+def test_graph_prints_mermaid_without_importing_litellm(flow_file: Path) -> None:
+    lines, imported, rc = _in_fresh_process(["graph", f"{flow_file}:flow"])
     assert lines[0] == "flowchart LR"
     assert "    a --> b" in lines
     assert "    a --> c" in lines
-    assert lines[-1] == "False 0"
+    assert (imported, rc) == (False, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "drawing"),
+    [
+        ("diamond", ["a", "parallel", "├─ b", "└─ c", "d"]),
+        ("branch", ["parallel", "├─ a", "│  b", "└─ c"]),
+        (
+            "nested",
+            ["parallel (best effort)", "├─ a", "│  parallel", "│  ├─ b", "│  └─ c", "└─ d"],
+        ),
+    ],
+)
+def test_graph_draws_a_tree(
+    flow_file: Path, capsys: pytest.CaptureFixture[str], name: str, drawing: list[str]
+) -> None:
+    assert main(["graph", f"{flow_file}:{name}", "--format", "tree"]) == 0
+    assert capsys.readouterr().out.splitlines() == drawing
+
+
+# --- run -----------------------------------------------------------------------------
 
 
 def test_run_executes_the_flow(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,6 +161,53 @@ def test_run_shows_progress_on_stderr(flow_file: Path, capsys: pytest.CaptureFix
     assert "\x1b[" not in out.err  # not a terminal: plain lines
 
 
+def test_run_stores_the_run_and_prints_its_id(
+    flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    run_id = _stored_id(err)
+    assert f"stored in {store_path}" in err
+    store = SQLiteStore(store_path)
+    try:
+        record = store.get_run(run_id)
+    finally:
+        store.close()
+    assert record is not None
+    assert (record.status, record.agents_done, record.agents_total) == ("succeeded", 3, 3)
+    assert record.settings["metadata"] == {
+        "target": f"{flow_file}:flow",
+        "model": None,
+        "cwd": os.getcwd(),
+    }
+
+
+def test_run_with_no_store_writes_nothing(
+    flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{flow_file}:flow", "tea", "--quiet", "--no-store"]) == 0
+    assert "stored in" not in capsys.readouterr().err
+    assert not store_path.exists()
+
+
+def test_run_with_model_runs_every_agent_on_it(
+    flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alt = FunctionModel(lambda r: f"ALT for {r.system.split()[0]}")
+    assert main(["run", f"{flow_file}:flow", "tea", "--quiet", "--model", alt.model]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("## b\n\nALT for B\n\n## c\n\nALT for C")
+    assert len(alt.requests) == 3
+    store = SQLiteStore(store_path)
+    try:
+        record = store.get_run(_stored_id(out.err))
+    finally:
+        store.close()
+    assert record is not None
+    assert record.settings["metadata"]["model"] == alt.model
+    assert {r.model for r in record.results} == {alt.model}
+
+
 def test_dry_run_prints_the_estimate(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", f"{flow_file}:flow", "what is tea", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -65,8 +216,226 @@ def test_dry_run_prints_the_estimate(flow_file: Path, capsys: pytest.CaptureFixt
 
 
 def test_budget_flags_stop_the_run(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", f"{flow_file}:flow", "tea", "--quiet", "--max-tokens", "10"]) == 2
-    assert "Budget exhausted" in capsys.readouterr().err
+    assert main(["run", f"{flow_file}:flow", "tea", "--quiet", "--max-tokens", "10"]) == 1
+    err = capsys.readouterr().err
+    assert "swarmcore: error: Budget exhausted" in err
+    assert "resume with: swarmcore runs resume " in err
+
+
+def test_a_failed_run_says_how_to_resume_it(
+    flaky_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fail_flaky_run(flaky_file, capsys)
+    assert _calls(flaky_file) == ["a", "b", "c"]
+
+
+# --- demo ----------------------------------------------------------------------------
+
+
+def test_demo_runs_offline(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "Is tea good for you?", "--verbosity", "minimal"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith(
+        "Offline answer (You write a short, balanced answer for a general reader.) to: "
+        "Is tea good for you?"
+    )
+    assert out.err.startswith("Running offline on the built-in test model")
+    assert "researcher >> (analyst | critic) >> writer" in out.err
+    assert f"stored in {store_path}" in out.err
+
+
+# --- runs ----------------------------------------------------------------------------
+
+
+def test_runs_list_shows_the_stored_runs(
+    flow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--quiet"]) == 0
+    run_id = _stored_id(capsys.readouterr().err)
+    assert main(["runs", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["id", "status", "agents", "started", "duration", "flow", "task"]
+    row = lines[2]
+    assert row.startswith(run_id[:12] + "  succeeded")
+    assert re.search(r" 3/3  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  +\d+\.\ds  a >> \(b \| c\)  ", row)
+    assert row.endswith("what is tea")
+
+
+def test_runs_list_and_show_do_not_import_litellm(
+    flow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--quiet"]) == 0
+    run_id = _stored_id(capsys.readouterr().err)
+    lines, imported, rc = _in_fresh_process(["runs", "list"])
+    assert (imported, rc) == (False, 0)
+    assert lines[2].startswith(run_id[:12])
+    lines, imported, rc = _in_fresh_process(["runs", "show", run_id[:8]])
+    assert (imported, rc) == (False, 0)
+    assert lines[0] == f"run       {run_id}"
+
+
+def test_runs_show_a_failed_run(flaky_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _fail_flaky_run(flaky_file, capsys)
+    assert main(["runs", "show", run_id[:10]]) == 0
+    out = capsys.readouterr().out
+    header = dict(line.split(None, 1) for line in out.split("\n\n")[0].splitlines())
+    assert header["run"] == run_id
+    assert header["flow"] == "a >> (b | c) >> d"
+    assert header["status"] == "failed"
+    assert header["task"] == "what is tea"
+    assert "c is down" in header["error"]
+    assert header["target"] == f"{flaky_file}:flow"
+    rows = {
+        line.split()[0]: line for line in out.splitlines() if line[:2] in {"a ", "b ", "c ", "d "}
+    }
+    assert list(rows) == ["a", "b", "c", "d"]  # flow order
+    assert re.fullmatch(r"a +done +\d+ +unpriced +\d+\.\ds +a says hi", rows["a"])
+    assert rows["b"].split()[1] == "done"
+    assert re.fullmatch(r"c +failed \(ModelError\) +- +- +- +Agent 'c': .*", rows["c"])
+    assert rows["d"].split() == ["d", "pending", "-", "-", "-"]
+    assert f"resume with: swarmcore runs resume {run_id}" in out
+
+
+def test_runs_resume_runs_only_the_unfinished_agents(
+    flaky_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _fail_flaky_run(flaky_file, capsys)
+    flaky_file.with_name("fail_c").unlink()
+    assert main(["runs", "resume", run_id[:12], "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "d says hi\nmore text\n"
+    assert _stored_id(out.err) == run_id
+    assert _calls(flaky_file) == ["a", "b", "c", "c", "d"]
+    assert main(["runs", "show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "status    succeeded" in shown
+    assert "pending" not in shown
+    assert "failed" not in shown
+
+
+def test_runs_resume_applies_the_stored_model(
+    flaky_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str] = []
+
+    def answer(request: RecordedRequest) -> str | Fail:
+        name = request.system.split()[0]
+        seen.append(name)
+        if name == "c" and flaky_file.with_name("fail_c").exists():
+            return Fail(400, "c is down", delay=0.3)
+        return f"alt {name}"
+
+    alt = FunctionModel(answer)
+    run_id = _fail_flaky_run(flaky_file, capsys, "--model", alt.model)
+    assert sorted(seen) == ["a", "b", "c"]
+    flaky_file.with_name("fail_c").unlink()
+    assert main(["runs", "resume", run_id, "--quiet"]) == 0
+    assert capsys.readouterr().out == "alt d\n"
+    assert sorted(seen[3:]) == ["c", "d"]
+    assert _calls(flaky_file) == []  # the flow file's own model was never called
+
+
+def test_runs_prune_keep_0_deletes_finished_runs(
+    flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for task in ("one", "two"):
+        assert main(["run", f"{flow_file}:flow", task, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "prune", "--keep", "0"]) == 0
+    assert capsys.readouterr().out == f"deleted 2 runs from {store_path}\n"
+    assert main(["runs", "list"]) == 0
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err == f"no runs stored in {store_path}\n"
+
+
+def _run_from_python(store_path: Path) -> str:
+    """A run stored by Swarm(...).run() in Python: it has no CLI target."""
+    store = SQLiteStore(store_path)
+    try:
+        swarm = Swarm(Agent("solo", "Solo works.", model=offline_model()), store=store)
+        return asyncio.run(swarm.run("tea")).run_id
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["runs", "show", "nope"], "no run 'nope' in "),
+        (["runs", "resume", "nope"], "no run 'nope' in "),
+        (["runs", "prune"], "runs prune needs --keep N or --older-than DAYS"),
+        (["runs", "prune", "--keep", "-1"], "--keep must be 0 or more"),
+        (["runs", "list", "--limit", "x"], "argument --limit: invalid int value: 'x'"),
+        (["runs", "resume", "{python_run}"], "was not started by the swarmcore command"),
+        (["run", "{flows}:flow", "  "], "needs a non-empty task"),
+        (["bogus"], "invalid choice: 'bogus'"),
+    ],
+    ids=[
+        "show-unknown",
+        "resume-unknown",
+        "prune-no-option",
+        "prune-negative",
+        "bad-int",
+        "resume-python-run",
+        "empty-task",
+        "no-command",
+    ],
+)
+def test_usage_errors_print_one_line_and_exit_2(
+    flow_file: Path,
+    store_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    python_run = _run_from_python(store_path)
+    capsys.readouterr()  # what the run above logged
+    args = [a.format(python_run=python_run, flows=flow_file) for a in argv]
+    try:
+        rc = main(args)
+    except SystemExit as exit_:  # argparse's own errors
+        rc = exit_.code
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.startswith("swarmcore: error: ")
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_runs_show_without_a_store_is_a_usage_error(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["runs", "show", "abc"]) == 2
+    assert capsys.readouterr().err == (
+        f"swarmcore: error: no run store at {store_path} "
+        "(runs are stored there by `swarmcore run`)\n"
+    )
+    assert not store_path.exists()  # reading never creates a store
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["run"],
+        ["demo"],
+        ["graph"],
+        ["runs"],
+        ["runs", "list"],
+        ["runs", "show"],
+        ["runs", "resume"],
+        ["runs", "prune"],
+    ],
+    ids=lambda c: " ".join(c) or "swarmcore",
+)
+def test_help_works_for_every_command(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: swarmcore {' '.join(command)}".rstrip())
 
 
 @pytest.mark.parametrize(
