@@ -101,6 +101,9 @@ class SQLiteStore:
             raise UserError(
                 f"{self.path} is not a swarmcore run store ({exc}); pass another path."
             ) from exc
+        except BaseException:  # a newer schema, an interrupt: do not leak the connection
+            self._db.close()
+            raise
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -206,14 +209,21 @@ class SQLiteStore:
     def get_run(self, run_id: str) -> RunRecord | None:
         """The stored run; a unique prefix of its id works too.
 
+        A whole id names its run even when it also begins another run's id;
+        an empty id names none.
+
         Raises:
             UserError: The prefix matches more than one run.
         """
+        if not run_id:
+            return None
         with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
-                (_like_prefix(run_id),),
-            ).fetchall()
+            rows = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchall()
+            if not rows:
+                rows = self._db.execute(
+                    "SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
+                    (_like_prefix(run_id),),
+                ).fetchall()
             if len(rows) > 1:
                 raise UserError(f"Run id prefix {run_id!r} matches several runs; give more of it.")
             if not rows:
@@ -270,15 +280,20 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self) -> Generator[sqlite3.Connection]:
-        """One short write transaction, taken at once so concurrent writers queue cleanly."""
+        """One short write transaction, taken at once so concurrent writers queue cleanly.
+
+        A failed statement or COMMIT rolls back (unless SQLite already did), so
+        the connection is never left inside a transaction for the next write.
+        """
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self._write() as db:
