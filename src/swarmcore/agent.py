@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from swarmcore import events, llm
+from swarmcore import events, llm, mcp
 from swarmcore.context import SharedContext, parse_summary
 from swarmcore.errors import AgentError, MaxTurnsExceeded, UserError
 from swarmcore.flow import FlowNode
 from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.policies import RetryPolicy
-from swarmcore.tools import Tool, run_tool_call, to_tools, validate_name
+from swarmcore.tools import Tool, Toolset, run_tool_call, to_tools, validate_name
 
 if TYPE_CHECKING:
     from typing import Self
@@ -95,8 +95,9 @@ class Agent(FlowNode):
     """The system prompt."""
     model: str = DEFAULT_MODEL
     """Any LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or ``anthropic/claude-sonnet-4-5``."""
-    tools: Sequence[Callable[..., Any] | Tool] = ()
-    """Plain functions (sync or async) or Tools; stored as a tuple of Tools."""
+    tools: Sequence[Callable[..., Any] | Tool | Toolset] = ()
+    """Plain functions (sync or async), Tools, or toolsets such as MCP servers
+    (``MCPServer.stdio(...)``), whose tools are fetched when the agent runs."""
     _: KW_ONLY
     fallback_models: Sequence[str] = ()
     """Models tried in order when transient failures outlast the retry policy on ``model``."""
@@ -124,6 +125,7 @@ class Agent(FlowNode):
     api_key: str | None = field(default=None, repr=False)
     """The provider key; by default LiteLLM reads the provider's environment variable."""
     _tool_map: dict[str, Tool] = field(init=False, repr=False)
+    _toolsets: tuple[Toolset, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         validate_name(self.name, "Agent")
@@ -151,15 +153,25 @@ class Agent(FlowNode):
         object.__setattr__(self, "fallback_models", tuple(self.fallback_models))
         if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Iterable):
             raise UserError(f"Agent {self.name!r}: tools must be a list of functions.")
-        tools = to_tools(self.tools, owner=f"Agent {self.name!r}")
-        object.__setattr__(self, "tools", tools)
+        toolsets = tuple(t for t in self.tools if isinstance(t, Toolset))
+        tools = to_tools(
+            [t for t in self.tools if not isinstance(t, Toolset)], owner=f"Agent {self.name!r}"
+        )
+        object.__setattr__(self, "tools", (*tools, *toolsets))
+        object.__setattr__(self, "_toolsets", toolsets)
         object.__setattr__(self, "model_settings", dict(self.model_settings))
         object.__setattr__(self, "_tool_map", {t.name: t for t in tools})
 
     def __repr__(self) -> str:
-        tools = f", tools={[t.name for t in self._tool_map.values()]}" if self._tool_map else ""
+        names = [t.name for t in self._tool_map.values()] + [repr(t) for t in self._toolsets]
+        tools = f", tools={names}" if names else ""
         fallbacks = f", fallback_models={list(self.fallback_models)!r}" * bool(self.fallback_models)
         return f"Agent({self.name!r}, model={self.model!r}{fallbacks}{tools})"
+
+    @property
+    def toolsets(self) -> tuple[Toolset, ...]:
+        """The toolsets (MCP servers) among ``tools``, whose tools are fetched at run time."""
+        return self._toolsets
 
     def clone(self, **changes: Any) -> Self:
         """A copy with some fields changed: ``agent.clone(name="critic_2", model=...)``."""
@@ -202,9 +214,31 @@ class Agent(FlowNode):
         if context_hint is None and context is not None and len(context):
             context_hint = "# Context from earlier agents\n\n" + context.format_for_prompt()
         settings = _Settings.of(self, defaults or _DEFAULTS)
-        state = _RunState(
-            self, settings, self._merge_tools(extra_tools), self._messages(task, context_hint)
-        )
+        if not self._toolsets:
+            return await self._run(task, context_hint, settings, extra_tools)
+        scope = mcp.current_scope()
+        if scope is not None:  # a Swarm run: its connections outlive this agent
+            return await self._run(task, context_hint, settings, extra_tools)
+        scope = mcp.ConnectionScope()
+        token = mcp.enter_scope(scope)
+        try:
+            return await self._run(task, context_hint, settings, extra_tools)
+        finally:
+            await scope.close()
+            mcp.exit_scope(token)
+
+    async def _run(
+        self,
+        task: str,
+        context_hint: str | None,
+        settings: _Settings,
+        extra_tools: Sequence[Callable[..., Any] | Tool],
+    ) -> AgentResult:
+        fetched: list[Tool] = []
+        for toolset in self._toolsets:
+            fetched.extend(await toolset.tools())
+        tools = self._merge_tools([*extra_tools, *fetched])
+        state = _RunState(self, settings, tools, self._messages(task, context_hint))
         start = time.perf_counter()
         deadline = asyncio.timeout(settings.timeout)
         try:
@@ -242,9 +276,15 @@ class Agent(FlowNode):
         merged = dict(self._tool_map)
         for tool in to_tools(extra, owner=f"Agent {self.name!r} (extra_tools)"):
             if tool.name in merged:
+                source = getattr(tool, "server", None)
+                fix = (
+                    f"give the MCP server {source!r} a prefix= or select() its tools"
+                    if source
+                    else "rename the agent's tool"
+                )
                 raise UserError(
                     f"Agent {self.name!r} already has a tool named {tool.name!r}, which the "
-                    "run also injects; rename the agent's tool."
+                    f"run also adds; {fix}."
                 )
             merged[tool.name] = tool
         return merged
@@ -423,6 +463,7 @@ class _RunState:
             return await run
         bus, parent = observed
         span_id = events.new_span_id()
+        server: str | None = getattr(self.tools.get(call.name), "server", None)
         bus.publish(
             events.ToolCallStarted(
                 run_id=bus.run_id,
@@ -432,6 +473,7 @@ class _RunState:
                 tool_name=call.name,
                 call_id=call.id,
                 arguments=call.arguments,
+                server=server,
             )
         )
         start = time.perf_counter()
@@ -453,6 +495,7 @@ class _RunState:
                     result_chars=len(record.result) if record else 0,
                     error=record.error if record else "cancelled",
                     truncated_from=record.truncated_from if record else None,
+                    server=server,
                 )
             )
         assert record is not None  # the try either set it or raised

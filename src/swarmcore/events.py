@@ -199,6 +199,8 @@ class ToolCallStarted(Event):
     tool_name: str
     call_id: str
     arguments: str
+    server: str | None = None
+    """The MCP server that runs the tool; None for a Python tool."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,6 +215,8 @@ class ToolCallFinished(Event):
     result_chars: int
     error: str | None = None
     truncated_from: int | None = None
+    server: str | None = None
+    """The MCP server that ran the tool; None for a Python tool."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -73,6 +73,8 @@ class ToolCallRecord(BaseModel):
     """Why the call failed (unknown tool, bad arguments, the tool raised or timed out), or None."""
     truncated_from: int | None = None
     """The result's full length in characters when it was cut to the limit; None if whole."""
+    server: str | None = None
+    """The MCP server that ran the tool; None for a Python tool."""
     duration_seconds: float = 0.0
     """Wall time of the call."""
 

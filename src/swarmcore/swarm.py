@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from swarmcore import budget, events
+from swarmcore import budget, events, mcp
 from swarmcore.agent import Agent, AgentDefaults
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
@@ -150,7 +150,16 @@ class Swarm:
             is invalid.
     """
 
-    __slots__ = ("_budget", "_defaults", "_flow", "_hooks", "_mode", "_step_retries", "_store")
+    __slots__ = (
+        "_budget",
+        "_defaults",
+        "_flow",
+        "_hooks",
+        "_mode",
+        "_step_retries",
+        "_store",
+        "_uses_toolsets",
+    )
 
     def __init__(
         self,
@@ -186,6 +195,7 @@ class Swarm:
         budget.Meter(max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced)
         self._budget = (max_cost, max_tokens, allow_unpriced)
         self._store = None if store is None else open_store(store)
+        self._uses_toolsets = any(isinstance(a, Agent) and a.toolsets for a in flow.agents)
 
     @property
     def store(self) -> RunStore | None:
@@ -402,12 +412,18 @@ class Swarm:
                 max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced
             )
         token = budget.metering(meter)
+        # MCP servers connect on first use and stay open for the whole run.
+        scope = mcp.ConnectionScope() if self._uses_toolsets else None
+        scope_token = mcp.enter_scope(scope) if scope is not None else None
         try:
             if run.bus is None:
                 return await self._walk(run)
             return await self._observed_walk(run, run.bus)
         finally:
             budget.reset(token)
+            if scope is not None and scope_token is not None:
+                await scope.close()
+                mcp.exit_scope(scope_token)
 
     async def _observed_walk(self, run: _Run, bus: EventBus) -> SwarmResult:
         span_id = events.new_span_id()

@@ -21,15 +21,23 @@ import time
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-from swarmcore.errors import UserError
+from swarmcore.errors import SwarmError, UserError
 from swarmcore.models import ToolCallRecord
 
-__all__ = ["Tool", "function_tool", "run_tool_call", "to_tools", "truncate", "validate_name"]
+__all__ = [
+    "Tool",
+    "Toolset",
+    "function_tool",
+    "run_tool_call",
+    "to_tools",
+    "truncate",
+    "validate_name",
+]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _SECTION = re.compile(
@@ -150,6 +158,18 @@ class Tool:
             ) from exc
         # Fields are stored under internal names (p_<name>) with the parameter as alias.
         return {name[2:]: getattr(model, name) for name in type(model).model_fields}
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """Tools that exist only at run time, such as an MCP server's; pass one in an Agent's tools."""
+
+    name: str
+    """The toolset's name, for errors and records."""
+
+    async def tools(self) -> list[Tool]:
+        """The tools to offer in this run."""
+        ...
 
 
 class ToolArgumentsError(Exception):
@@ -281,6 +301,10 @@ async def run_tool_call(
         except ToolArgumentsError as exc:
             error = str(exc)
             result = error
+        except (
+            SwarmError
+        ):  # swarmcore's own stop signals (a dead MCP server, a budget) end the agent
+            raise
         except TimeoutError as exc:
             if deadline.expired():
                 error = (
@@ -302,6 +326,7 @@ async def run_tool_call(
         error=error,
         duration_seconds=time.perf_counter() - start,
         truncated_from=full_length,
+        server=getattr(tool, "server", None),
     )
 
 
