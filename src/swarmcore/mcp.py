@@ -125,7 +125,9 @@ class MCPServer:
 
             return StdioServerParameters(command=command, args=arguments, env=environment, cwd=cwd)
 
-        default = command.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0] or "mcp"
+        # `python server.py` / `node server.js` are named after the script, not the interpreter.
+        script = next((a for a in arguments if a.endswith((".py", ".js", ".mjs", ".ts"))), None)
+        default = _stem(script or command) or "mcp"
         return cls(target, name=name or _identifier(default), **options)
 
     @classmethod
@@ -549,6 +551,10 @@ def _validator(schema: Mapping[str, Any]) -> Callable[[dict[str, Any]], str | No
         return f"{where}: {first.message}"
 
     return check
+
+
+def _stem(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
 
 
 def _identifier(text: str) -> str:
