@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from swarmcore import events, llm, mcp
+from swarmcore import events, llm
 from swarmcore.context import SharedContext, parse_summary
 from swarmcore.errors import AgentError, MaxTurnsExceeded, UserError
 from swarmcore.flow import FlowNode
@@ -216,6 +216,8 @@ class Agent(FlowNode):
         settings = _Settings.of(self, defaults or _DEFAULTS)
         if not self._toolsets:
             return await self._run(task, context_hint, settings, extra_tools)
+        from swarmcore import mcp  # only agents with toolsets need it
+
         scope = mcp.current_scope()
         if scope is not None:  # a Swarm run: its connections outlive this agent
             return await self._run(task, context_hint, settings, extra_tools)

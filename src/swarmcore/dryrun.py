@@ -19,7 +19,7 @@ __all__ = ["AgentEstimate", "DryRunReport"]
 class AgentEstimate(BaseModel):
     """What one agent would send."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     agent_name: str
     model: str
@@ -35,7 +35,7 @@ class AgentEstimate(BaseModel):
 class DryRunReport(BaseModel):
     """A dry run's count of model calls and prompt tokens, per agent in flow order."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     agents: list[AgentEstimate]
 

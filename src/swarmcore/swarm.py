@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from swarmcore import budget, events, mcp
+from swarmcore import budget, events
 from swarmcore.agent import Agent, AgentDefaults
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
@@ -42,11 +42,11 @@ from swarmcore.events import Event, EventBus, Hook
 from swarmcore.flow import Flow, FlowNode, Group, Step, chain, shape_of
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
-from swarmcore.store import RunRecord, RunStore, open_store
 from swarmcore.tools import Tool
 
 if TYPE_CHECKING:
     from swarmcore.dryrun import DryRunReport
+    from swarmcore.store import RunStore
 
 __all__ = ["ContextMode", "Swarm"]
 
@@ -194,7 +194,11 @@ class Swarm:
         # Validated now (Meter checks its limits); a fresh meter is made per run.
         budget.Meter(max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced)
         self._budget = (max_cost, max_tokens, allow_unpriced)
-        self._store = None if store is None else open_store(store)
+        self._store = None
+        if store is not None:
+            from swarmcore.store import open_store  # sqlite3 is loaded only for runs that store
+
+            self._store = open_store(store)
         self._uses_toolsets = any(isinstance(a, Agent) and a.toolsets for a in flow.agents)
 
     @property
@@ -413,8 +417,12 @@ class Swarm:
             )
         token = budget.metering(meter)
         # MCP servers connect on first use and stay open for the whole run.
-        scope = mcp.ConnectionScope() if self._uses_toolsets else None
-        scope_token = mcp.enter_scope(scope) if scope is not None else None
+        scope = scope_token = None
+        if self._uses_toolsets:
+            from swarmcore import mcp
+
+            scope = mcp.ConnectionScope()
+            scope_token = mcp.enter_scope(scope)
         try:
             if run.bus is None:
                 return await self._walk(run)
@@ -422,6 +430,8 @@ class Swarm:
         finally:
             budget.reset(token)
             if scope is not None and scope_token is not None:
+                from swarmcore import mcp
+
                 await scope.close()
                 mcp.exit_scope(scope_token)
 
@@ -821,6 +831,8 @@ class _Recorder:
         run = self._run
         match event:
             case events.RunStarted():
+                from swarmcore.store import RunRecord
+
                 swarm = self._swarm
                 max_cost, max_tokens, _ = swarm._budget  # pyright: ignore[reportPrivateUsage] -- its own Swarm
                 self._store.start_run(

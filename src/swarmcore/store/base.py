@@ -17,7 +17,7 @@ RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
 class RunSummary(BaseModel):
     """One line of run history."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     run_id: str
     flow: str
