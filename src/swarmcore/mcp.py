@@ -51,6 +51,10 @@ _INSTALL_HINT = (
 )
 
 
+_MAX_PAGES = 100
+"""The most pages of a paginated tool list followed (a cursor that never ends stops here)."""
+
+
 class MCPError(SwarmError):
     """An MCP server could not be reached, listed or restarted."""
 
@@ -150,16 +154,7 @@ class MCPServer:
         fixed = dict(headers or {})
 
         def target() -> Any:
-            if not fixed:
-                return url
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import (  # pyright: ignore[reportPrivateUsage]
-                create_mcp_http_client,
-            )
-
-            return _StreamableTransport(
-                lambda: streamable_http_client(url, http_client=create_mcp_http_client(fixed))
-            )
+            return _StreamableTransport(url, fixed) if fixed else url
 
         host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
         return cls(target, name=name or _identifier(host), **options)
@@ -256,8 +251,18 @@ class MCPTool(Tool):
         """A Tool for the MCP tool ``spec`` of ``server``."""
         schema: dict[str, Any] = dict(spec.input_schema or {"type": "object", "properties": {}})
         remote = str(spec.name)
+        name = f"{server._prefix}{remote}"  # pyright: ignore[reportPrivateUsage]
+        try:
+            validate_name(name, "MCP tool")
+        except UserError:
+            # MCP allows names (dots, 128 characters) that model providers refuse.
+            raise UserError(
+                f"MCP server {server.name!r} offers a tool named {name!r}, which models cannot "
+                "call (1 to 64 letters, digits, '_' or '-', starting with a letter or '_'); "
+                f"leave it out with exclude=[{remote!r}] or select() the tools you need."
+            ) from None
         tool = cls(
-            name=validate_name(f"{server._prefix}{remote}", "MCP tool"),  # pyright: ignore[reportPrivateUsage]
+            name=name,
             description=str(spec.description or remote.replace("_", " ")),
             parameters=schema,
             fn=_never,
@@ -320,6 +325,7 @@ class _Connection:
         self._tools: list[Any] | None = None
         self._lock = asyncio.Lock()
         self._broken = False
+        self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
 
     @classmethod
     async def open(cls, server: MCPServer) -> _Connection:
@@ -328,14 +334,19 @@ class _Connection:
         return connection
 
     async def _start(self) -> None:
+        import anyio
+
         self._ready.clear()
         self._stop.clear()
         self._failure = None
         self._broken = False
         self._tools = None
+        # Cancelled by close() while still connecting: a server that never answers the
+        # handshake (or a caller cancelled meanwhile) must not keep the process alive.
+        self._cancel = anyio.CancelScope()
         # A fresh context: the connection must not inherit the opening agent's event span.
         self._owner = asyncio.get_running_loop().create_task(
-            self._own(), context=contextvars.Context()
+            self._own(self._cancel), context=contextvars.Context()
         )
         try:
             async with asyncio.timeout(self.server.timeout):
@@ -346,21 +357,32 @@ class _Connection:
                 f"MCP server {self.server.name!r} did not connect within "
                 f"{self.server.timeout:g}s; check its command or URL."
             ) from None
+        except BaseException:  # cancelled while connecting: end the half-open connection
+            await self.close()
+            raise
         if self._failure is not None:
             failure, self._owner = self._failure, None
+            cause = _leaf(failure)
+            hint = (
+                " (it closed the connection before the MCP handshake: check that the "
+                "command runs an MCP server, and its stderr)"
+                if _connection_lost(cause)
+                else ""
+            )
             raise MCPError(
                 f"MCP server {self.server.name!r} could not be started: "
-                f"{type(failure).__name__}: {failure}"
+                f"{type(cause).__name__}: {cause}{hint}"
             ) from failure
 
-    async def _own(self) -> None:
+    async def _own(self, cancel: Any) -> None:
         try:
-            client_type = _client_class()
-            target = self.server._target()  # pyright: ignore[reportPrivateUsage]
-            async with AsyncExitStack() as stack:
-                self._client = await stack.enter_async_context(client_type(target))
-                self._ready.set()
-                await self._stop.wait()
+            with cancel:
+                client_type = _client_class()
+                target = self.server._target()  # pyright: ignore[reportPrivateUsage]
+                async with AsyncExitStack() as stack:
+                    self._client = await stack.enter_async_context(client_type(target))
+                    self._ready.set()
+                    await self._stop.wait()
         except Exception as exc:  # reported to whoever waits for the connection
             self._failure = exc
             self._broken = True
@@ -374,6 +396,8 @@ class _Connection:
         if owner is None:
             return
         self._stop.set()
+        if not self._ready.is_set() and self._cancel is not None:
+            self._cancel.cancel()  # still connecting: abandon the handshake
         try:
             async with asyncio.timeout(10):
                 await asyncio.shield(owner)
@@ -384,15 +408,22 @@ class _Connection:
     async def list_tools(self) -> list[Any]:
         async with self._lock:
             if self._tools is None:
+                tools: list[Any] = []
+                cursor: str | None = None
                 try:
-                    listed = await self._live_client().list_tools()
+                    for _ in range(_MAX_PAGES):  # follow the pages of a paginating server
+                        page = await self._live_client().list_tools(cursor=cursor)
+                        tools.extend(page.tools)
+                        cursor = page.next_cursor
+                        if not cursor:
+                            break
                 except MCPError:
                     raise
                 except Exception as exc:
                     raise MCPError(
                         f"MCP server {self.server.name!r} could not list its tools: {exc}"
                     ) from exc
-                self._tools = list(listed.tools)
+                self._tools = tools
             return self._tools
 
     def _live_client(self) -> Any:
@@ -408,7 +439,9 @@ class _Connection:
         try:
             return await client.call_tool(remote, arguments)
         except Exception as exc:
-            if self._alive():
+            # A dead process or a dropped connection leaves the owner task waiting, so
+            # the error itself says the server is gone.
+            if self._alive() and not _connection_lost(exc):
                 raise RuntimeError(f"MCP server {self.server.name!r}: {exc}") from exc
             self._broken = True
             raise RuntimeError(
@@ -432,18 +465,32 @@ class _Connection:
 
 
 class _StreamableTransport:
-    """Adapts an async-context-manager factory to the SDK's Transport shape."""
+    """Streamable HTTP with fixed headers, in the SDK's Transport shape.
 
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        self._factory = factory
-        self._context: Any = None
+    The SDK leaves an ``http_client`` it is given open, so this owns and closes it.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self._url = url
+        self._headers = headers
+        self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> Any:
-        self._context = self._factory()
-        return await self._context.__aenter__()
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import (  # pyright: ignore[reportPrivateUsage]
+            create_mcp_http_client,
+        )
 
-    async def __aexit__(self, *exc: object) -> Any:
-        return await self._context.__aexit__(*exc)
+        async with AsyncExitStack() as stack:
+            http: Any = await stack.enter_async_context(create_mcp_http_client(self._headers))
+            streams = await stack.enter_async_context(
+                streamable_http_client(self._url, http_client=http)
+            )
+            self._stack = stack.pop_all()
+        return streams
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stack.__aexit__(*exc)
 
 
 # --- the run's connections ----------------------------------------------------------------
@@ -510,6 +557,31 @@ def _client_class() -> Any:
     except ImportError as exc:
         raise UserError(_INSTALL_HINT) from exc
     return Client
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, as anyio task groups raise them."""
+    while isinstance(exc, BaseExceptionGroup):
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        if not group.exceptions:
+            return group
+        exc = group.exceptions[0]
+    return exc
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection to the server is gone (not a failed request)."""
+    import anyio
+
+    exc = _leaf(exc)
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
+        return True
+    try:
+        from mcp.types import CONNECTION_CLOSED
+    except ImportError:  # pragma: no cover - the SDK is there whenever a call was made
+        return False
+    error = getattr(exc, "error", None)
+    return getattr(error, "code", None) == CONNECTION_CLOSED
 
 
 def _render(result: Any, shown: str) -> str:
