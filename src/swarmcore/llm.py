@@ -396,8 +396,8 @@ def _to_reply(
 def _cost(lit: ModuleType, model: str, response: Any) -> float | None:
     """Price the call from LiteLLM's bundled price map; None when the model is unpriced."""
     # LiteLLM has already priced a non-streamed reply; pricing again costs ~130 us a call.
-    hidden: Any = getattr(response, "_hidden_params", None)
-    known: object = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    hidden: dict[str, object] = getattr(response, "_hidden_params", None) or {}
+    known = hidden.get("response_cost")
     if isinstance(known, int | float) and not isinstance(known, bool):
         return float(known)
     if not _is_priced(lit, model):
