@@ -1,0 +1,934 @@
+"""swarmcore against its floor: plain ``litellm.acompletion`` + ``asyncio.gather``.
+
+    uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 3] [--profile]
+
+A local OpenAI-compatible server (``benchmarks/_server.py``, its own process, on
+127.0.0.1) answers every chat request after a fixed latency L. Each workload runs
+through swarmcore and through the floor, which sends byte-identical requests
+(the server records swarmcore's payloads once, untimed, and the floor replays
+them: same messages, same tools, same litellm kwargs) with nothing around the
+calls but ``asyncio.gather``. The ratio swarmcore/floor is what swarmcore adds.
+
+* W1: the diamond ``a >> (b | c) >> d``; floor: a, gather(b, c), d. Ideal 3 x L.
+* W2: ``parallel(*N agents) >> merge``; floor: gather N calls, then one. Ideal 2 x L.
+* W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
+  model call and peak RSS. Each side runs in its own long-lived worker process
+  (see the W3 section), so peak RSS is separable and both sides start equally fresh.
+* Cold ``import swarmcore``: median of 5 fresh interpreters, and whether it
+  imported litellm.
+* Prompt tokens of the k-th agent of 5-, 20- and 50-agent chains in pull and
+  push mode, on the in-process FunctionModel (no server), read from
+  ``ModelCallFinished`` events.
+
+Fairness rules: litellm is warmed up (plain call, call with tools, one untimed
+run of each side) before anything is timed, then the surviving heap is frozen
+out of the GC (``settle_gc``) in every process; both sides run on the same event
+loop policy (asyncio's default) with the same litellm settings (none beyond
+what swarmcore's loader sets); swarmcore and floor alternate (order flipped
+every repetition) and the best of ``--reps`` is kept, with the spread of the
+repetitions shown so a ratio can be read against the noise. ``--profile`` adds
+a cProfile comparison of the two sides at W3 K=50 after the table. Progress
+goes to stderr; stdout gets only the final table (and the profile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import http.client
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # imported lazily below: the floor's W3 worker never imports swarmcore
+    from swarmcore import Agent, Swarm
+    from swarmcore.testing import RecordedRequest
+
+# As swarmcore does before importing litellm: the bundled price map, no fetch at import.
+# Set here, once, for this process and every child, so both sides share it.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+HERE = Path(__file__).resolve().parent
+MODEL = "openai/bench"
+API_KEY = "sk-bench-dummy"
+CALL_TIMEOUT = 120.0
+"""swarmcore's default call_timeout, which it passes on to litellm as ``timeout=``."""
+TASK = "Benchmark task: do your step and report briefly."
+SETTLE = 0.1
+"""Seconds idled after a workload before reading CPU time, so the work litellm
+schedules after a call returns (its logging worker) is charged to the side that
+caused it rather than to whichever side runs next."""
+CHAIN_TASK = "the history of tea"
+TOKEN_POSITIONS = (2, 5, 20, 50)
+PROTOCOL = "@@bench "
+"""Prefix of the worker's protocol lines on stdout (anything else there is ignored)."""
+
+Payloads = dict[str, dict[str, Any]]
+"""Captured requests: first line of the system prompt -> {"messages", "tools"}."""
+
+
+_T0 = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    print(f"[bench {time.perf_counter() - _T0:5.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm with the settings swarmcore's own loader applies, for both sides."""
+    import litellm
+
+    litellm.suppress_debug_info = True  # swarmcore.llm.load_litellm sets the same
+    return litellm
+
+
+# --- the server ----------------------------------------------------------------------
+
+
+class ServerProcess:
+    """``benchmarks/_server.py`` in a child process, stopped on exit whatever happens."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.port = 0
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> ServerProcess:
+        self._proc = subprocess.Popen(
+            [sys.executable, str(HERE / "_server.py"), "--latency", str(self.latency)],
+            stdin=subprocess.PIPE,  # closed when this process ends: the server then exits
+            stdout=subprocess.PIPE,
+            text=True,
+            process_group=0,  # Ctrl-C reaches only this process, which stops the server last
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"benchmark server did not start (said {line!r})")
+        self.port = int(line.split()[1])
+        return self
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def call(self, method: str, path: str) -> Any:
+        """A side route (capture, stats); http.client, so no proxy setting can interfere."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path)
+            return json.loads(conn.getresponse().read() or b"null")
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+
+
+# --- the two sides ---------------------------------------------------------------------
+
+
+class Floor:
+    """The floor: ``litellm.acompletion`` with the kwargs swarmcore passes, nothing else."""
+
+    def __init__(self, lit: ModuleType, api_base: str, payloads: Payloads) -> None:
+        self._lit = lit
+        self._api_base = api_base
+        self.payloads = payloads
+
+    async def call(self, key: str) -> Any:
+        payload = self.payloads[key]
+        kwargs: dict[str, Any] = {
+            "model": MODEL,
+            # Fresh message dicts per call, as each swarmcore agent run builds its own.
+            "messages": [dict(m) for m in payload["messages"]],
+            "num_retries": 0,
+            "max_retries": 0,
+            "api_base": self._api_base,
+            "api_key": API_KEY,
+            "timeout": CALL_TIMEOUT,
+        }
+        if payload["tools"]:
+            kwargs["tools"] = list(payload["tools"])
+        return await self._lit.acompletion(**kwargs)
+
+    async def diamond(self) -> None:
+        await self.call(instructions("a"))
+        await asyncio.gather(self.call(instructions("b")), self.call(instructions("c")))
+        await self.call(instructions("d"))
+
+    async def fan_out(self, workers: Sequence[str]) -> None:
+        await asyncio.gather(*(self.call(instructions(w)) for w in workers))
+        await self.call(instructions("merge"))
+
+
+def instructions(name: str) -> str:
+    """Each agent's instructions; their first line keys the captured payloads."""
+    return f"You are {name}, one step of a benchmark flow."
+
+
+def bench_agent(name: str, api_base: str) -> Agent:
+    from swarmcore import Agent
+
+    return Agent(name, instructions(name), model=MODEL, api_base=api_base, api_key=API_KEY)
+
+
+def diamond_swarm(api_base: str) -> Swarm:
+    from swarmcore import Swarm
+
+    a, b, c, d = (bench_agent(n, api_base) for n in "abcd")
+    return Swarm(a >> (b | c) >> d)
+
+
+def worker_names(n: int) -> list[str]:
+    return [f"worker_{i:03d}" for i in range(1, n + 1)]
+
+
+def fan_out_swarm(api_base: str, n: int) -> Swarm:
+    from swarmcore import Swarm, parallel
+
+    members = [bench_agent(w, api_base) for w in worker_names(n)]
+    return Swarm(parallel(*members) >> bench_agent("merge", api_base))
+
+
+async def capture(server: ServerProcess, run: Callable[[], Awaitable[object]]) -> Payloads:
+    """Run swarmcore once (untimed) while the server records every request's payload."""
+    server.call("POST", "/capture/on")
+    try:
+        await run()
+    finally:
+        server.call("POST", "/capture/off")
+    captured: Payloads = server.call("GET", "/captured")
+    return captured
+
+
+async def warm_up(lit: ModuleType, api_base: str) -> None:
+    """One plain call and one with tools (litellm imports mcp on its first tools= call)."""
+    tool: dict[str, Any] = {
+        "type": "function",
+        "function": {"name": "noop", "description": "Nothing.", "parameters": {"type": "object"}},
+    }
+    messages = [{"role": "system", "content": "warm up"}, {"role": "user", "content": "hi"}]
+    payloads: Payloads = {
+        "plain": {"messages": messages, "tools": []},
+        "tools": {"messages": messages, "tools": [tool]},
+    }
+    floor = Floor(lit, api_base, payloads)
+    await floor.call("plain")
+    await floor.call("tools")
+
+
+# --- measuring ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    wall: float
+    cpu: float
+    calls: int
+    maxrss_kb: int = 0
+
+    @property
+    def cpu_ms_per_call(self) -> float:
+        return self.cpu / self.calls * 1000
+
+
+def settle_gc() -> None:
+    """Collect, then freeze what survives (litellm's ~2,600 modules) out of the GC's sight.
+
+    Applied once per process after the warm-up, so to both sides alike: a full
+    collection over litellm's heap costs ~0.2 s, and one landing inside a single
+    measurement would swamp a 0.6 s workload. Objects the workloads create are
+    collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+async def measure(work: Callable[[], Awaitable[object]], calls: int) -> Sample:
+    gc.collect()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await work()
+    wall = time.perf_counter() - t0
+    await asyncio.sleep(SETTLE)
+    cpu = time.process_time() - cpu0
+    return Sample(wall, cpu, calls, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+@dataclass(slots=True)
+class Best:
+    """Best of several repetitions: lowest wall and lowest CPU, each on its own."""
+
+    wall: float = float("inf")
+    cpu_ms_per_call: float = float("inf")
+    maxrss_kb: int = 0
+    walls: list[float] = field(default_factory=list[float])
+    cpus: list[float] = field(default_factory=list[float])
+
+    def add(self, sample: Sample) -> None:
+        self.walls.append(sample.wall)
+        self.cpus.append(sample.cpu_ms_per_call)
+        self.wall = min(self.wall, sample.wall)
+        self.cpu_ms_per_call = min(self.cpu_ms_per_call, sample.cpu_ms_per_call)
+        self.maxrss_kb = max(self.maxrss_kb, sample.maxrss_kb)
+
+
+def spread(*series: Sequence[float]) -> float:
+    """How far the repetitions of a side scattered: (max - min) / min, the worse side's."""
+    return max((max(s) - min(s)) / min(s) for s in series if s)
+
+
+async def interleaved(
+    reps: int,
+    swarmcore: Callable[[], Awaitable[object]],
+    floor: Callable[[], Awaitable[object]],
+    calls: int,
+) -> tuple[Best, Best]:
+    """Alternate the sides, flipping who goes first each repetition."""
+    sc, fl = Best(), Best()
+    for rep in range(reps):
+        order = [(swarmcore, sc), (floor, fl)]
+        for work, best in order if rep % 2 == 0 else reversed(order):
+            best.add(await measure(work, calls))
+    return sc, fl
+
+
+# --- the table ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    workload: str
+    swarmcore: str
+    floor: str = "-"
+    ideal: str = "-"
+    ratio: str = "-"
+    spread: str = "-"
+    target: str = "-"
+    ok: str = "-"
+
+    def cells(self) -> list[str]:
+        return [
+            self.workload,
+            self.swarmcore,
+            self.floor,
+            self.ideal,
+            self.ratio,
+            self.spread,
+            self.target,
+            self.ok,
+        ]
+
+
+def ratio_row(
+    workload: str,
+    sc: float,
+    fl: float,
+    unit: str,
+    *,
+    ideal: str = "-",
+    limit: float | None = 1.05,
+    digits: int = 2,
+    noise: float | None = None,
+) -> Row:
+    ratio = sc / fl if fl else float("inf")
+    target = f"≤{limit:.2f}" if limit is not None else "-"
+    ok = "-" if limit is None else ("yes" if ratio <= limit else "NO")
+    return Row(
+        workload,
+        f"{sc:.{digits}f} {unit}",
+        f"{fl:.{digits}f} {unit}",
+        ideal,
+        f"{ratio:.2f}",
+        f"{noise:.0%}" if noise is not None else "-",
+        target,
+        ok,
+    )
+
+
+def render(rows: Sequence[Row]) -> str:
+    header = Row("workload", "swarmcore", "floor", "ideal", "ratio", "spread", "target", "ok")
+    cells = [r.cells() for r in (header, *rows)]
+    columns = len(cells[0])
+    widths = [max(len(c[i]) for c in cells) for i in range(columns)]
+    lines: list[str] = []
+    for index, c in enumerate(cells):
+        parts = [c[0].ljust(widths[0])] + [c[i].rjust(widths[i]) for i in range(1, columns)]
+        lines.append("  ".join(parts).rstrip())
+        if index == 0:
+            lines.append("-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+# --- workloads in this process: W1, W2, prompt tokens -----------------------------------
+
+
+@dataclass(slots=True)
+class Config:
+    latency: float
+    reps: int
+    fan_outs: tuple[int, ...]
+    concurrency: tuple[int, ...]
+    chains: tuple[int, ...]
+    profile: bool
+    loop: str = "?"
+    """The event loop class both sides ran on (asyncio.run's default, here and in workers)."""
+
+
+async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Payloads, str]:
+    """W1, W2, chain tokens (and the profile), on one loop; also returns the diamond's payloads."""
+    cfg.loop = type(asyncio.get_running_loop()).__name__
+    lit = load_litellm()
+    from swarmcore import llm
+
+    assert llm.load_litellm() is lit  # one litellm module, configured once, for both sides
+    api = server.api_base
+    await warm_up(lit, api)
+    settle_gc()
+    L = cfg.latency
+    rows: list[Row] = []
+
+    diamond = diamond_swarm(api)
+    payloads = await capture(server, lambda: diamond.run(TASK))
+    floor = Floor(lit, api, payloads)
+    await floor.diamond()  # the floor's own untimed first run
+    progress("W1 diamond")
+    sc, fl = await interleaved(cfg.reps, lambda: diamond.run(TASK), floor.diamond, 4)
+    rows.append(
+        ratio_row(
+            f"W1 diamond wall (L={L:.2f}s)",
+            sc.wall,
+            fl.wall,
+            "s",
+            ideal=f"{3 * L:.2f} s",
+            noise=spread(sc.walls, fl.walls),
+        )
+    )
+
+    for n in cfg.fan_outs:
+        progress(f"W2 fan-out N={n}")
+        swarm = fan_out_swarm(api, n)
+        names = worker_names(n)
+        fan_floor = Floor(lit, api, await capture(server, lambda s=swarm: s.run(TASK)))
+        await fan_floor.fan_out(names)
+        sc, fl = await interleaved(
+            cfg.reps,
+            lambda s=swarm: s.run(TASK),
+            lambda f=fan_floor, w=names: f.fan_out(w),
+            n + 1,
+        )
+        noise = spread(sc.walls, fl.walls)
+        rows.append(
+            ratio_row(f"W2 N={n} wall", sc.wall, fl.wall, "s", ideal=f"{2 * L:.2f} s", noise=noise)
+        )
+        if n >= 100:  # a smaller fan-out spends too little CPU to measure it well
+            noise = spread(sc.cpus, fl.cpus)
+            cpu = ratio_row(
+                f"W2 N={n} CPU/call", sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", noise=noise
+            )
+            rows.append(cpu)
+
+    progress("prompt tokens of chains (offline FunctionModel)")
+    rows.extend(await chain_token_rows(cfg.chains))
+    progress("chains done")
+    profile = await profile_w3(server, payloads, 50) if cfg.profile else ""
+    return rows, payloads, profile
+
+
+def chain_answer(request: RecordedRequest) -> str:
+    """~1,500 characters of text and a summary, never a tool call."""
+    name = request.system.split()[0] if request.system.strip() else "agent"
+    sentences: list[str] = []
+    index = 0
+    while sum(len(s) + 1 for s in sentences) < 1450:
+        index += 1
+        sentences.append(
+            f"{name} fact {index}: tea moved along trade route {index} and shaped the customs, "
+            f"prices and rituals of the towns it reached."
+        )
+    body = " ".join(sentences)
+    return f"{body}\n<summary>{name} added {index} facts about tea trade routes.</summary>"
+
+
+async def chain_tokens(length: int, mode: Literal["pull", "push"]) -> dict[int, int]:
+    """Prompt tokens of the first model call of agents 2, 5, 20, 50 (those that exist)."""
+    from swarmcore import Agent, Swarm, chain
+    from swarmcore.events import Event, ModelCallFinished
+    from swarmcore.testing import FunctionModel
+
+    model = FunctionModel(chain_answer)
+    names = [f"agent_{i:02d}" for i in range(1, length + 1)]
+    flow = chain(
+        *(Agent(n, f"{n} adds one fact about the topic.", model=model.model) for n in names)
+    )
+    first: dict[str, int] = {}
+
+    def record(event: Event) -> None:
+        if isinstance(event, ModelCallFinished) and event.turn == 1 and event.usage is not None:
+            first.setdefault(event.agent_name, event.usage.prompt_tokens)
+
+    swarm = Swarm(flow, context_mode=mode, hooks=[record])
+    await swarm.run(CHAIN_TASK)
+    return {k: first[names[k - 1]] for k in TOKEN_POSITIONS if k <= length}
+
+
+async def chain_token_rows(chains: Sequence[int]) -> list[Row]:
+    rows: list[Row] = []
+    modes: tuple[Literal["pull", "push"], ...] = ("pull", "push")
+    for mode in modes:
+        for length in chains:
+            tokens = await chain_tokens(length, mode)
+            shown = "  ".join(f"k{k}={t}" for k, t in tokens.items())
+            last = max(tokens)
+            ratio = tokens[last] / tokens[2]
+            # The target (≤1.5) is for pull at the longest chain; push is shown for contrast.
+            gated = mode == "pull" and length == max(chains)
+            rows.append(
+                Row(
+                    f"prompt tokens {mode} chain={length}",
+                    shown,
+                    ratio=f"{ratio:.2f}",
+                    target="≤1.50" if gated else "-",
+                    ok=("yes" if ratio <= 1.5 else "NO") if gated else "-",
+                )
+            )
+    return rows
+
+
+# --- W3: K concurrent diamonds, one worker process per side --------------------------------
+#
+# Each side runs in its own long-lived worker process (this script with --worker), and the
+# driver alternates them command by command. Why: ru_maxrss is a per-process high-water mark,
+# so only separate processes give each side its own peak; both workers start equally fresh
+# (same imports, same warm-up), and K rises monotonically, so the peak read after a K is that
+# K's peak. The idle worker waits on its stdin and uses no CPU while the other one measures.
+
+
+class Worker:
+    """A W3 worker: started early so its imports overlap this process's; timed only later."""
+
+    def __init__(self, side: str, api_base: str) -> None:
+        self.side = side
+        self._proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--worker",
+                side,
+                "--api-base",
+                api_base,
+            ],
+            stdin=subprocess.PIPE,  # a worker exits when its stdin closes
+            stdout=subprocess.PIPE,
+            text=True,
+            process_group=0,  # Ctrl-C reaches only the driver, which stops the workers
+        )
+
+    def start(self, payloads: Payloads) -> None:
+        """Hand over the diamond's payloads; the worker warms up (see ``ready``)."""
+        self.send({"payloads": payloads})
+
+    def ready(self) -> int:
+        """Wait for the warm-up to end; returns the RSS (KB) before the workload first ran."""
+        return int(self.receive()["rss_kb"])
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(message) + "\n")
+        self._proc.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if line.startswith(PROTOCOL):
+                answer: dict[str, Any] = json.loads(line[len(PROTOCOL) :])
+                return answer
+        raise RuntimeError(f"W3 {self.side} worker exited (code {self._proc.wait()})")
+
+    def run(self, k: int) -> Sample:
+        self.send({"k": k})
+        return Sample(**self.receive())
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                self.send({"quit": True})
+                self._proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
+                self._proc.wait()
+
+
+def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[Row]:
+    try:
+        for w in workers:  # both warm up at once: untimed
+            w.start(payloads)
+        baseline = {w.side: w.ready() for w in workers}
+        rows: list[Row] = []
+        L = cfg.latency
+        for k in cfg.concurrency:
+            progress(f"W3 K={k}")
+            best = {w.side: Best() for w in workers}
+            for rep in range(cfg.reps):
+                for w in workers if rep % 2 == 0 else reversed(workers):
+                    best[w.side].add(w.run(k))
+            sc, fl = best["swarmcore"], best["floor"]
+            noise = spread(sc.walls, fl.walls)
+            rows.append(
+                ratio_row(
+                    f"W3 K={k} wall", sc.wall, fl.wall, "s", ideal=f"{3 * L:.2f} s", noise=noise
+                )
+            )
+            rows.append(
+                ratio_row(
+                    f"W3 K={k} runs/s",
+                    k / sc.wall,
+                    k / fl.wall,
+                    "/s",
+                    ideal=f"{k / (3 * L):.1f} /s",
+                    limit=None,
+                    digits=1,
+                )
+            )
+            rows.append(
+                ratio_row(
+                    f"W3 K={k} CPU/call",
+                    sc.cpu_ms_per_call,
+                    fl.cpu_ms_per_call,
+                    "ms",
+                    noise=spread(sc.cpus, fl.cpus),
+                )
+            )
+            sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
+            row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
+            sc_base, fl_base = baseline["swarmcore"] / 1024, baseline["floor"] / 1024
+            rows.append(
+                Row(
+                    row.workload,
+                    f"{row.swarmcore} (+{sc_mb - sc_base:.0f})",
+                    f"{row.floor} (+{fl_mb - fl_base:.0f})",
+                    row.ideal,
+                    row.ratio,
+                )
+            )
+        return rows
+    finally:
+        for w in workers:
+            w.stop()
+
+
+def worker_main(side: str, api_base: str) -> None:
+    asyncio.run(_worker(side, api_base, sys.stdin, sys.stdout))
+
+
+async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> None:
+    def reply(message: dict[str, Any]) -> None:
+        stdout.write(PROTOCOL + json.dumps(message) + "\n")
+        stdout.flush()
+
+    async def command() -> dict[str, Any]:
+        line = await asyncio.to_thread(stdin.readline)  # the loop stays free for litellm's tasks
+        return json.loads(line) if line else {"quit": True}
+
+    lit = load_litellm()
+    if side == "swarmcore":
+        importlib.import_module("swarmcore")  # its import belongs to its side's memory
+    reply({"loaded": True})
+    message = await command()
+    if message.get("quit"):
+        return
+    payloads: Payloads = message["payloads"]
+    await warm_up(lit, api_base)
+    if side == "swarmcore":
+        swarm = diamond_swarm(api_base)
+        one: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)  # noqa: E731
+    else:
+        one = Floor(lit, api_base, payloads).diamond
+    settle_gc()
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(2):  # untimed runs of the workload itself
+        await one()
+    reply({"rss_kb": baseline})
+    while not (message := await command()).get("quit"):
+        k = int(message["k"])
+        sample = await measure(lambda k=k: asyncio.gather(*(one() for _ in range(k))), 4 * k)
+        reply(
+            {
+                "wall": sample.wall,
+                "cpu": sample.cpu,
+                "calls": sample.calls,
+                "maxrss_kb": sample.maxrss_kb,
+            }
+        )
+
+
+# --- cold import ---------------------------------------------------------------------------
+
+
+def cold_import_rows(runs: int = 5) -> list[Row]:
+    code = (
+        "import sys, time; t = time.perf_counter(); import swarmcore; "
+        "d = time.perf_counter() - t; print(d, 'litellm' in sys.modules)"
+    )
+    times: list[float] = []
+    leaked = False
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+        times.append(float(out[0]))
+        leaked = leaked or out[1] == "True"
+    median_ms = statistics.median(times) * 1000
+    return [
+        Row(
+            f"cold import swarmcore (median of {runs})",
+            f"{median_ms:.0f} ms",
+            target="<150 ms",
+            ok="yes" if median_ms < 150 else "NO",
+        ),
+        Row(
+            "  ...imports litellm",
+            "yes" if leaked else "no",
+            target="no",
+            ok="NO" if leaked else "yes",
+        ),
+    ]
+
+
+# --- profile (optional) --------------------------------------------------------------------
+
+
+ProfileKey = tuple[str, int, str]
+"""(file, line, function), as pstats keys its entries."""
+
+
+def _where(key: ProfileKey) -> str:
+    path, line, name = key
+    if path == "~":
+        return name  # a builtin
+    return f"{name} ({'/'.join(Path(path).parts[-2:])}:{line})"
+
+
+def _package(key: ProfileKey) -> str:
+    """Who owns a profiled function: a site-packages package, swarmcore, stdlib or builtins."""
+    parts = Path(key[0]).parts
+    if key[0] == "~":
+        return "builtins"
+    if _is_swarmcore(key):
+        return "swarmcore"
+    if "site-packages" in parts:
+        return parts[parts.index("site-packages") + 1].split(".")[0]
+    return "stdlib" if "benchmarks" not in parts else "benchmark"
+
+
+def _is_swarmcore(key: ProfileKey) -> bool:
+    return f"{os.sep}swarmcore{os.sep}" in key[0]
+
+
+async def profile_w3(server: ServerProcess, payloads: Payloads, k: int) -> str:
+    """cProfile (CPU-time clock) of W3 at K=k, each side once; numbers per model call, in µs."""
+    lit = load_litellm()
+    swarm = diamond_swarm(server.api_base)
+    floor = Floor(lit, server.api_base, payloads)
+
+    async def swarmcore_side() -> None:
+        await asyncio.gather(*(swarm.run(TASK) for _ in range(k)))
+
+    async def floor_side() -> None:
+        await asyncio.gather(*(floor.diamond() for _ in range(k)))
+
+    return await profile_sides(f"W3 K={k}", swarmcore_side, floor_side, 4 * k)
+
+
+async def profile_sides(
+    label: str,
+    swarmcore: Callable[[], Awaitable[object]],
+    floor: Callable[[], Awaitable[object]],
+    calls: int,
+) -> str:
+    """Profile one run of each side (after two untimed ones); what swarmcore adds, per call."""
+    import cProfile
+    import pstats
+
+    sides = {"swarmcore": swarmcore, "floor": floor}
+    for _ in range(2):
+        for work in sides.values():
+            await work()
+    raw: dict[str, dict[ProfileKey, tuple[int, int, float, float, Any]]] = {}
+    for side, work in sides.items():
+        # process_time, not wall time: waiting in epoll is not cost.
+        prof = cProfile.Profile(time.process_time)
+        gc.collect()
+        prof.enable()
+        await work()
+        await asyncio.sleep(SETTLE)
+        prof.disable()
+        raw[side] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+
+    def per_call(seconds: float) -> str:
+        return f"{seconds / calls * 1e6:8.0f}"
+
+    sc, fl = raw["swarmcore"], raw["floor"]
+    total = {side: sum(v[2] for v in stats.values()) for side, stats in raw.items()}
+    own = {key: v for key, v in sc.items() if _is_swarmcore(key)}
+    out = [
+        f"cProfile of {label} ({calls} model calls), CPU-time clock, µs per model call "
+        "(the profiler inflates everything; compare within the listing)",
+        f"total CPU: swarmcore {per_call(total['swarmcore']).strip()}, "
+        f"floor {per_call(total['floor']).strip()}; "
+        f"self time in swarmcore's own code: {per_call(sum(v[2] for v in own.values())).strip()}",
+        "",
+    ]
+    # The functions that wrap the model call carry litellm's whole cost in their cumulative
+    # time; name them on one line, then rank the rest (swarmcore's own work around the call).
+    call_once = max((v[3] for key, v in own.items() if key[2] == "_call_once"), default=0.0)
+    ranked = sorted(own.items(), key=lambda kv: -kv[1][3])
+    wrapping = [(key, v) for key, v in ranked if v[3] >= call_once]
+    out.append(
+        f"swarmcore functions around litellm.acompletion (cumul {per_call(call_once).strip()} "
+        f"and up): {', '.join(key[2] for key, _ in wrapping)}"
+    )
+    out += [
+        "",
+        "top 10 other swarmcore functions by cumulative time",
+        f"{'ncalls':>8} {'self':>8} {'cumul':>8}  function",
+    ]
+    for key, (_, nc, tt, ct, _) in [kv for kv in ranked if kv[1][3] < call_once][:10]:
+        out.append(f"{nc:>8} {per_call(tt)} {per_call(ct)}  {_where(key)}")
+    out += [
+        "",
+        "top 10 functions by extra self time, swarmcore minus floor (where the overhead goes)",
+        f"{'ncalls':>8} {'extra':>8} {'floor':>8}  function",
+    ]
+    extra = {key: v[2] - (fl[key][2] if key in fl else 0.0) for key, v in sc.items()}
+    for key, v in fl.items():
+        extra.setdefault(key, -v[2])
+    by_package: dict[str, float] = {}
+    for key, delta in extra.items():
+        by_package[_package(key)] = by_package.get(_package(key), 0.0) + delta
+    shares = sorted(by_package.items(), key=lambda kv: -kv[1])
+    out.insert(
+        2,
+        "extra self time over the floor by owner: "
+        + ", ".join(f"{name} {per_call(delta).strip()}" for name, delta in shares[:6]),
+    )
+    for key, delta in sorted(extra.items(), key=lambda kv: -kv[1])[:10]:
+        floor_self = fl[key][2] if key in fl else 0.0
+        ncalls = sc[key][1] if key in sc else 0
+        out.append(f"{ncalls:>8} {per_call(delta)} {per_call(floor_self)}  {_where(key)}")
+    return "\n".join(out)
+
+
+# --- main --------------------------------------------------------------------------------
+
+
+@contextmanager
+def running_server(latency: float) -> Generator[ServerProcess]:
+    server = ServerProcess(latency).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
+    return [
+        f"swarmcore {importlib.metadata.version('swarmcore')} vs plain litellm.acompletion + gather"
+        f" ({'--quick' if quick else 'full run'})",
+        f"python {platform.python_version()} ({platform.python_implementation()}), "
+        f"litellm {importlib.metadata.version('litellm')}, cores {os.cpu_count()}, "
+        f"load average {load[0]:.2f} at start, {load[1]:.2f} at end; "
+        f"event loop {cfg.loop} from asyncio.run (both sides)",
+        f"server latency L={cfg.latency:.2f}s; best of {cfg.reps} interleaved repetitions per "
+        "side; ratio = swarmcore / floor; spread = (max - min) / min over one side's "
+        "repetitions (the noisier side); CPU/call = process CPU time / model calls",
+    ]
+
+
+def main() -> int:
+    try:
+        return _main()
+    except KeyboardInterrupt:
+        progress("interrupted; server and workers stopped")
+        return 130
+
+
+def _main() -> int:
+    parser = argparse.ArgumentParser(description="swarmcore overhead against plain litellm")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, well under a minute")
+    parser.add_argument("--latency", type=float, default=0.2, help="server latency in seconds")
+    parser.add_argument(
+        "--reps", type=int, help="interleaved repetitions per side (default 3 quick, 5 full)"
+    )
+    parser.add_argument("--profile", action="store_true", help="also cProfile W3 at K=50")
+    parser.add_argument("--worker", choices=("swarmcore", "floor"), help=argparse.SUPPRESS)
+    parser.add_argument("--api-base", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker_main(args.worker, args.api_base)
+        return 0
+    cfg = Config(
+        latency=args.latency,
+        reps=args.reps or (3 if args.quick else 5),
+        fan_outs=(10, 100) if args.quick else (10, 100, 500),
+        concurrency=(1, 50) if args.quick else (1, 50, 200),
+        chains=(5, 20) if args.quick else (5, 20, 50),
+        profile=args.profile,
+    )
+    started = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    progress("cold import")
+    rows = cold_import_rows()
+    with running_server(cfg.latency) as server:
+        progress(f"server on {server.api_base}; importing litellm here and in the W3 workers")
+        workers = [Worker("swarmcore", server.api_base), Worker("floor", server.api_base)]
+        try:
+            load_litellm()
+            for w in workers:  # nothing is timed until every import is done
+                w.receive()
+            process_rows, payloads, profile = asyncio.run(in_process(server, cfg))
+            rows = process_rows + w3_rows(cfg, workers, payloads) + rows
+        finally:
+            for w in workers:
+                w.stop()
+        stats = server.call("GET", "/stats")
+    lines = header(cfg, args.quick, (load_start, os.getloadavg()[0]))
+    lines.append(
+        f"server: {stats['served']} requests, {stats['cpu_seconds']:.1f} s CPU in total; "
+        f"benchmark took {time.perf_counter() - started:.0f} s"
+    )
+    print("\n".join(lines))
+    print()
+    print(render(rows))
+    if profile:
+        print()
+        print(profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
