@@ -14,13 +14,14 @@ never crash the run.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import re
 import time
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import pydantic_core
@@ -114,7 +115,10 @@ class Tool:
         The function must take the same parameters; this is how run-local tools
         such as the context tools avoid rebuilding their schema on every run.
         """
-        return replace(self, fn=fn)
+        # A shallow copy, not dataclasses.replace: no re-validation, no new spec (hot path).
+        bound = copy.copy(self)
+        object.__setattr__(bound, "fn", fn)
+        return bound
 
     async def invoke(self, arguments: str) -> str:
         """Validate the JSON ``arguments``, run the function, and serialise its result.
