@@ -311,7 +311,9 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
         error = _classify(lit, exc, request, model, attempt)
         if error is None:
             raise
-        raise error from exc
+        # Not chained: the provider's own exception can echo the API key, and a chained
+        # cause is printed in every traceback. The message keeps its type and (redacted) text.
+        raise error from None
     finally:
         if permit is not None:
             permit.release(used)

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 import time
+import traceback
 
 import pytest
 
@@ -102,6 +103,7 @@ async def test_api_keys_never_leak(caplog: pytest.LogCaptureFixture) -> None:
     shown = [str(error), repr(error), repr(agent), caplog.text]
     assert error.partial is not None
     shown.append(error.partial.model_dump_json())
+    shown.append("".join(traceback.format_exception(error)))  # what an uncaught error prints
     for text in shown:
         assert SECRET not in text
         assert "SECRETabcdef" not in text
