@@ -209,9 +209,26 @@ class _Attempts:
 async def _call_with_retries(
     lit: ModuleType, request: LLMRequest, model: str, counter: _Attempts
 ) -> Any:
+    # Most calls succeed at once: only a failure pays for building the retry machinery
+    # (~0.4 ms of CPU a call, measured by benchmarks/run.py).
+    counter.made += 1
+    try:
+        return await _call_once(lit, request, model, 1)
+    except ModelError as exc:
+        if not exc.retryable or request.retry.max_retries == 0:
+            raise
+        first = exc
+    # Outside the except block, so later attempts' errors do not chain to this one.
+    return await _retry_after_failure(lit, request, model, counter, first)
+
+
+async def _retry_after_failure(
+    lit: ModuleType, request: LLMRequest, model: str, counter: _Attempts, first: ModelError
+) -> Any:
     from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
     policy = request.retry
+    replay: list[ModelError] = [first]
 
     def failure(state: RetryCallState) -> ModelError | None:
         exc = state.outcome.exception() if state.outcome else None
@@ -257,6 +274,8 @@ async def _call_with_retries(
     response: Any = None
     async for attempt in retrying:
         with attempt:
+            if replay:  # tenacity's attempt 1 is the failure that brought us here
+                raise replay.pop()
             counter.made += 1
             response = await _call_once(lit, request, model, counter.made)
     assert response is not None  # reraise=True: the loop either returns a response or raises
