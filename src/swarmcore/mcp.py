@@ -28,6 +28,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -98,6 +99,9 @@ class MCPServer:
         self.timeout = timeout
         self._shared: _Connection | None = None
         self._shared_users = 0
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # --- construction ----------------------------------------------------------------
 
@@ -196,9 +200,10 @@ class MCPServer:
     async def __aenter__(self) -> Self:
         """Connect now and keep the connection for every run until the block ends."""
         origin = self._origin_server()
-        if origin._shared is None:
-            origin._shared = await _Connection.open(origin)
-        origin._shared_users += 1
+        async with origin._sharing_lock():  # concurrent entries open one connection
+            if origin._shared is None:
+                origin._shared = await _Connection.open(origin)
+            origin._shared_users += 1
         return self
 
     async def __aexit__(
@@ -208,10 +213,19 @@ class MCPServer:
         tb: TracebackType | None,
     ) -> None:
         origin = self._origin_server()
-        origin._shared_users -= 1
-        if origin._shared_users == 0 and origin._shared is not None:
-            shared, origin._shared = origin._shared, None
-            await shared.close()
+        async with origin._sharing_lock():
+            origin._shared_users -= 1
+            if origin._shared_users == 0 and origin._shared is not None:
+                shared, origin._shared = origin._shared, None
+                await shared.close()
+
+    def _sharing_lock(self) -> asyncio.Lock:
+        # One lock per event loop: an asyncio.Lock belongs to the loop that first waits on it.
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
 
     async def tools(self) -> list[Tool]:
         """This server's tools (after include/exclude/prefix), over the run's connection.

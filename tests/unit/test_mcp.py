@@ -433,6 +433,26 @@ async def test_each_run_has_its_own_connection() -> None:
     assert len(calc.calls) == 2
 
 
+async def test_concurrent_async_with_opens_one_connection() -> None:
+    calc = Calc()
+    server = MCPServer.in_process(calc)
+    entered = asyncio.Event()
+    leave = asyncio.Event()
+
+    async def user() -> None:
+        async with server:
+            entered.set()
+            await leave.wait()
+
+    users = [asyncio.create_task(user()) for _ in range(3)]
+    await asyncio.wait_for(entered.wait(), 10)
+    await asyncio.sleep(0.05)
+    assert calc.opened == 1
+    leave.set()
+    await asyncio.gather(*users)
+    assert calc.opened == calc.closed == 1
+
+
 async def test_async_with_shares_one_connection_across_runs() -> None:
     calc = Calc()
     server = MCPServer.in_process(calc)
