@@ -371,7 +371,7 @@ class _RunState:
     def record(self, reply: llm.LLMReply) -> None:
         self.messages.append(reply.as_message())
         self.llm_calls.append(
-            LLMCallRecord(
+            LLMCallRecord.model_construct(
                 model=reply.model or self.agent.model,
                 duration_seconds=reply.duration_seconds,
                 token_usage=reply.usage,
@@ -509,16 +509,17 @@ class _RunState:
             self.messages.append({"role": "tool", "tool_call_id": r.call_id, "content": r.result})
 
     def result(self, output: str, summary: str | None, duration: float) -> AgentResult:
-        return AgentResult(
+        # Built from values this module made: construct, do not re-validate (hot path).
+        return AgentResult.model_construct(
             agent_name=self.agent.name,
             output=output,
             summary=summary or output,
             model=self.llm_calls[-1].model if self.llm_calls else self.agent.model,
             duration_seconds=duration,
             token_usage=sum_usage([c.token_usage for c in self.llm_calls]),
-            tool_calls=self.tool_records,
-            llm_calls=self.llm_calls,
-            messages=self.messages,
+            tool_calls=list(self.tool_records),
+            llm_calls=list(self.llm_calls),
+            messages=list(self.messages),
         )
 
 

@@ -398,7 +398,7 @@ def _to_reply(
         for c in raw_calls
     )
     usage: Any = getattr(response, "usage", None)
-    token_usage = TokenUsage(
+    token_usage = TokenUsage.model_construct(
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
     )
