@@ -384,18 +384,13 @@ class _RunState:
 
     async def call_model(self) -> llm.LLMReply:
         """One turn's model call, reported to the event stream when anyone listens."""
-        observed = events.current()
-        if observed is None:
+        span = events.Span.child()
+        if span is None:
             return await llm.complete(self.request())
-        bus, parent = observed
-        request = self.request(stream=bus.text_deltas)
-        span_id = events.new_span_id()
         name, turn = self.agent.name, len(self.llm_calls) + 1
-        bus.publish(
+        span.bus.publish(
             events.ModelCallStarted(
-                run_id=bus.run_id,
-                span_id=span_id,
-                parent_id=parent,
+                **span.ids,
                 agent_name=name,
                 model=self.agent.model,
                 turn=turn,
@@ -403,40 +398,27 @@ class _RunState:
                 tools=len(self.specs),
             )
         )
-        start = time.perf_counter()
+        reply: llm.LLMReply | None = None
         try:
-            with events.span(bus, span_id):
-                reply = await llm.complete(request)
-        except BaseException as exc:
-            bus.publish(
+            with span.inside():
+                reply = await llm.complete(self.request(stream=span.bus.text_deltas))
+        finally:
+            span.bus.publish(
                 events.ModelCallFinished(
-                    run_id=bus.run_id,
-                    span_id=span_id,
-                    parent_id=parent,
+                    **span.ids,
                     agent_name=name,
-                    model=self.agent.model,
+                    model=reply.model if reply else self.agent.model,
                     turn=turn,
-                    duration_seconds=time.perf_counter() - start,
-                    error=exc,
+                    duration_seconds=reply.duration_seconds if reply else span.elapsed,
+                    usage=reply.usage if reply else None,
+                    cost=reply.cost if reply else None,
+                    finish_reason=reply.finish_reason if reply else None,
+                    attempts=reply.attempts if reply else 1,
+                    tool_calls=len(reply.tool_calls) if reply else 0,
+                    error=span.error,
                 )
             )
-            raise
-        bus.publish(
-            events.ModelCallFinished(
-                run_id=bus.run_id,
-                span_id=span_id,
-                parent_id=parent,
-                agent_name=name,
-                model=reply.model or self.agent.model,
-                turn=turn,
-                duration_seconds=reply.duration_seconds,
-                usage=reply.usage,
-                cost=reply.cost,
-                finish_reason=reply.finish_reason,
-                attempts=reply.attempts,
-                tool_calls=len(reply.tool_calls),
-            )
-        )
+        assert reply is not None  # the try either set it or raised
         return reply
 
     async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
@@ -460,17 +442,13 @@ class _RunState:
             default_timeout=self.settings.tool_timeout,
             max_result_chars=self.settings.max_tool_result_chars,
         )
-        observed = events.current()
-        if observed is None:
+        span = events.Span.child()
+        if span is None:
             return await run
-        bus, parent = observed
-        span_id = events.new_span_id()
         server: str | None = getattr(self.tools.get(call.name), "server", None)
-        bus.publish(
+        span.bus.publish(
             events.ToolCallStarted(
-                run_id=bus.run_id,
-                span_id=span_id,
-                parent_id=parent,
+                **span.ids,
                 agent_name=self.agent.name,
                 tool_name=call.name,
                 call_id=call.id,
@@ -478,26 +456,23 @@ class _RunState:
                 server=server,
             )
         )
-        start = time.perf_counter()
         record: ToolCallRecord | None = None
         try:
-            with events.span(bus, span_id):
+            with span.inside():
                 record = await run
         finally:
-            bus.publish(
+            span.bus.publish(
                 events.ToolCallFinished(
-                    run_id=bus.run_id,
-                    span_id=span_id,
-                    parent_id=parent,
+                    **span.ids,
                     agent_name=self.agent.name,
                     tool_name=call.name,
                     call_id=call.id,
                     arguments=call.arguments,
-                    duration_seconds=time.perf_counter() - start,
+                    server=server,
+                    duration_seconds=span.elapsed,
                     result_chars=len(record.result) if record else 0,
                     error=record.error if record else "cancelled",
                     truncated_from=record.truncated_from if record else None,
-                    server=server,
                 )
             )
         assert record is not None  # the try either set it or raised

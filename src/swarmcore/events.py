@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 from swarmcore.errors import UserError
 
@@ -51,6 +51,8 @@ __all__ = [
     "RetryScheduled",
     "RunFinished",
     "RunStarted",
+    "Span",
+    "SpanIds",
     "StepFinished",
     "StepStarted",
     "TextDelta",
@@ -58,7 +60,6 @@ __all__ = [
     "ToolCallStarted",
     "emit",
     "log_event",
-    "span",
 ]
 
 logger = logging.getLogger("swarmcore.events")
@@ -342,14 +343,58 @@ def emit(kind: Callable[..., Event], **fields: object) -> None:
         )
 
 
-@contextmanager
-def span(bus: EventBus, span_id: int) -> Generator[None]:
-    """Make ``span_id`` the enclosing span for events emitted inside the block."""
-    token = _scope.set(_Scope(bus, span_id))
+class SpanIds(TypedDict):
+    """The fields every event of one span shares; unpack them into the event: ``**span.ids``."""
+
+    run_id: str
+    span_id: int
+    parent_id: int | None
+
+
+class Span:
+    """One start/finish pair of events: its ids, its clock, and the error that ended it.
+
+    ```python
+    span = Span(bus, parent_id)
+    bus.publish(AgentStarted(**span.ids, ...))
     try:
-        yield
+        with span.inside():
+            result = await work()
     finally:
-        _scope.reset(token)
+        bus.publish(AgentFinished(**span.ids, duration_seconds=span.elapsed, error=span.error))
+    ```
+    """
+
+    __slots__ = ("bus", "error", "ids", "started")
+
+    def __init__(self, bus: EventBus, parent_id: int | None) -> None:
+        self.bus = bus
+        self.ids: SpanIds = {"run_id": bus.run_id, "span_id": new_span_id(), "parent_id": parent_id}
+        self.started = time.perf_counter()
+        self.error: BaseException | None = None
+
+    @classmethod
+    def child(cls) -> Span | None:
+        """A span inside the current one, or None when nobody listens (the unobserved path)."""
+        scope = _scope.get()
+        return None if scope is None else cls(scope.bus, scope.span_id)
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the span was made."""
+        return time.perf_counter() - self.started
+
+    @contextmanager
+    def inside(self) -> Generator[None]:
+        """Run the block as this span: its events nest under it; its exception goes to ``error``."""
+        token = _scope.set(_Scope(self.bus, self.ids["span_id"]))
+        try:
+            yield
+        except BaseException as exc:
+            self.error = exc
+            raise
+        finally:
+            _scope.reset(token)
 
 
 def bind(hook: Hook | None, *types: type[Event]) -> tuple[Hook, tuple[type[Event], ...]]:

@@ -436,12 +436,10 @@ class Swarm:
                 mcp.exit_scope(scope_token)
 
     async def _observed_walk(self, run: _Run, bus: EventBus) -> SwarmResult:
-        span_id = events.new_span_id()
+        span = events.Span(bus, None)
         bus.publish(
             events.RunStarted(
-                run_id=run.run_id,
-                span_id=span_id,
-                parent_id=None,
+                **span.ids,
                 task=run.task,
                 flow=self._flow.expression(),
                 agents=self._flow.names,
@@ -450,23 +448,17 @@ class Swarm:
             )
         )
         result: SwarmResult | None = None
-        error: BaseException | None = None
         try:
-            with events.span(bus, span_id):
+            with span.inside():
                 result = await self._walk(run)
             return result
-        except BaseException as exc:
-            error = exc
-            raise
         finally:
             bus.publish(
                 events.RunFinished(
-                    run_id=run.run_id,
-                    span_id=span_id,
-                    parent_id=None,
+                    **span.ids,
                     duration_seconds=time.perf_counter() - run.started,
                     result=result,
-                    error=error,
+                    error=span.error,
                 )
             )
             await bus.drain()
@@ -497,9 +489,7 @@ class Swarm:
             if run.bus is None:
                 seen, previous = await self._run_step(run, step, seen, previous, retries)
             else:
-                seen, previous = await self._observed_step(
-                    run, run.bus, step, seen, previous, retries
-                )
+                seen, previous = await self._observed_step(run, step, seen, previous, retries)
         return seen, previous
 
     async def _run_member(
@@ -535,50 +525,40 @@ class Swarm:
     async def _observed_step(
         self,
         run: _Run,
-        bus: EventBus,
         step: Step,
         seen: tuple[str, ...],
         previous: tuple[str, ...],
         retries: int,
     ) -> _Outcome:
-        observed = events.current()
-        parent = observed[1] if observed else None
-        span_id = events.new_span_id()
+        span = events.Span.child()
+        if span is None:  # observed steps run inside the run's span; kept for safety
+            return await self._run_step(run, step, seen, previous, retries)
         names = _step_names(step)
         expression = _step_expression(step)
         policy = None
         if isinstance(step, Group):
             policy = f"quorum({step.policy.k})" if isinstance(step.policy, Quorum) else step.policy
-        bus.publish(
+        span.bus.publish(
             events.StepStarted(
-                run_id=run.run_id,
-                span_id=span_id,
-                parent_id=parent,
+                **span.ids,
                 step=expression,
                 agents=names,
                 parallel=isinstance(step, Group),
                 policy=policy,
             )
         )
-        start = time.perf_counter()
-        error: BaseException | None = None
         try:
-            with events.span(bus, span_id):
+            with span.inside():
                 return await self._run_step(run, step, seen, previous, retries)
-        except BaseException as exc:
-            error = exc
-            raise
         finally:
-            bus.publish(
+            span.bus.publish(
                 events.StepFinished(
-                    run_id=run.run_id,
-                    span_id=span_id,
-                    parent_id=parent,
+                    **span.ids,
                     step=expression,
                     agents=names,
-                    duration_seconds=time.perf_counter() - start,
+                    duration_seconds=span.elapsed,
                     failed=tuple(n for n in names if n in run.failures),
-                    error=error,
+                    error=span.error,
                 )
             )
 
@@ -740,44 +720,29 @@ class Swarm:
     async def _attempt(
         self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared, attempt: int
     ) -> AgentResult:
-        bus = run.bus
-        if bus is None:
+        span = events.Span.child()
+        if span is None:
             return await self._attempt_once(run, agent, view, prepared)
-        observed = events.current()
-        parent = observed[1] if observed else None
-        span_id = events.new_span_id()
-        bus.publish(
+        span.bus.publish(
             events.AgentStarted(
-                run_id=run.run_id,
-                span_id=span_id,
-                parent_id=parent,
-                agent_name=agent.name,
-                model=agent.model,
-                attempt=attempt,
+                **span.ids, agent_name=agent.name, model=agent.model, attempt=attempt
             )
         )
-        start = time.perf_counter()
         result: AgentResult | None = None
-        error: BaseException | None = None
         try:
-            with events.span(bus, span_id):
+            with span.inside():
                 result = await self._attempt_once(run, agent, view, prepared)
             return result
-        except BaseException as exc:
-            error = exc
-            raise
         finally:
-            bus.publish(
+            span.bus.publish(
                 events.AgentFinished(
-                    run_id=run.run_id,
-                    span_id=span_id,
-                    parent_id=parent,
+                    **span.ids,
                     agent_name=agent.name,
                     model=result.model if result else agent.model,
-                    duration_seconds=time.perf_counter() - start,
+                    duration_seconds=span.elapsed,
                     attempt=attempt,
                     result=result,
-                    error=error,
+                    error=span.error,
                 )
             )
 
