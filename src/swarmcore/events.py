@@ -327,12 +327,6 @@ _scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
 )
 
 
-def current() -> tuple[EventBus, int] | None:
-    """The bus and the enclosing span id in this context, or None when nobody listens."""
-    scope = _scope.get()
-    return None if scope is None else (scope.bus, scope.span_id)
-
-
 def emit(kind: Callable[..., Event], **fields: object) -> None:
     """Publish a point event ``kind(**fields)`` inside the current span, if anyone listens."""
     scope = _scope.get()
