@@ -4,9 +4,12 @@ The loop, as its own specification:
 
 1. Check the turn budget (``max_turns``), then call the model through ``llm.complete``.
 2. Record the reply: the assistant message, usage, cost.
-3. A reply without tool calls is the final answer: parse its ``<summary>`` and stop.
-4. Otherwise run every tool call of the reply concurrently, append the results
-   in call order with their ``tool_call_id``s, and go to 1.
+3. Tool calls (native, or JSON text for models without native tool calling):
+   run them concurrently, append the results in call order, and go to 1. An
+   agent without tools makes one call (direct mode) and never gets here.
+4. Otherwise the reply is the answer: parse its ``<summary>`` (or, with an
+   ``output_type``, its JSON), run the output validators, and stop; a rejected
+   answer goes back to the model with the reason, up to ``output_retries`` times.
 
 Everything a run accumulates lives in a ``_RunState`` made by ``Agent.run`` and
 thrown away after, so one Agent can run in any number of flows at once.
@@ -15,24 +18,55 @@ thrown away after, so one Agent can run in any number of flows at once.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import copy
+import itertools
 import math
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from swarmcore import events, llm
 from swarmcore.context import SharedContext, parse_summary
-from swarmcore.errors import AgentError, MaxTurnsExceeded, UserError
+from swarmcore.errors import (
+    AgentError,
+    DelegationDepthExceeded,
+    MaxTurnsExceeded,
+    OutputValidationError,
+    UserError,
+)
 from swarmcore.flow import FlowNode
 from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.policies import RetryPolicy
-from swarmcore.tools import Tool, Toolset, run_tool_call, to_tools, validate_name
+from swarmcore.structured import (
+    OutputSpec,
+    OutputValidator,
+    parse_text_tool_calls,
+    run_validators,
+    text_tool_instructions,
+)
+from swarmcore.tools import (
+    Approver,
+    Tool,
+    Toolset,
+    function_tool,
+    run_tool_call,
+    to_tools,
+    validate_name,
+)
 
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["DEFAULT_MODEL", "SUMMARY_INSTRUCTION", "Agent", "AgentDefaults"]
+__all__ = ["DEFAULT_MODEL", "SUMMARY_INSTRUCTION", "Agent", "AgentDefaults", "run_sync"]
+
+Protocol = Literal["auto", "native", "text"]
+"""How an agent talks to its model about tools or structured output: ``auto`` asks
+LiteLLM's model data, ``native`` uses the provider's feature, ``text`` uses
+instructions plus JSON extraction (for models without the feature)."""
 
 DEFAULT_MODEL = "openai/gpt-4o-mini"
 """The model an Agent uses when none is given."""
@@ -102,7 +136,26 @@ class Agent(FlowNode):
     fallback_models: Sequence[str] = ()
     """Models tried in order when transient failures outlast the retry policy on ``model``."""
     max_turns: int = 10
-    """Most model calls in one run before ``MaxTurnsExceeded``."""
+    """Most model calls in one run before ``MaxTurnsExceeded`` (answers sent back by
+    ``output_retries`` come on top)."""
+    output_type: Any = None
+    """A type the answer must be, as JSON: a pydantic model, dataclass, TypedDict,
+    ``list[...]``... The validated object is ``AgentResult.parsed``; ``output`` holds
+    it as JSON text, which later agents read."""
+    output_validators: Sequence[OutputValidator] = ()
+    """Functions (sync or async) given the parsed object (or the text, without an
+    ``output_type``): return None to accept, or feedback text (or raise ValueError)
+    to send the answer back to the model."""
+    output_retries: int = 2
+    """How many rejected answers go back to the model before ``OutputValidationError``."""
+    output_protocol: Protocol = "auto"
+    """``native``: the provider's JSON-schema response format; ``text``: the schema in
+    the instructions and the JSON extracted from the answer; ``auto``: native where
+    LiteLLM says the model supports it (and the schema is an object), else text."""
+    tool_protocol: Protocol = "auto"
+    """``native``: the provider's tool calling; ``text``: tools described in the
+    instructions and called by writing JSON; ``auto``: text only where LiteLLM says
+    the model has no tool calling."""
     retry: RetryPolicy | int | None = None
     """How model calls retry 429s, timeouts, connection errors and 5xx; an int is a
     number of retries. None: the Swarm's default (2 retries with jittered backoff)."""
@@ -126,6 +179,8 @@ class Agent(FlowNode):
     """The provider key; by default LiteLLM reads the provider's environment variable."""
     _tool_map: dict[str, Tool] = field(init=False, repr=False)
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False)
+    _output: OutputSpec | None = field(init=False, repr=False)
+    _variables: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         validate_name(self.name, "Agent")
@@ -161,6 +216,38 @@ class Agent(FlowNode):
         object.__setattr__(self, "_toolsets", toolsets)
         object.__setattr__(self, "model_settings", dict(self.model_settings))
         object.__setattr__(self, "_tool_map", {t.name: t for t in tools})
+        self._check_output(owner)
+        object.__setattr__(self, "_variables", placeholders(self.instructions))
+
+    def _check_output(self, owner: str) -> None:
+        for setting in ("output_protocol", "tool_protocol"):
+            if getattr(self, setting) not in ("auto", "native", "text"):
+                raise UserError(
+                    f"{owner}: {setting} must be 'auto', 'native' or 'text', "
+                    f"got {getattr(self, setting)!r}."
+                )
+        if isinstance(self.output_retries, bool) or not isinstance(self.output_retries, int):
+            raise UserError(
+                f"{owner}: output_retries must be 0 or more, got {self.output_retries!r}."
+            )
+        if self.output_retries < 0:
+            raise UserError(
+                f"{owner}: output_retries must be 0 or more, got {self.output_retries!r}."
+            )
+        validators = self.output_validators
+        if callable(validators) or not all(callable(v) for v in validators):
+            raise UserError(
+                f"{owner}: output_validators must be a list of functions, got {validators!r}."
+            )
+        object.__setattr__(self, "output_validators", tuple(validators))
+        spec = None if self.output_type is None else OutputSpec.of(self.output_type, owner)
+        if spec is not None and self.output_protocol == "native" and not spec.is_object:
+            raise UserError(
+                f"{owner}: output_protocol='native' needs an output_type whose JSON schema is "
+                f"an object (a pydantic model, dataclass or TypedDict), not {self.output_type!r}; "
+                "wrap it in a model or use output_protocol='text'."
+            )
+        object.__setattr__(self, "_output", spec)
 
     def __repr__(self) -> str:
         names = [t.name for t in self._tool_map.values()] + [repr(t) for t in self._toolsets]
@@ -173,9 +260,80 @@ class Agent(FlowNode):
         """The toolsets (MCP servers) among ``tools``, whose tools are fetched at run time."""
         return self._toolsets
 
+    @property
+    def variables(self) -> frozenset[str]:
+        """The ``{name}`` placeholders in ``instructions``, filled at run time."""
+        return self._variables
+
     def clone(self, **changes: Any) -> Self:
         """A copy with some fields changed: ``agent.clone(name="critic_2", model=...)``."""
         return replace(self, **changes)
+
+    def as_tool(
+        self, *, name: str | None = None, description: str | None = None, max_depth: int = 3
+    ) -> Tool:
+        """This agent as a tool another agent can call to delegate a task.
+
+        The caller's result lists each delegated run in ``delegations``, and
+        its tokens and cost include theirs. The delegate sees only the task
+        the caller writes; it shares the caller's settings defaults, budget,
+        approval callback and prompt variables. A delegate that fails is a
+        tool error the caller can act on.
+
+        Args:
+            name: The tool name; the agent's name by default.
+            description: What the agent does, for the caller's model.
+            max_depth: The most nested delegations (agent calling agent calling
+                agent...) allowed through this tool before DelegationDepthExceeded
+                stops the run.
+
+        Raises:
+            UserError: An invalid name or ``max_depth``.
+        """
+        _check_positive(f"Agent {self.name!r}", "max_depth", max_depth, True, optional=False)
+        agent = self
+
+        async def delegate(task: str) -> str:
+            """Delegate a task.
+
+            Args:
+                task: The whole task, with everything the agent needs to know: it sees
+                    nothing else of this conversation.
+            """
+            return await agent._delegated(task, _current_run.get(), max_depth)
+
+        return function_tool(
+            delegate,
+            name=name or self.name,
+            description=description
+            or f"Ask the agent {self.name!r} to do a task; returns its answer. "
+            + _first_sentence(self.instructions),
+        )
+
+    async def _delegated(self, task: str, caller: _RunState | None, max_depth: int) -> str:
+        chain = (*(caller.chain if caller else ()), self.name)
+        if len(chain) - 1 > max_depth:
+            path = " -> ".join(chain)
+            raise DelegationDepthExceeded(
+                f"Delegation too deep: {path} is {len(chain) - 1} levels, past max_depth="
+                f"{max_depth} of {self.name!r}.as_tool(); stop agents calling each other in a "
+                "loop, or raise max_depth.",
+                agent_name=caller.agent.name if caller else self.name,
+                chain=list(chain),
+                max_depth=max_depth,
+            )
+        options = _Options(chain=chain)
+        if caller is not None:
+            options = replace(caller.options, chain=chain, history=None)
+        try:
+            result = await self._start(task, None, (), options)
+        except (DelegationDepthExceeded, UserError):
+            raise
+        except AgentError as exc:  # the caller's model is told, and can try something else
+            raise _DelegateFailed(f"agent {self.name!r} failed: {exc}") from exc
+        if caller is not None:
+            caller.delegations.append(result)
+        return result.output
 
     async def run(
         self,
@@ -185,6 +343,9 @@ class Agent(FlowNode):
         extra_tools: Sequence[Callable[..., Any] | Tool] = (),
         context_hint: str | None = None,
         defaults: AgentDefaults | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
+        variables: Mapping[str, object] | None = None,
+        approve: Approver | None = None,
     ) -> AgentResult:
         """Run the tool-calling loop on ``task`` until the model answers in text.
 
@@ -198,14 +359,25 @@ class Agent(FlowNode):
                 (the Swarm's context-mode hint); it replaces rendering ``context``.
             defaults: Values for the settings this Agent leaves as None (the
                 Swarm passes its own); library defaults when None.
+            history: Earlier messages to continue from, e.g. an earlier
+                result's ``messages``; the task is added as the next user
+                message. Its system message is replaced by this agent's. The
+                history is copied, so two runs from one history are independent.
+            variables: Values for ``{name}`` placeholders in the instructions.
+            approve: The approval callback for tools marked ``requires_approval``.
 
         Returns:
-            The output (summary parsed out), usage summed over every turn, and
-            a record of every model and tool call.
+            The output (summary parsed out, or the validated JSON with an
+            ``output_type``), usage summed over every turn, and a record of
+            every model and tool call.
 
         Raises:
-            UserError: An empty task, or an extra tool whose name the agent already uses.
+            UserError: An empty task, a missing variable, a tool that needs
+                approval without ``approve``, or an extra tool whose name the
+                agent already uses.
             MaxTurnsExceeded: No final answer within ``max_turns`` model calls.
+            OutputValidationError: The answer failed ``output_type`` or a
+                validator ``output_retries`` + 1 times.
             ModelError: The model call failed for good, on every fallback model.
             AgentError: The run outlasted ``timeout`` (``retryable`` is True).
         """
@@ -213,18 +385,45 @@ class Agent(FlowNode):
             raise UserError(f"Agent {self.name!r}: the task must be a non-empty string.")
         if context_hint is None and context is not None and len(context):
             context_hint = "# Context from earlier agents\n\n" + context.format_for_prompt()
-        settings = _Settings.of(self, defaults or _DEFAULTS)
+        values = dict(variables or {})
+        check_variables([self], values)
+        if approve is None:
+            check_approvals([self])
+        options = _Options(
+            defaults=defaults or _DEFAULTS,
+            variables=values,
+            approve=approve,
+            history=_copy_history(self.name, history),
+            chain=(self.name,),
+        )
+        return await self._start(task, context_hint, extra_tools, options)
+
+    def run_sync(self, task: str, **kwargs: Any) -> AgentResult:
+        """:meth:`run` for scripts and notebooks: blocks until the result is ready.
+
+        Inside a running event loop (a notebook cell) the run goes to a fresh
+        loop on a worker thread. Takes the same arguments as :meth:`run`.
+        """
+        return run_sync(lambda: self.run(task, **kwargs))
+
+    async def _start(
+        self,
+        task: str,
+        context_hint: str | None,
+        extra_tools: Sequence[Callable[..., Any] | Tool],
+        options: _Options,
+    ) -> AgentResult:
         if not self._toolsets:
-            return await self._run(task, context_hint, settings, extra_tools)
+            return await self._run(task, context_hint, extra_tools, options)
         from swarmcore import mcp  # only agents with toolsets need it
 
         scope = mcp.current_scope()
         if scope is not None:  # a Swarm run: its connections outlive this agent
-            return await self._run(task, context_hint, settings, extra_tools)
+            return await self._run(task, context_hint, extra_tools, options)
         scope = mcp.ConnectionScope()
         token = mcp.enter_scope(scope)
         try:
-            return await self._run(task, context_hint, settings, extra_tools)
+            return await self._run(task, context_hint, extra_tools, options)
         finally:
             await scope.close()
             mcp.exit_scope(token)
@@ -233,19 +432,23 @@ class Agent(FlowNode):
         self,
         task: str,
         context_hint: str | None,
-        settings: _Settings,
         extra_tools: Sequence[Callable[..., Any] | Tool],
+        options: _Options,
     ) -> AgentResult:
+        check_variables([self], options.variables)
+        settings = _Settings.of(self, options.defaults)
         fetched: list[Tool] = []
         for toolset in self._toolsets:
             fetched.extend(await toolset.tools())
         tools = self._merge_tools([*extra_tools, *fetched])
-        state = _RunState(self, settings, tools, self._messages(task, context_hint))
+        state = _RunState(self, settings, tools, options)
+        state.messages = self._messages(task, context_hint, state)
         start = time.perf_counter()
         deadline = asyncio.timeout(settings.timeout)
+        token = _current_run.set(state)
         try:
             async with deadline:
-                text = await self._loop(state)
+                output, summary, parsed = await self._loop(state)
         except TimeoutError as exc:
             if not deadline.expired():
                 raise
@@ -255,22 +458,36 @@ class Agent(FlowNode):
                 agent_name=self.name,
                 retryable=True,
             ) from exc
-        output, summary = parse_summary(text)
-        return state.result(output, summary, time.perf_counter() - start)
+        finally:
+            _current_run.reset(token)
+        return state.result(output, summary, parsed, time.perf_counter() - start)
 
-    async def _loop(self, state: _RunState) -> str:
+    async def _loop(self, state: _RunState) -> tuple[str, str | None, Any]:
         while True:
             state.check_turn_budget()
             reply = await state.call_model()
-            state.record(reply)
-            if not reply.tool_calls:
-                return reply.text or ""
-            state.add_tool_results(await state.run_tools(reply.tool_calls))
+            calls = state.record(reply)
+            if calls:
+                state.add_tool_results(await state.run_tools(calls))
+                continue
+            answer = await state.accept(reply.text or "")
+            if answer is not None:
+                return answer
 
-    def _messages(self, task: str, hint: str | None) -> list[llm.Message]:
-        parts = [self.instructions.strip(), (hint or "").strip(), SUMMARY_INSTRUCTION]
-        system = "\n\n".join(p for p in parts if p)
-        return [{"role": "system", "content": system}, {"role": "user", "content": task}]
+    def _messages(self, task: str, hint: str | None, state: _RunState) -> list[llm.Message]:
+        parts = [render(self.instructions, state.options.variables).strip(), (hint or "").strip()]
+        if state.tools and not state.native_tools:
+            parts.append(text_tool_instructions([t.spec for t in state.tools.values()]))
+        spec = self._output
+        if spec is None:
+            parts.append(SUMMARY_INSTRUCTION)
+        elif state.native_output:
+            parts.append(f"Answer with only a JSON value that matches the {spec.name} schema.")
+        else:
+            parts.append(spec.instructions)
+        system: llm.Message = {"role": "system", "content": "\n\n".join(p for p in parts if p)}
+        earlier = [m for m in state.options.history or () if m.get("role") != "system"]
+        return [system, *earlier, {"role": "user", "content": task}]
 
     def _merge_tools(self, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:
         if not extra:
@@ -322,28 +539,75 @@ class _Settings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """What a caller passes to one run, beyond the task: shared with its delegates."""
+
+    defaults: AgentDefaults = field(default_factory=lambda: _DEFAULTS)
+    variables: Mapping[str, object] = field(default_factory=dict[str, object])
+    approve: Approver | None = None
+    history: Sequence[llm.Message] | None = None
+    chain: tuple[str, ...] = ()
+    """Agent names from the outermost caller down to this run (delegation depth)."""
+
+
+class _DelegateFailed(Exception):
+    """A delegate agent failed: reported to the calling model as a tool error."""
+
+
+_current_run: ContextVar[_RunState | None] = ContextVar("swarmcore_agent_run", default=None)
+"""The agent run whose tools are executing: how a delegate finds its caller."""
+
+_text_call_ids = itertools.count(1)
+
+
 class _RunState:
     """Everything one run of one agent accumulates."""
 
-    __slots__ = ("agent", "llm_calls", "messages", "settings", "specs", "tool_records", "tools")
+    __slots__ = (
+        "agent",
+        "chain",
+        "delegations",
+        "llm_calls",
+        "messages",
+        "native_output",
+        "native_tools",
+        "options",
+        "rejected",
+        "settings",
+        "specs",
+        "tool_records",
+        "tools",
+    )
 
     def __init__(
         self,
         agent: Agent,
         settings: _Settings,
         tools: dict[str, Tool],
-        messages: list[llm.Message],
+        options: _Options,
     ) -> None:
         self.agent = agent
         self.settings = settings
         self.tools = tools
-        self.specs = tuple(t.spec for t in tools.values())
-        self.messages = messages
+        self.options = options
+        self.chain = options.chain or (agent.name,)
+        self.native_tools = bool(tools) and _native(agent.tool_protocol, agent.model, "tools")
+        self.specs = tuple(t.spec for t in tools.values()) if self.native_tools else ()
+        spec = agent._output  # pyright: ignore[reportPrivateUsage] -- its own agent
+        self.native_output = (
+            spec is not None
+            and spec.is_object
+            and _native(agent.output_protocol, agent.model, "output")
+        )
+        self.messages: list[llm.Message] = []
         self.llm_calls: list[LLMCallRecord] = []
         self.tool_records: list[ToolCallRecord] = []
+        self.delegations: list[AgentResult] = []
+        self.rejected = 0
 
     def check_turn_budget(self) -> None:
-        if len(self.llm_calls) >= self.agent.max_turns:
+        if len(self.llm_calls) >= self.agent.max_turns + self.rejected:
             raise MaxTurnsExceeded(
                 f"Agent {self.agent.name!r} made {len(self.llm_calls)} model calls without a "
                 f"final answer (max_turns={self.agent.max_turns}); raise max_turns or say in "
@@ -366,10 +630,25 @@ class _RunState:
             api_base=a.api_base,
             api_key=a.api_key,
             stream=stream,
+            response_format=a._output.response_format if self.native_output and a._output else None,  # pyright: ignore[reportPrivateUsage] -- its own agent
         )
 
-    def record(self, reply: llm.LLMReply) -> None:
-        self.messages.append(reply.as_message())
+    def record(self, reply: llm.LLMReply) -> Sequence[llm.ToolCall]:
+        """Keep the reply; return the tool calls to run (none for an answer)."""
+        calls: Sequence[llm.ToolCall] = ()
+        if not self.tools:  # direct mode: one call, whatever the reply holds
+            self.messages.append({"role": "assistant", "content": reply.text})
+        elif self.native_tools:
+            self.messages.append(reply.as_message())
+            calls = reply.tool_calls
+        else:
+            self.messages.append({"role": "assistant", "content": reply.text})
+            calls = [
+                llm.ToolCall(
+                    id=f"text_call_{next(_text_call_ids)}", name=c.name, arguments=c.arguments
+                )
+                for c in parse_text_tool_calls(reply.text or "", self.tools)
+            ]
         self.llm_calls.append(
             LLMCallRecord.model_construct(
                 model=reply.model or self.agent.model,
@@ -381,6 +660,46 @@ class _RunState:
                 attempts=reply.attempts,
             )
         )
+        return calls
+
+    async def accept(self, text: str) -> tuple[str, str | None, Any] | None:
+        """The answer as (output, summary, parsed), or None once it is sent back for a retry.
+
+        Raises:
+            OutputValidationError: It was rejected and no retries are left.
+        """
+        agent = self.agent
+        spec = agent._output  # pyright: ignore[reportPrivateUsage] -- its own agent
+        parsed: Any = None
+        summary: str | None = None
+        if spec is None:
+            output, summary = parse_summary(text)
+            feedback = None
+            checked: Any = output
+        else:
+            parsed, feedback = spec.parse(text)
+            output = spec.dump(parsed) if feedback is None else text
+            checked = parsed
+        if feedback is None and agent.output_validators:
+            feedback = await run_validators(agent.output_validators, checked)
+        if feedback is None:
+            return output, summary, parsed
+        if self.rejected >= agent.output_retries:
+            raise OutputValidationError(
+                f"Agent {agent.name!r}: the answer was rejected {self.rejected + 1} times; "
+                f"last reason: {feedback}. Make the instructions clearer about the expected "
+                "answer, use a stronger model, or raise output_retries.",
+                agent_name=agent.name,
+                last_output=text,
+                feedback=feedback,
+                attempts=self.rejected + 1,
+            )
+        self.rejected += 1
+        fix = "only the corrected JSON value" if spec is not None else "a corrected answer"
+        self.messages.append(
+            {"role": "user", "content": f"Your answer was rejected: {feedback}. Reply with {fix}."}
+        )
+        return None
 
     async def call_model(self) -> llm.LLMReply:
         """One turn's model call, reported to the event stream when anyone listens."""
@@ -441,6 +760,8 @@ class _RunState:
             call.arguments,
             default_timeout=self.settings.tool_timeout,
             max_result_chars=self.settings.max_tool_result_chars,
+            approve=self.options.approve,
+            agent_name=self.agent.name,
         )
         span = events.Span.child()
         if span is None:
@@ -479,22 +800,33 @@ class _RunState:
         return record
 
     def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
-        for r in records:
-            self.tool_records.append(r)
-            self.messages.append({"role": "tool", "tool_call_id": r.call_id, "content": r.result})
+        self.tool_records.extend(records)
+        if self.native_tools:
+            for r in records:
+                self.messages.append(
+                    {"role": "tool", "tool_call_id": r.call_id, "content": r.result}
+                )
+            return
+        parts = [f"## {r.tool_name} ({r.call_id})\n{r.result}" for r in records]
+        self.messages.append({"role": "user", "content": "Tool results:\n\n" + "\n\n".join(parts)})
 
-    def result(self, output: str, summary: str | None, duration: float) -> AgentResult:
+    def result(self, output: str, summary: str | None, parsed: Any, duration: float) -> AgentResult:
         # Built from values this module made: construct, do not re-validate (hot path).
+        usage = [c.token_usage for c in self.llm_calls]
+        usage += [d.token_usage for d in self.delegations]
         return AgentResult.model_construct(
             agent_name=self.agent.name,
             output=output,
             summary=summary or output,
             model=self.llm_calls[-1].model if self.llm_calls else self.agent.model,
             duration_seconds=duration,
-            token_usage=sum_usage([c.token_usage for c in self.llm_calls]),
+            token_usage=sum_usage(usage),
             tool_calls=list(self.tool_records),
             llm_calls=list(self.llm_calls),
             messages=list(self.messages),
+            attempts=1,
+            parsed=parsed,
+            delegations=list(self.delegations),
         )
 
 
@@ -514,3 +846,111 @@ def _check_positive(
 
 
 _DEFAULTS = AgentDefaults()  # after _check_positive, which its validation uses
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def placeholders(text: str) -> frozenset[str]:
+    """The ``{name}`` placeholders in ``text`` (``{{`` and ``}}`` are literal braces)."""
+    return frozenset(m.group(1) for m in _PLACEHOLDER.finditer(text) if m.group(1))
+
+
+def render(text: str, variables: Mapping[str, object]) -> str:
+    """``text`` with each ``{name}`` replaced by its variable and ``{{``/``}}`` made single.
+
+    Any other brace (a JSON example, say) is left as it is.
+    """
+    if "{" not in text and "}" not in text:
+        return text
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return match.group(0)[0]
+        return str(variables[name])
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def check_variables(agents: Iterable[Agent], variables: Mapping[str, object]) -> None:
+    """Fail before any model call when an agent's instructions use a variable not given.
+
+    Raises:
+        UserError: Naming every missing variable and the agents that use it.
+    """
+    missing: dict[str, list[str]] = {}
+    for agent in agents:
+        for name in sorted(agent.variables - variables.keys()):
+            missing.setdefault(name, []).append(agent.name)
+    if not missing:
+        return
+    listed = "; ".join(
+        f"{{{name}}} (used by {', '.join(repr(a) for a in users)})"
+        for name, users in missing.items()
+    )
+    example = ", ".join(f"{name!r}: ..." for name in missing)
+    raise UserError(
+        f"Missing prompt variables: {listed}. Pass them as variables={{{example}}}, or write "
+        "{{ and }} for literal braces in instructions."
+    )
+
+
+def check_approvals(agents: Iterable[Agent]) -> None:
+    """Fail before any model call when a tool needs approval and no callback was given.
+
+    Raises:
+        UserError: Naming the first such tool.
+    """
+    for agent in agents:
+        for tool in agent._tool_map.values():  # pyright: ignore[reportPrivateUsage] -- same module
+            if tool.requires_approval:
+                raise UserError(
+                    f"Tool {tool.name!r} of agent {agent.name!r} requires approval, and no "
+                    "approval callback was given; pass approve=callback to Swarm(...) or "
+                    "agent.run(...)."
+                )
+
+
+def _native(protocol: Protocol, model: str, feature: Literal["tools", "output"]) -> bool:
+    if protocol != "auto":
+        return protocol == "native"
+    if feature == "tools":  # unknown models are assumed to call tools, as most now do
+        return llm.supports(model, "function_calling") is not False
+    return llm.supports(model, "response_schema") is True
+
+
+def _copy_history(
+    owner: str, history: Sequence[Mapping[str, Any]] | None
+) -> list[llm.Message] | None:
+    if history is None:
+        return None
+    if isinstance(history, (str, bytes)) or not all(
+        isinstance(m, Mapping) and "role" in m for m in history
+    ):
+        raise UserError(
+            f"Agent {owner!r}: history must be a list of messages (dicts with a 'role'), "
+            "such as an earlier result's messages."
+        )
+    return [copy.deepcopy(dict(m)) for m in history]
+
+
+def _first_sentence(text: str) -> str:
+    first = text.strip().split("\n", 1)[0]
+    cut = first.find(". ")
+    return (first[: cut + 1] if cut > 0 else first)[:200]
+
+
+
+def run_sync(start: Callable[[], Any]) -> Any:
+    """Run the coroutine ``start()`` makes to completion from synchronous code.
+
+    With no event loop running, on a new one here; inside a running loop (a
+    notebook cell, an async framework), on a new loop in a worker thread, so
+    the caller's loop is never re-entered.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(start())
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="swarmcore-run-sync") as pool:
+        return pool.submit(lambda: asyncio.run(start())).result()

@@ -5,7 +5,9 @@ SwarmError                 base of everything swarmcore raises; .partial: finish
 ├── UserError              misuse found at construction: bad flow, tool signature, context_mode
 ├── AgentError             an agent failed during a run; .agent_name, .retryable
 │   ├── ModelError         the provider call failed; .model, .status_code, .retry_after
-│   └── MaxTurnsExceeded   no final answer within max_turns; .max_turns
+│   ├── MaxTurnsExceeded   no final answer within max_turns; .max_turns
+│   ├── OutputValidationError  the answer failed output_type/validators on every try; .last_output
+│   └── DelegationDepthExceeded  agents called agents deeper than the limit; .chain
 ├── GroupError             a parallel group's failure policy was not met; .failures
 └── BudgetExceeded         the run's max_cost / max_tokens was spent; .spent_cost, .spent_tokens
 ```
@@ -24,9 +26,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentError",
     "BudgetExceeded",
+    "DelegationDepthExceeded",
     "GroupError",
     "MaxTurnsExceeded",
     "ModelError",
+    "OutputValidationError",
     "SwarmError",
     "UserError",
 ]
@@ -106,6 +110,38 @@ class MaxTurnsExceeded(AgentError):
     def __init__(self, message: str, *, agent_name: str, max_turns: int) -> None:
         super().__init__(message, agent_name=agent_name)
         self.max_turns = max_turns
+
+
+class OutputValidationError(AgentError):
+    """The agent's answer still failed its ``output_type`` or validators after every retry.
+
+    Attributes:
+        last_output: The last answer the model gave, as text.
+        feedback: Why it was rejected (the validation error or the validator's text).
+        attempts: Answers the model gave.
+    """
+
+    def __init__(
+        self, message: str, *, agent_name: str, last_output: str, feedback: str, attempts: int
+    ) -> None:
+        super().__init__(message, agent_name=agent_name)
+        self.last_output = last_output
+        self.feedback = feedback
+        self.attempts = attempts
+
+
+class DelegationDepthExceeded(AgentError):
+    """Agents called agents (``as_tool``) deeper than the limit: runaway delegation.
+
+    Attributes:
+        chain: The agent names from the outermost caller to the refused call.
+        max_depth: The limit that was reached.
+    """
+
+    def __init__(self, message: str, *, agent_name: str, chain: list[str], max_depth: int) -> None:
+        super().__init__(message, agent_name=agent_name)
+        self.chain = chain
+        self.max_depth = max_depth
 
 
 class GroupError(SwarmError):

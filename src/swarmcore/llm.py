@@ -47,6 +47,7 @@ __all__ = [
     "complete",
     "load_litellm",
     "register_provider",
+    "supports",
 ]
 
 logger = logging.getLogger("swarmcore.llm")
@@ -126,6 +127,8 @@ class LLMRequest:
     api_key: str | None = field(default=None, repr=False)
     stream: bool = False
     """Stream the reply, publishing ``TextDelta`` events; the result is the same."""
+    response_format: Mapping[str, Any] | None = None
+    """A native JSON-schema response format, for models that support one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +285,7 @@ async def _retry_after_failure(
     return response
 
 
-async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: int) -> Any:
+def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         **request.settings,
         "model": model,
@@ -293,18 +296,25 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     }
     if request.tools:
         kwargs["tools"] = list(request.tools)
+    if request.response_format is not None:
+        kwargs["response_format"] = request.response_format
     if request.api_base is not None:
         kwargs["api_base"] = request.api_base
     if request.api_key is not None:
         kwargs["api_key"] = request.api_key
     if request.call_timeout is not None:
         kwargs["timeout"] = request.call_timeout
-    meter = budget.current_meter()
-    if meter is not None:
-        meter.check(request.agent_name, model, lambda m: _is_priced(lit, m))
     if request.stream:
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
+    return kwargs
+
+
+async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: int) -> Any:
+    kwargs = _kwargs(request, model)
+    meter = budget.current_meter()
+    if meter is not None:
+        meter.check(request.agent_name, model, lambda m: _is_priced(lit, m))
     limiter = limits.limiter_for(model)
     permit = await limiter.acquire(_estimate_tokens(request)) if limiter is not None else None
     used: int | None = None
@@ -361,6 +371,27 @@ def prompt_cost(model: str, prompt_tokens: int) -> float | None:
     except Exception as exc:  # an odd price entry: report unpriced rather than guess
         logger.debug("no prompt price for %s: %s", model, exc)
         return None
+
+
+_capabilities: dict[tuple[str, str], bool | None] = {}
+
+
+def supports(model: str, capability: str) -> bool | None:
+    """What LiteLLM's model data says of ``supports_<capability>`` for ``model``.
+
+    None when LiteLLM does not know the model or leaves the capability unset,
+    so callers can tell "no" apart from "unknown". Cached: the data is local.
+    """
+    key = (model, capability)
+    if key not in _capabilities:
+        lit = load_litellm()
+        try:
+            info: Any = lit.get_model_info(model)
+            value = info.get(f"supports_{capability}")
+        except Exception:  # unknown models raise assorted errors
+            value = None
+        _capabilities[key] = value if isinstance(value, bool) else None
+    return _capabilities[key]
 
 
 _priced: dict[str, bool] = {}

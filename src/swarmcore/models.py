@@ -76,6 +76,9 @@ class ToolCallRecord(BaseModel):
     """The result's full length in characters when it was cut to the limit; None if whole."""
     server: str | None = None
     """The MCP server that ran the tool; None for a Python tool."""
+    approval: str | None = None
+    """For a tool that requires approval: ``allowed``, ``denied`` or ``edited`` (then
+    ``arguments`` are the edited ones); None when no one was asked."""
     duration_seconds: float = 0.0
     """Wall time of the call."""
 
@@ -126,12 +129,18 @@ class AgentResult(BaseModel):
     """The whole conversation in OpenAI message format, final answer included."""
     attempts: int = 1
     """Runs of the agent this result took (more than 1 after step-level retries)."""
+    parsed: Any = None
+    """For an agent with an ``output_type``: the validated object (``output`` holds it
+    as JSON text, which is what later agents read). None otherwise."""
+    delegations: list[AgentResult] = Field(default_factory=list["AgentResult"])
+    """Results of agents this one called as tools (``agent.as_tool()``), in call order;
+    their tokens and cost are included in this result's."""
 
     @computed_field
     @property
     def cost(self) -> float | None:
-        """Total price in USD; None when any call was unpriced."""
-        return sum_cost([c.cost for c in self.llm_calls])
+        """Total price in USD, delegations included; None when any call was unpriced."""
+        return sum_cost([c.cost for c in self.llm_calls] + [d.cost for d in self.delegations])
 
 
 class AgentFailure(BaseModel):

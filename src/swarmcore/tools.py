@@ -20,17 +20,21 @@ import json
 import re
 import time
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.models import ToolCallRecord
+from swarmcore.structured import explain
 
 __all__ = [
+    "Approval",
+    "ApprovalRequest",
+    "Approver",
     "Tool",
     "Toolset",
     "function_tool",
@@ -82,6 +86,8 @@ class Tool:
     timeout: float | None = None
     """Seconds one call may take before it is stopped and reported to the model as an
     error; None uses the agent's ``tool_timeout``."""
+    requires_approval: bool = False
+    """Ask the run's approval callback before every call (see :class:`Approval`)."""
     _spec: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -158,7 +164,7 @@ class Tool:
             model = self._args_model.model_validate(raw)
         except ValidationError as exc:
             raise ToolArgumentsError(
-                f"Tool {self.name!r}: invalid arguments: {_explain(exc)}. Fix them and call again."
+                f"Tool {self.name!r}: invalid arguments: {explain(exc)}. Fix them and call again."
             ) from exc
         # Fields are stored under internal names (p_<name>) with the parameter as alias.
         return {name[2:]: getattr(model, name) for name in type(model).model_fields}
@@ -174,6 +180,68 @@ class Toolset(Protocol):
     async def tools(self) -> list[Tool]:
         """The tools to offer in this run."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A call to a tool marked ``requires_approval``, waiting for a decision."""
+
+    agent_name: str
+    """The agent that wants to call the tool."""
+    tool_name: str
+    """The tool."""
+    arguments: dict[str, Any]
+    """The arguments the model sent (already validated against the tool's schema)."""
+    call_id: str
+    """The provider's ``tool_call_id``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An approval callback's decision: :meth:`allow`, :meth:`deny` or :meth:`edit`.
+
+    A callback may also return ``True`` (allow) or ``False`` (deny).
+    """
+
+    decision: Literal["allow", "deny", "edit"]
+    reason: str = ""
+    """Why a call was denied; the model is told."""
+    arguments: Mapping[str, Any] | None = None
+    """The arguments to run with instead, for ``edit``."""
+
+    @classmethod
+    def allow(cls) -> Approval:
+        """Run the call as the model asked."""
+        return cls("allow")
+
+    @classmethod
+    def deny(cls, reason: str = "") -> Approval:
+        """Do not run the call; the model is told it was denied, and why."""
+        return cls("deny", reason=reason)
+
+    @classmethod
+    def edit(cls, arguments: Mapping[str, Any]) -> Approval:
+        """Run the call with these arguments instead (validated like the model's)."""
+        return cls("edit", arguments=dict(arguments))
+
+
+Approver = Callable[[ApprovalRequest], "Approval | bool | Awaitable[Approval | bool]"]
+"""An approval callback, sync or async."""
+
+
+async def _decide(approve: Approver, request: ApprovalRequest) -> Approval:
+    verdict = approve(request)
+    if inspect.isawaitable(verdict):
+        verdict = await verdict
+    if isinstance(verdict, bool):
+        return Approval.allow() if verdict else Approval.deny()
+    if not isinstance(verdict, Approval):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callbacks
+        raise UserError(
+            f"The approval callback returned {type(verdict).__name__} for tool "
+            f"{request.tool_name!r}; return Approval.allow(), Approval.deny(reason), "
+            "Approval.edit(arguments), True or False."
+        )
+    return verdict
 
 
 class ToolArgumentsError(Exception):
@@ -195,6 +263,7 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    requires_approval: bool = False,
 ) -> Tool:
     """Turn a plain function (sync or async) into a Tool.
 
@@ -205,6 +274,8 @@ def function_tool(
         timeout: Seconds one call may take; None uses the agent's ``tool_timeout``.
             An async tool is cancelled at the limit; a sync tool's thread cannot
             be stopped, so it finishes in the background and its result is dropped.
+        requires_approval: Ask the run's approval callback (``Swarm(approve=...)``)
+            before every call; it can allow, deny or edit the arguments.
 
     Raises:
         UserError: A parameter has no annotation, is ``*args``/``**kwargs``, or
@@ -244,6 +315,7 @@ def function_tool(
         _args_model=args_model,
         _positional=tuple(positional),
         timeout=timeout,
+        requires_approval=requires_approval,
     )
 
 
@@ -273,6 +345,8 @@ async def run_tool_call(
     *,
     default_timeout: float | None = None,
     max_result_chars: int | None = None,
+    approve: Approver | None = None,
+    agent_name: str = "",
 ) -> ToolCallRecord:
     """Run one tool call; every failure becomes an error result the model can act on.
 
@@ -285,14 +359,25 @@ async def run_tool_call(
             None for no limit.
         max_result_chars: Longer results are cut to this many characters and
             marked as cut; None keeps them whole.
+        approve: The approval callback for tools marked ``requires_approval``.
+        agent_name: The calling agent, for the approval request.
 
     Cancellation is never swallowed: only ordinary exceptions (and the tool's
     own timeout) become results.
+
+    Raises:
+        UserError: The tool requires approval and there is no callback, or the
+            callback returned something that is not a decision.
     """
     start = time.perf_counter()
     error: str | None = None
+    approval: str | None = None
     tool = tools.get(name)
-    if tool is None:
+    if tool is not None and tool.requires_approval:
+        arguments, error, approval = await _ask(tool, approve, agent_name, call_id, arguments)
+    if error is not None:
+        result = error
+    elif tool is None:
         available = ", ".join(tools) or "none"
         error = f"Unknown tool {name!r}. Available tools: {available}."
         result = error
@@ -331,6 +416,44 @@ async def run_tool_call(
         duration_seconds=time.perf_counter() - start,
         truncated_from=full_length,
         server=getattr(tool, "server", None),
+        approval=approval,
+    )
+
+
+async def _ask(
+    tool: Tool, approve: Approver | None, agent_name: str, call_id: str, arguments: str
+) -> tuple[str, str | None, str | None]:
+    """Ask for approval: (arguments to run with, error for the model, approval outcome)."""
+    try:
+        decision = await _approval(tool, approve, agent_name, call_id, arguments)
+    except ToolArgumentsError as exc:  # bad arguments go back to the model, not to a person
+        return arguments, str(exc), None
+    outcome = {"allow": "allowed", "deny": "denied", "edit": "edited"}[decision.decision]
+    if decision.decision == "deny":
+        return arguments, _denied(tool.name, decision.reason), outcome
+    if decision.arguments is not None:
+        arguments = json.dumps(dict(decision.arguments))
+    return arguments, None, outcome
+
+
+async def _approval(
+    tool: Tool, approve: Approver | None, agent_name: str, call_id: str, arguments: str
+) -> Approval:
+    tool._validate(arguments)  # pyright: ignore[reportPrivateUsage] -- same module; fail before asking
+    if approve is None:
+        raise UserError(
+            f"Tool {tool.name!r} requires approval, and this run has no approval callback; "
+            "pass approve=callback to Swarm(...) or agent.run(...)."
+        )
+    shown: dict[str, Any] = json.loads(arguments.strip() or "{}")
+    return await _decide(approve, ApprovalRequest(agent_name, tool.name, shown, call_id))
+
+
+def _denied(name: str, reason: str) -> str:
+    why = f": {reason}" if reason else ""
+    return (
+        f"The user denied this call to {name!r}{why}. Do not repeat it; continue without it "
+        "or ask for something else."
     )
 
 
@@ -454,14 +577,3 @@ def _indent_of_entries(lines: list[str], section: str) -> int:
         if inside and line.strip():
             return _indent(line)
     return 4
-
-
-def _explain(exc: ValidationError) -> str:
-    parts: list[str] = []
-    for err in exc.errors(include_url=False)[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
-        got = err.get("input")
-        got_text = "" if err["type"] == "missing" else f" (got {json.dumps(got, default=str)[:60]})"
-        parts.append(f"{loc}: {err['msg']}{got_text}")
-    more = exc.error_count() - len(parts)
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
