@@ -18,9 +18,11 @@ from swarmcore.context import SharedContext
 from swarmcore.errors import (
     AgentError,
     BudgetExceeded,
+    DelegationDepthExceeded,
     GroupError,
     MaxTurnsExceeded,
     ModelError,
+    OutputValidationError,
     SwarmError,
     UserError,
 )
@@ -36,7 +38,7 @@ from swarmcore.models import (
 )
 from swarmcore.policies import BEST_EFFORT, Quorum, RetryPolicy
 from swarmcore.swarm import Swarm
-from swarmcore.tools import Tool, function_tool
+from swarmcore.tools import Approval, ApprovalRequest, Tool, function_tool
 
 __all__ = [
     "BEST_EFFORT",
@@ -45,13 +47,17 @@ __all__ = [
     "AgentError",
     "AgentFailure",
     "AgentResult",
+    "Approval",
+    "ApprovalRequest",
     "BudgetExceeded",
+    "DelegationDepthExceeded",
     "Flow",
     "GroupError",
     "LLMCallRecord",
     "MaxTurnsExceeded",
     "ModelError",
     "ModelLimit",
+    "OutputValidationError",
     "Quorum",
     "RetryPolicy",
     "SharedContext",

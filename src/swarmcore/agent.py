@@ -386,7 +386,6 @@ class Agent(FlowNode):
         if context_hint is None and context is not None and len(context):
             context_hint = "# Context from earlier agents\n\n" + context.format_for_prompt()
         values = dict(variables or {})
-        check_variables([self], values)
         if approve is None:
             check_approvals([self])
         options = _Options(
@@ -938,7 +937,6 @@ def _first_sentence(text: str) -> str:
     first = text.strip().split("\n", 1)[0]
     cut = first.find(". ")
     return (first[: cut + 1] if cut > 0 else first)[:200]
-
 
 
 def run_sync(start: Callable[[], Any]) -> Any:

@@ -201,17 +201,20 @@ class SwarmResult(BaseModel):
         """Tokens, cost and time per agent and in total, as a plain-text table.
 
         Cost is summed from each model call's own price, so agents that share a
-        model are each charged for their own calls; ``unpriced`` marks an agent
+        model are each charged for their own calls. Agents called as tools are
+        listed under their caller (``> name``), whose figures include theirs.
+        ``unpriced`` marks an agent
         (and the total) with any call LiteLLM could not price.
         """
         header = ("agent", "model", "calls", "prompt", "completion", "total", "cost", "time")
         rows: list[tuple[str, ...]] = [header]
-        for r in self.history:
+
+        def add(r: AgentResult, indent: str) -> None:
             rows.append(
                 (
-                    r.agent_name,
+                    indent + r.agent_name,
                     r.model,
-                    str(len(r.llm_calls)),
+                    str(_calls(r)),
                     f"{r.token_usage.prompt_tokens:,}",
                     f"{r.token_usage.completion_tokens:,}",
                     f"{r.token_usage.total_tokens:,}",
@@ -219,6 +222,11 @@ class SwarmResult(BaseModel):
                     f"{r.duration_seconds:.1f}s",
                 )
             )
+            for d in r.delegations:  # included in r's figures; shown for who spent what
+                add(d, indent + "  > ")
+
+        for r in self.history:
+            add(r, "")
         rows.extend(
             (f.agent_name, "", "", "", "", "", "", f.error_type.lower()) for f in self.failures
         )
@@ -227,7 +235,7 @@ class SwarmResult(BaseModel):
             (
                 "total",
                 "",
-                str(sum(len(r.llm_calls) for r in self.history)),
+                str(sum(_calls(r) for r in self.history)),
                 f"{usage.prompt_tokens:,}",
                 f"{usage.completion_tokens:,}",
                 f"{usage.total_tokens:,}",
@@ -260,6 +268,10 @@ class SwarmResult(BaseModel):
                 return r
         names = ", ".join(r.agent_name for r in self.history) or "none"
         raise KeyError(f"No result for agent {agent_name!r}; finished agents: {names}.")
+
+
+def _calls(result: AgentResult) -> int:
+    return len(result.llm_calls) + sum(_calls(d) for d in result.delegations)
 
 
 def format_cost(cost: float | None) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from swarmcore import budget, events
-from swarmcore.agent import Agent, AgentDefaults
+from swarmcore.agent import Agent, AgentDefaults, check_approvals, check_variables, run_sync
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
     CONTEXT_TOOL_NAMES,
@@ -42,7 +42,7 @@ from swarmcore.events import Event, EventBus, Hook
 from swarmcore.flow import Flow, FlowNode, Group, Step, chain, shape_of
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
-from swarmcore.tools import Tool
+from swarmcore.tools import Approver, Tool
 
 if TYPE_CHECKING:
     from swarmcore.dryrun import DryRunReport
@@ -108,6 +108,7 @@ class _Run:
     context: SharedContext
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    variables: dict[str, object] = field(default_factory=dict[str, object])
     resumed: bool = False
     bus: EventBus | None = None
     results: dict[str, AgentResult] = field(default_factory=dict[str, AgentResult])
@@ -143,6 +144,10 @@ class Swarm:
         store: Record every run and each agent result as it finishes: a path
             (a SQLite file, created when missing) or a RunStore. Enables
             :meth:`resume`.
+        approve: Called (sync or async) with an ``ApprovalRequest`` before each
+            call to a tool marked ``requires_approval``; returns
+            ``Approval.allow()``, ``.deny(reason)``, ``.edit(arguments)``, or a bool.
+            Without it, a flow with such a tool fails before any model call.
 
     Raises:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
@@ -151,6 +156,7 @@ class Swarm:
     """
 
     __slots__ = (
+        "_approve",
         "_budget",
         "_defaults",
         "_flow",
@@ -173,6 +179,7 @@ class Swarm:
         max_tokens: int | None = None,
         allow_unpriced: bool = False,
         store: RunStore | str | os.PathLike[str] | None = None,
+        approve: Approver | None = None,
     ) -> None:
         if isinstance(flow, FlowNode):
             flow = chain(flow)
@@ -200,6 +207,9 @@ class Swarm:
 
             self._store = open_store(store)
         self._uses_toolsets = any(isinstance(a, Agent) and a.toolsets for a in flow.agents)
+        if approve is not None and not callable(approve):
+            raise UserError(f"approve must be a function, got {type(approve).__name__}.")
+        self._approve = approve
 
     @property
     def store(self) -> RunStore | None:
@@ -242,11 +252,20 @@ class Swarm:
     def __repr__(self) -> str:
         return f"Swarm({self._flow.expression()}, context_mode={self._mode.name!r})"
 
-    async def run(self, task: str, *, metadata: Mapping[str, Any] | None = None) -> SwarmResult:
+    async def run(
+        self,
+        task: str,
+        *,
+        variables: Mapping[str, object] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SwarmResult:
         """Run the flow on ``task`` with a fresh SharedContext.
 
         Args:
             task: What to do; every agent gets it as its user message.
+            variables: Values for the ``{name}`` placeholders in agents'
+                instructions; kept with the run in the store, so a resumed run
+                gets them again.
             metadata: JSON-able notes kept with the run in the store (e.g. who
                 started it, or the CLI's target).
 
@@ -255,7 +274,9 @@ class Swarm:
             agent's result in flow order, failures, usage and cost.
 
         Raises:
-            UserError: The task is empty.
+            UserError: The task is empty, a variable is missing, or a tool
+                requires approval and the Swarm has no ``approve`` callback
+                (all checked before any model call).
             AgentError: An agent failed; ``error.partial`` holds every result
                 that finished before it, as a SwarmResult.
             GroupError: A best-effort or quorum group had too few successes;
@@ -263,8 +284,23 @@ class Swarm:
             BudgetExceeded: ``max_cost`` or ``max_tokens`` was spent;
                 ``error.partial`` as above.
         """
-        _check_task(task)
-        return await self._execute(self._new_run(task, metadata), ())
+        return await self._execute(self._new_run(task, variables, metadata), ())
+
+    def run_sync(
+        self,
+        task: str,
+        *,
+        variables: Mapping[str, object] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SwarmResult:
+        """:meth:`run` for scripts and notebooks: blocks until the run is over.
+
+        With no event loop running it runs on a new one; inside a running loop
+        (a notebook cell) it runs on a new loop in a worker thread, since the
+        caller's loop cannot be re-entered. Async code should ``await swarm.run``.
+        """
+        run = self._new_run(task, variables, metadata)  # bad input fails here, in the caller
+        return run_sync(lambda: self._execute(run, ()))
 
     async def resume(self, run_id: str) -> SwarmResult:
         """Continue a stored run that failed or was killed, without re-running finished agents.
@@ -300,23 +336,49 @@ class Swarm:
             context=SharedContext(order=self._flow.names),
             run_id=record.run_id,
             metadata=record.settings.get("metadata") or {},
+            variables=record.settings.get("variables") or {},
             resumed=True,
         )
         for result in record.results:
             if result.agent_name in self._flow.names:
-                run.results[result.agent_name] = result
+                run.results[result.agent_name] = self._reparsed(result)
                 summary = result.summary if result.summary != result.output else None
                 run.context.set(result.agent_name, result.output, summary)
         return await self._execute(run, ())
 
-    def _new_run(self, task: str, metadata: Mapping[str, Any] | None) -> _Run:
+    def _reparsed(self, result: AgentResult) -> AgentResult:
+        """A stored result whose ``parsed`` is the agent's output_type again, not plain JSON."""
+        agent = next((a for a in self._flow.agents if a.name == result.agent_name), None)
+        spec = agent._output if isinstance(agent, Agent) else None  # pyright: ignore[reportPrivateUsage] -- one package
+        if spec is None or result.parsed is None:
+            return result
+        try:
+            return result.model_copy(update={"parsed": spec.adapter.validate_json(result.output)})
+        except ValueError:  # the type changed since: keep what was stored
+            return result
+
+    def _new_run(
+        self,
+        task: str,
+        variables: Mapping[str, object] | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> _Run:
+        _check_task(task)
+        values = _variables(variables)
+        agents = [a for a in self._flow.agents if isinstance(a, Agent)]
+        check_variables(agents, values)
+        if self._approve is None:
+            check_approvals(agents)
         return _Run(
             task=task,
             context=SharedContext(order=self._flow.names),
             metadata=dict(metadata or {}),
+            variables=values,
         )
 
-    async def stream(self, task: str, *, text: bool = False) -> AsyncIterator[Event]:
+    async def stream(
+        self, task: str, *, text: bool = False, variables: Mapping[str, object] | None = None
+    ) -> AsyncIterator[Event]:
         """Run the flow on ``task``, yielding its events as they happen.
 
         The last event is :class:`~swarmcore.events.RunFinished`, holding the
@@ -327,11 +389,12 @@ class Swarm:
             task: What to do.
             text: Stream model text as :class:`~swarmcore.events.TextDelta`
                 events (LiteLLM ``stream=True``); results and usage are the same.
+            variables: Values for the ``{name}`` placeholders in instructions.
         """
-        _check_task(task)
+        run = self._new_run(task, variables, None)
         queue: asyncio.Queue[Event] = asyncio.Queue()
         runner = asyncio.ensure_future(
-            self._execute(self._new_run(task, None), ((queue.put_nowait, ()),), text_deltas=text)
+            self._execute(run, ((queue.put_nowait, ()),), text_deltas=text)
         )
         try:
             while True:
@@ -352,7 +415,9 @@ class Swarm:
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
 
-    async def dry_run(self, task: str) -> DryRunReport:
+    async def dry_run(
+        self, task: str, *, variables: Mapping[str, object] | None = None
+    ) -> DryRunReport:
         """Count the model calls and prompt tokens a run would make, without spending anything.
 
         The flow runs on the offline model with every tool replaced by a
@@ -377,9 +442,14 @@ class Swarm:
                 tokens = event.usage.prompt_tokens if event.usage else 0
                 sent.setdefault(event.agent_name, []).append(tokens)
 
-        swarm = Swarm(rehearsal, context_mode=self._mode.name, defaults=self._defaults)
+        swarm = Swarm(
+            rehearsal,
+            context_mode=self._mode.name,
+            defaults=self._defaults,
+            approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
+        )
         swarm.add_hook(count, events.ModelCallFinished)
-        await swarm.run(task)
+        await swarm.run(task, variables=variables)
         estimates: list[AgentEstimate] = []
         for node in self._flow.agents:
             assert isinstance(node, Agent)  # Swarm.__init__ checked every node
@@ -756,6 +826,8 @@ class Swarm:
                 extra_tools=prepared.tools,
                 context_hint=prepared.hint,
                 defaults=self._defaults,
+                variables=run.variables,
+                approve=self._approve,
             )
         except SwarmError:
             raise
@@ -814,6 +886,7 @@ class _Recorder:
                             "max_cost": max_cost,
                             "max_tokens": max_tokens,
                             "metadata": run.metadata,
+                            "variables": run.variables,
                         },
                     )
                 )
@@ -849,6 +922,18 @@ def _placeholder(name: str) -> Callable[..., Any]:
         return f"(dry run: {name} was not called)"
 
     return not_called
+
+
+def _variables(variables: Mapping[str, object] | None) -> dict[str, object]:
+    """Variables as text (how they are rendered and stored); keys checked."""
+    if variables is None:
+        return {}
+    if not isinstance(variables, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        raise UserError(f"variables must be a dict of name to value, got {variables!r}.")
+    for key in variables:
+        if not isinstance(key, str) or not key.isidentifier():  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(f"Variable names must be identifiers, got {key!r}.")
+    return {k: str(v) for k, v in variables.items()}
 
 
 def _check_task(task: object) -> None:
