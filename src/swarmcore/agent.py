@@ -787,12 +787,13 @@ class _RunState:
                     agent_name=self.agent.name,
                     tool_name=call.name,
                     call_id=call.id,
-                    arguments=call.arguments,
+                    arguments=record.arguments if record else call.arguments,
                     server=server,
                     duration_seconds=span.elapsed,
                     result_chars=len(record.result) if record else 0,
                     error=record.error if record else "cancelled",
                     truncated_from=record.truncated_from if record else None,
+                    approval=record.approval if record else None,
                 )
             )
         assert record is not None  # the try either set it or raised

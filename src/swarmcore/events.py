@@ -218,6 +218,8 @@ class ToolCallFinished(Event):
     truncated_from: int | None = None
     server: str | None = None
     """The MCP server that ran the tool; None for a Python tool."""
+    approval: str | None = None
+    """``allowed``, ``denied`` or ``edited`` for a tool that requires approval; else None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
