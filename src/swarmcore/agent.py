@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
-import itertools
 import math
 import re
 import time
@@ -557,8 +556,6 @@ class _DelegateFailed(Exception):
 _current_run: ContextVar[_RunState | None] = ContextVar("swarmcore_agent_run", default=None)
 """The agent run whose tools are executing: how a delegate finds its caller."""
 
-_text_call_ids = itertools.count(1)
-
 
 class _RunState:
     """Everything one run of one agent accumulates."""
@@ -642,11 +639,11 @@ class _RunState:
             calls = reply.tool_calls
         else:
             self.messages.append({"role": "assistant", "content": reply.text})
+            found = parse_text_tool_calls(reply.text or "", self.tools)
+            first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
             calls = [
-                llm.ToolCall(
-                    id=f"text_call_{next(_text_call_ids)}", name=c.name, arguments=c.arguments
-                )
-                for c in parse_text_tool_calls(reply.text or "", self.tools)
+                llm.ToolCall(id=f"call_{first + i}", name=c.name, arguments=c.arguments)
+                for i, c in enumerate(found)
             ]
         self.llm_calls.append(
             LLMCallRecord.model_construct(

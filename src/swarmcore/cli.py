@@ -38,6 +38,7 @@ from swarmcore.models import format_cost, sum_cost
 from swarmcore.policies import Quorum
 from swarmcore.store import RunRecord, SQLiteStore, default_store_path
 from swarmcore.swarm import ContextMode, Swarm
+from swarmcore.tools import ApprovalRequest, Approver, Tool
 
 if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
@@ -189,6 +190,41 @@ def _execute(
     return 0
 
 
+def _parse_vars(items: Sequence[str]) -> dict[str, str]:
+    variables: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise CLIError(f"--var takes NAME=VALUE (e.g. --var topic=caching), got {item!r}")
+        variables[name.strip()] = value
+    return variables
+
+
+def _approver(target: object, flow: Flow) -> Approver | None:
+    """The target Swarm's approval callback; else, for tools that need one, ask on the terminal."""
+    if isinstance(target, Swarm) and target.approve is not None:
+        return target.approve
+    needs = any(
+        t.requires_approval
+        for a in flow.agents
+        if isinstance(a, Agent)
+        for t in a.tools
+        if isinstance(t, Tool)
+    )
+    if not needs or not sys.stdin.isatty():
+        return None  # none needed, or no one to ask: the run fails before any model call
+    lock = asyncio.Lock()
+
+    async def ask(request: ApprovalRequest) -> bool:
+        arguments = json.dumps(request.arguments)
+        prompt = f"\nallow {request.agent_name} to call {request.tool_name}({arguments})? [y/N] "
+        async with lock:  # one question at a time, even from parallel agents
+            answer = await asyncio.to_thread(input, prompt)
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
 def _fail(error: object, run_id: str | None, store_path: Path | None) -> None:
     print(f"swarmcore: error: {_one_line(str(error))}", file=sys.stderr)
     if run_id and store_path is not None:
@@ -203,8 +239,9 @@ def _command_run(args: argparse.Namespace) -> int:
     mode: ContextMode = args.context_mode or (
         target.context_mode if isinstance(target, Swarm) else "pull"
     )
+    variables = _parse_vars(args.var or [])
     if args.dry_run:
-        report = asyncio.run(Swarm(flow, context_mode=mode).dry_run(args.task))
+        report = asyncio.run(Swarm(flow, context_mode=mode).dry_run(args.task, variables=variables))
         print(report.table())
         return 0
     store_path = None if args.no_store else _store_path(args)
@@ -218,10 +255,11 @@ def _command_run(args: argparse.Namespace) -> int:
             max_cost=args.max_cost,
             max_tokens=args.max_tokens,
             store=store,
+            approve=_approver(target, flow),
         )
         return _execute(
             swarm,
-            lambda s: s.run(args.task, metadata=metadata),
+            lambda s: s.run(args.task, variables=variables, metadata=metadata),
             quiet=args.quiet,
             store_path=store_path,
         )
@@ -435,6 +473,7 @@ def _command_runs_resume(args: argparse.Namespace) -> int:
             max_cost=_number(record.settings.get("max_cost")),
             max_tokens=_whole(record.settings.get("max_tokens")),
             store=store,
+            approve=_approver(None, flow),
         )
         run_id = record.run_id
         return _execute(swarm, lambda s: s.resume(run_id), quiet=args.quiet, store_path=path)
@@ -695,6 +734,12 @@ def _add_run_parser(commands: Any) -> None:
     )
     run.add_argument("--max-cost", type=float, help="stop before spending more than this (USD)")
     run.add_argument("--max-tokens", type=int, help="stop before spending more tokens than this")
+    run.add_argument(
+        "--var",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a value for a {NAME} placeholder in instructions (repeatable)",
+    )
     run.set_defaults(handler=_command_run)
 
 

@@ -212,6 +212,11 @@ class Swarm:
         self._approve = approve
 
     @property
+    def approve(self) -> Approver | None:
+        """The approval callback for tools marked ``requires_approval``, if any."""
+        return self._approve
+
+    @property
     def store(self) -> RunStore | None:
         """Where runs are recorded, if anywhere."""
         return self._store

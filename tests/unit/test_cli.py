@@ -457,3 +457,68 @@ def test_user_errors_print_one_line_and_exit_non_zero(
     assert err.startswith("swarmcore: error: ")
     assert message in err
     assert err.count("\n") == 1
+
+
+# --- prompt variables and approval ---------------------------------------------------
+
+VARS_FILE = """
+from swarmcore import Agent, Swarm, function_tool
+from swarmcore.testing import offline_model
+
+m = offline_model()
+writer = Agent("writer", "Write for {audience}.", model=m)
+
+
+def wipe(path: str) -> str:
+    \"\"\"Delete a path.\"\"\"
+    return "wiped " + path
+
+
+careful = Agent("careful", "Tidy up.", model=m, tools=[function_tool(wipe, requires_approval=True)])
+approved = Swarm(careful, approve=lambda request: True)
+"""
+
+
+@pytest.fixture
+def vars_file(tmp_path: Path) -> Path:
+    path = tmp_path / "vars_flow.py"
+    path.write_text(VARS_FILE)
+    return path
+
+
+def test_run_fills_prompt_variables_from_var_flags(
+    vars_file: Path, capsys: pytest.CaptureFixture[str], store_path: Path
+) -> None:
+    args = ["run", f"{vars_file}:writer", "say hi", "--var", "audience=new hires", "--quiet"]
+    assert main(args) == 0
+    assert "Offline answer (Write for new hires.) to: say hi" in capsys.readouterr().out
+    store = SQLiteStore(store_path)
+    (run,) = store.list_runs()
+    record = store.get_run(run.run_id)
+    store.close()
+    assert record is not None
+    assert record.settings["variables"] == {"audience": "new hires"}
+
+
+def test_run_without_a_needed_variable_fails_before_any_call(
+    vars_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{vars_file}:writer", "say hi", "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert "{audience}" in err
+    assert "'writer'" in err
+
+
+def test_a_malformed_var_flag_is_a_usage_error(
+    vars_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{vars_file}:writer", "x", "--var", "audience"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+
+
+def test_run_uses_the_target_swarms_approval_callback(
+    vars_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{vars_file}:approved", "tidy", "--no-store", "--quiet"]) == 0
+    assert main(["run", f"{vars_file}:careful", "tidy", "--no-store", "--quiet"]) == 2
+    assert "requires approval" in capsys.readouterr().err

@@ -136,6 +136,8 @@ class ReplayModel:
             )
             self._answers.setdefault(_key(messages[:index]), deque()).append(reply)
             self._recorded.append(messages[:index])
+        for delegated in result.delegations:  # agents it called as tools hold their own calls
+            self._learn(delegated)
 
     def _explain(self, sent: Sequence[Mapping[str, Any]]) -> str:
         base = (
