@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from swarmcore.errors import UserError
 
 __all__ = [
+    "SCHEMA_PROMPT",
     "OutputSpec",
     "OutputValidator",
     "TextToolCall",
@@ -36,6 +37,12 @@ OutputValidator = Callable[[Any], "str | Awaitable[str | None] | None"]
 """Inspects an agent's output (the parsed object, or the text when there is no
 ``output_type``): returns None to accept it, or feedback text (or raises
 ValueError) to send it back to the model for another try."""
+
+SCHEMA_PROMPT = (
+    "Answer with only a JSON value that matches this JSON schema, with no other text "
+    "(a ```json fence is fine):"
+)
+"""Precedes the schema in the instructions of text-protocol structured output."""
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
@@ -129,10 +136,7 @@ class OutputSpec:
         raw_name = getattr(output_type, "__name__", None) or "output"
         name = re.sub(r"[^A-Za-z0-9_-]", "_", str(raw_name))[:64] or "output"
         rendered = json.dumps(schema, separators=(",", ":"))
-        instructions = (
-            "Answer with only a JSON value that matches this JSON schema, with no other text "
-            f"(a ```json fence is fine):\n{rendered}"
-        )
+        instructions = f"{SCHEMA_PROMPT}\n{rendered}"
         response_format = {
             "type": "json_schema",
             # strict would demand every field be required; pydantic defaults are not.

@@ -113,3 +113,30 @@ async def test_a_collected_test_model_says_to_keep_a_reference() -> None:
     gc.collect()
     with pytest.raises(ModelError, match="was garbage-collected: keep a reference"):
         await agent.run("go")
+
+
+# --- the offline model and structured output -------------------------------------------
+
+
+class _Verdict(BaseModel):
+    decision: Literal["ship", "hold"]
+    reasons: list[str]
+
+
+@pytest.mark.parametrize("protocol", ["text", "native"])
+async def test_offline_model_answers_structured_agents_with_valid_json(protocol: str) -> None:
+    offline = OfflineModel()
+    judge = Agent(
+        "judge", "Judge.", model=offline.model, output_type=_Verdict, output_protocol=protocol
+    )
+    result = await judge.run("ship it?")
+    assert result.parsed == _Verdict(decision="ship", reasons=["example reasons"])
+    assert len(offline.requests) == 1  # valid at once: no answer sent back
+
+
+async def test_dry_run_counts_a_structured_agent_without_failing() -> None:
+    m = offline_model()
+    flow = Agent("a", "A.", model=m) >> Agent("judge", "Judge.", model=m, output_type=_Verdict)
+    report = await Swarm(flow).dry_run("release")
+    assert [e.agent_name for e in report.agents] == ["a", "judge"]
+    assert all(e.model_calls >= 1 for e in report.agents)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import json
 import re
+import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from swarmcore.structured import SCHEMA_PROMPT
 from swarmcore.testing._provider import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step, tool_calls_of
 
@@ -183,7 +186,28 @@ def _next_move(request: RecordedRequest) -> Reply:
         listed = _LISTED.findall(_tool_output(request, "list_context"))
         if listed:
             return Reply(tool_calls=[Call("get_context", {"agent_name": n}) for n in listed[-2:]])
+    schema = _wanted_schema(request)
+    if schema is not None:  # structured output: a value that fits the schema
+        return Reply(text=json.dumps(_example(schema, schema.get("$defs", {}), "")))
     return Reply(text=_answer(request))
+
+
+def _wanted_schema(request: RecordedRequest) -> dict[str, Any] | None:
+    """The JSON schema the answer must match: a native response format, or the prompt's."""
+    wanted: Any = request.params.get("response_format")
+    schema: Any = None
+    if isinstance(wanted, dict):
+        schema = typing.cast(dict[str, Any], wanted).get("json_schema", {}).get("schema")
+    else:
+        start = request.system.find(SCHEMA_PROMPT)
+        if start < 0:
+            return None
+        line = request.system[start + len(SCHEMA_PROMPT) :].strip().split("\n", 1)[0]
+        try:
+            schema = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+    return typing.cast(dict[str, Any], schema) if isinstance(schema, dict) else None
 
 
 def _first_call(name: str, parameters: Mapping[str, Any], task: str) -> Call:
