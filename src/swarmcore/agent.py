@@ -463,8 +463,8 @@ class Agent(FlowNode):
     async def _loop(self, state: _RunState) -> tuple[str, str | None, Any]:
         while True:
             state.check_turn_budget()
-            reply = await state.call_model()
-            calls = state.record(reply)
+            reply, calls = await state.call_model()
+            state.record(reply, calls)
             if calls:
                 state.add_tool_results(await state.run_tools(calls))
                 continue
@@ -629,22 +629,25 @@ class _RunState:
             response_format=a._output.response_format if self.native_output and a._output else None,  # pyright: ignore[reportPrivateUsage] -- its own agent
         )
 
-    def record(self, reply: llm.LLMReply) -> Sequence[llm.ToolCall]:
-        """Keep the reply; return the tool calls to run (none for an answer)."""
-        calls: Sequence[llm.ToolCall] = ()
+    def calls_of(self, reply: llm.LLMReply) -> Sequence[llm.ToolCall]:
+        """The tool calls of a reply to run: native ones, JSON ones (text protocol), or none."""
         if not self.tools:  # direct mode: one call, whatever the reply holds
-            self.messages.append({"role": "assistant", "content": reply.text})
-        elif self.native_tools:
+            return ()
+        if self.native_tools:
+            return reply.tool_calls
+        found = parse_text_tool_calls(reply.text or "", self.tools)
+        first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
+        return [
+            llm.ToolCall(id=f"call_{first + i}", name=c.name, arguments=c.arguments)
+            for i, c in enumerate(found)
+        ]
+
+    def record(self, reply: llm.LLMReply, calls: Sequence[llm.ToolCall]) -> None:
+        """Keep the reply and what it cost."""
+        if self.native_tools and calls:
             self.messages.append(reply.as_message())
-            calls = reply.tool_calls
-        else:
+        else:  # an answer, or tool calls written as text: no native tool_calls to keep
             self.messages.append({"role": "assistant", "content": reply.text})
-            found = parse_text_tool_calls(reply.text or "", self.tools)
-            first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
-            calls = [
-                llm.ToolCall(id=f"call_{first + i}", name=c.name, arguments=c.arguments)
-                for i, c in enumerate(found)
-            ]
         self.llm_calls.append(
             LLMCallRecord.model_construct(
                 model=reply.model or self.agent.model,
@@ -652,11 +655,10 @@ class _RunState:
                 token_usage=reply.usage,
                 cost=reply.cost,
                 finish_reason=reply.finish_reason,
-                tool_calls=len(reply.tool_calls),
+                tool_calls=len(calls),
                 attempts=reply.attempts,
             )
         )
-        return calls
 
     async def accept(self, text: str) -> tuple[str, str | None, Any] | None:
         """The answer as (output, summary, parsed), or None once it is sent back for a retry.
@@ -697,11 +699,12 @@ class _RunState:
         )
         return None
 
-    async def call_model(self) -> llm.LLMReply:
-        """One turn's model call, reported to the event stream when anyone listens."""
+    async def call_model(self) -> tuple[llm.LLMReply, Sequence[llm.ToolCall]]:
+        """One turn's model call and the tool calls to run, reported to the event stream."""
         span = events.Span.child()
         if span is None:
-            return await llm.complete(self.request())
+            reply = await llm.complete(self.request())
+            return reply, self.calls_of(reply)
         name, turn = self.agent.name, len(self.llm_calls) + 1
         span.bus.publish(
             events.ModelCallStarted(
@@ -710,13 +713,15 @@ class _RunState:
                 model=self.agent.model,
                 turn=turn,
                 messages=len(self.messages),
-                tools=len(self.specs),
+                tools=len(self.tools),
             )
         )
         reply: llm.LLMReply | None = None
+        calls: Sequence[llm.ToolCall] = ()
         try:
             with span.inside():
                 reply = await llm.complete(self.request(stream=span.bus.text_deltas))
+                calls = self.calls_of(reply)
         finally:
             span.bus.publish(
                 events.ModelCallFinished(
@@ -729,12 +734,12 @@ class _RunState:
                     cost=reply.cost if reply else None,
                     finish_reason=reply.finish_reason if reply else None,
                     attempts=reply.attempts if reply else 1,
-                    tool_calls=len(reply.tool_calls) if reply else 0,
+                    tool_calls=len(calls),
                     error=span.error,
                 )
             )
         assert reply is not None  # the try either set it or raised
-        return reply
+        return reply, calls
 
     async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
         """Run one reply's tool calls, at most ``max_parallel_tools`` at once, in call order."""

@@ -919,6 +919,10 @@ def _offline_copy(node: FlowNode, model: str) -> FlowNode:
         model=model,
         fallback_models=(),
         tools=[tool.bind(_placeholder(tool.name)) for tool in node.tools if isinstance(tool, Tool)],
+        # The offline model calls tools natively, and its made-up values cannot
+        # satisfy user validators; the count of calls is the same either way.
+        tool_protocol="native",
+        output_validators=(),
     )
 
 

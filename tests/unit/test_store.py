@@ -92,6 +92,7 @@ async def test_a_run_is_recorded_with_its_status_flow_task_and_settings(db: Path
         "max_cost": None,
         "max_tokens": 100_000,
         "metadata": {"who": "tests"},
+        "variables": {},
     }
     assert before <= record.started_at <= (record.ended_at or 0) <= time.time()
     assert (record.agents_done, record.agents_total) == (3, 3)
