@@ -301,13 +301,14 @@ class Agent(FlowNode):
             """
             return await agent._delegated(task, _current_run.get(), max_depth)
 
-        return function_tool(
+        tool = function_tool(
             delegate,
             name=name or self.name,
             description=description
             or f"Ask the agent {self.name!r} to do a task; returns its answer. "
             + _first_sentence(self.instructions),
         )
+        return replace(tool, delegate=self)
 
     async def _delegated(self, task: str, caller: _RunState | None, max_depth: int) -> str:
         chain = (*(caller.chain if caller else ()), self.name)
@@ -321,17 +322,21 @@ class Agent(FlowNode):
                 chain=list(chain),
                 max_depth=max_depth,
             )
-        options = _Options(chain=chain)
+        spent: list[AgentResult] = []  # a failed run's partial result lands here
+        options = _Options(chain=chain, spent=spent)
         if caller is not None:
-            options = replace(caller.options, chain=chain, history=None)
+            options = replace(caller.options, chain=chain, history=None, spent=spent)
+        position = _call_position.get()
         try:
             result = await self._start(task, None, (), options)
         except (DelegationDepthExceeded, UserError):
             raise
         except AgentError as exc:  # the caller's model is told, and can try something else
+            if caller is not None and spent:  # what it spent before failing still counts
+                caller.delegations.append((position, spent[0]))
             raise _DelegateFailed(f"agent {self.name!r} failed: {exc}") from exc
         if caller is not None:
-            caller.delegations.append(result)
+            caller.delegations.append((position, result))
         return result.output
 
     async def run(
@@ -384,7 +389,7 @@ class Agent(FlowNode):
             raise UserError(f"Agent {self.name!r}: the task must be a non-empty string.")
         if context_hint is None and context is not None and len(context):
             context_hint = "# Context from earlier agents\n\n" + context.format_for_prompt()
-        values = dict(variables or {})
+        values = normalize_variables(variables)
         if approve is None:
             check_approvals([self])
         options = _Options(
@@ -449,13 +454,19 @@ class Agent(FlowNode):
                 output, summary, parsed = await self._loop(state)
         except TimeoutError as exc:
             if not deadline.expired():
+                state.keep_partial(exc, time.perf_counter() - start)
                 raise
-            raise AgentError(
+            error = AgentError(
                 f"Agent {self.name!r} did not finish within timeout={settings.timeout:g}s "
                 f"({len(state.llm_calls)} model calls made); raise timeout or simplify the task.",
                 agent_name=self.name,
                 retryable=True,
-            ) from exc
+            )
+            state.keep_partial(error, time.perf_counter() - start)
+            raise error from exc
+        except Exception as exc:
+            state.keep_partial(exc, time.perf_counter() - start)
+            raise
         finally:
             _current_run.reset(token)
         return state.result(output, summary, parsed, time.perf_counter() - start)
@@ -547,6 +558,8 @@ class _Options:
     history: Sequence[llm.Message] | None = None
     chain: tuple[str, ...] = ()
     """Agent names from the outermost caller down to this run (delegation depth)."""
+    spent: list[AgentResult] | None = None
+    """Where a delegated run that fails leaves its partial result (what it spent)."""
 
 
 class _DelegateFailed(Exception):
@@ -555,6 +568,9 @@ class _DelegateFailed(Exception):
 
 _current_run: ContextVar[_RunState | None] = ContextVar("swarmcore_agent_run", default=None)
 """The agent run whose tools are executing: how a delegate finds its caller."""
+
+_call_position: ContextVar[int] = ContextVar("swarmcore_tool_call_position", default=0)
+"""The running tool call's place in its agent's run, so delegations keep call order."""
 
 
 class _RunState:
@@ -599,7 +615,7 @@ class _RunState:
         self.messages: list[llm.Message] = []
         self.llm_calls: list[LLMCallRecord] = []
         self.tool_records: list[ToolCallRecord] = []
-        self.delegations: list[AgentResult] = []
+        self.delegations: list[tuple[int, AgentResult]] = []
         self.rejected = 0
 
     def check_turn_budget(self) -> None:
@@ -743,17 +759,19 @@ class _RunState:
 
     async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
         """Run one reply's tool calls, at most ``max_parallel_tools`` at once, in call order."""
+        first = len(self.tool_records)
         if len(calls) <= self.settings.max_parallel_tools:
-            return await asyncio.gather(*(self._tool(c) for c in calls))
+            return await asyncio.gather(*(self._tool(c, first + i) for i, c in enumerate(calls)))
         gate = asyncio.Semaphore(self.settings.max_parallel_tools)
 
-        async def gated(call: llm.ToolCall) -> ToolCallRecord:
+        async def gated(call: llm.ToolCall, position: int) -> ToolCallRecord:
             async with gate:
-                return await self._tool(call)
+                return await self._tool(call, position)
 
-        return await asyncio.gather(*(gated(c) for c in calls))
+        return await asyncio.gather(*(gated(c, first + i) for i, c in enumerate(calls)))
 
-    async def _tool(self, call: llm.ToolCall) -> ToolCallRecord:
+    async def _tool(self, call: llm.ToolCall, position: int) -> ToolCallRecord:
+        _call_position.set(position)  # each call runs in a task of its own: no reset needed
         run = run_tool_call(
             self.tools,
             call.id,
@@ -812,10 +830,17 @@ class _RunState:
         parts = [f"## {r.tool_name} ({r.call_id})\n{r.result}" for r in records]
         self.messages.append({"role": "user", "content": "Tool results:\n\n" + "\n\n".join(parts)})
 
+    def keep_partial(self, error: BaseException, duration: float) -> None:
+        """For a delegated run that failed: leave what it spent where its caller looks."""
+        if self.options.spent is not None:
+            failed = f"(failed) {type(error).__name__}: {error}"
+            self.options.spent.append(self.result(failed, None, None, duration))
+
     def result(self, output: str, summary: str | None, parsed: Any, duration: float) -> AgentResult:
         # Built from values this module made: construct, do not re-validate (hot path).
+        delegations = [r for _, r in sorted(self.delegations, key=lambda d: d[0])]
         usage = [c.token_usage for c in self.llm_calls]
-        usage += [d.token_usage for d in self.delegations]
+        usage += [d.token_usage for d in delegations]
         return AgentResult.model_construct(
             agent_name=self.agent.name,
             output=output,
@@ -828,7 +853,7 @@ class _RunState:
             messages=list(self.messages),
             attempts=1,
             parsed=parsed,
-            delegations=list(self.delegations),
+            delegations=delegations,
         )
 
 
@@ -874,6 +899,37 @@ def render(text: str, variables: Mapping[str, object]) -> str:
     return _PLACEHOLDER.sub(fill, text)
 
 
+def normalize_variables(variables: Mapping[str, object] | None) -> dict[str, object]:
+    """Variables as text (how they are rendered and stored), names checked.
+
+    Raises:
+        UserError: Not a mapping, or a name that is not an identifier.
+    """
+    if variables is None:
+        return {}
+    if not isinstance(variables, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        raise UserError(f"variables must be a dict of name to value, got {variables!r}.")
+    for key in variables:
+        if not isinstance(key, str) or not key.isidentifier():  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(f"Variable names must be identifiers, got {key!r}.")
+    return {k: str(v) for k, v in variables.items()}
+
+
+def reachable(agents: Iterable[Agent]) -> list[Agent]:
+    """``agents`` and every agent they can call through ``as_tool``, each once."""
+    found: dict[int, Agent] = {}
+    pending = list(agents)
+    while pending:
+        agent = pending.pop(0)
+        if id(agent) in found:
+            continue
+        found[id(agent)] = agent
+        for tool in agent._tool_map.values():  # pyright: ignore[reportPrivateUsage] -- same module
+            if isinstance(tool.delegate, Agent):
+                pending.append(tool.delegate)
+    return list(found.values())
+
+
 def check_variables(agents: Iterable[Agent], variables: Mapping[str, object]) -> None:
     """Fail before any model call when an agent's instructions use a variable not given.
 
@@ -881,7 +937,7 @@ def check_variables(agents: Iterable[Agent], variables: Mapping[str, object]) ->
         UserError: Naming every missing variable and the agents that use it.
     """
     missing: dict[str, list[str]] = {}
-    for agent in agents:
+    for agent in reachable(agents):
         for name in sorted(agent.variables - variables.keys()):
             missing.setdefault(name, []).append(agent.name)
     if not missing:
@@ -903,7 +959,7 @@ def check_approvals(agents: Iterable[Agent]) -> None:
     Raises:
         UserError: Naming the first such tool.
     """
-    for agent in agents:
+    for agent in reachable(agents):
         for tool in agent._tool_map.values():  # pyright: ignore[reportPrivateUsage] -- same module
             if tool.requires_approval:
                 raise UserError(
@@ -926,8 +982,10 @@ def _copy_history(
 ) -> list[llm.Message] | None:
     if history is None:
         return None
-    if isinstance(history, (str, bytes)) or not all(
-        isinstance(m, Mapping) and "role" in m for m in history
+    if (
+        not isinstance(history, Sequence)  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        or isinstance(history, (str, bytes))
+        or not all(isinstance(m, Mapping) and "role" in m for m in history)
     ):
         raise UserError(
             f"Agent {owner!r}: history must be a list of messages (dicts with a 'role'), "

@@ -134,7 +134,8 @@ class AgentResult(BaseModel):
     as JSON text, which is what later agents read). None otherwise."""
     delegations: list[AgentResult] = Field(default_factory=list["AgentResult"])
     """Results of agents this one called as tools (``agent.as_tool()``), in call order;
-    their tokens and cost are included in this result's."""
+    their tokens and cost are included in this result's. A delegate that failed is
+    listed too, with what it spent and an output starting ``(failed)``."""
 
     @computed_field
     @property

@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from swarmcore import budget, events
-from swarmcore.agent import Agent, AgentDefaults, check_approvals, check_variables, run_sync
+from swarmcore.agent import (
+    Agent,
+    AgentDefaults,
+    check_approvals,
+    check_variables,
+    normalize_variables,
+    run_sync,
+)
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
     CONTEXT_TOOL_NAMES,
@@ -369,7 +376,7 @@ class Swarm:
         metadata: Mapping[str, Any] | None,
     ) -> _Run:
         _check_task(task)
-        values = _variables(variables)
+        values = normalize_variables(variables)
         agents = [a for a in self._flow.agents if isinstance(a, Agent)]
         check_variables(agents, values)
         if self._approve is None:
@@ -931,18 +938,6 @@ def _placeholder(name: str) -> Callable[..., Any]:
         return f"(dry run: {name} was not called)"
 
     return not_called
-
-
-def _variables(variables: Mapping[str, object] | None) -> dict[str, object]:
-    """Variables as text (how they are rendered and stored); keys checked."""
-    if variables is None:
-        return {}
-    if not isinstance(variables, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
-        raise UserError(f"variables must be a dict of name to value, got {variables!r}.")
-    for key in variables:
-        if not isinstance(key, str) or not key.isidentifier():  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
-            raise UserError(f"Variable names must be identifiers, got {key!r}.")
-    return {k: str(v) for k, v in variables.items()}
 
 
 def _check_task(task: object) -> None:

@@ -88,6 +88,8 @@ class Tool:
     error; None uses the agent's ``tool_timeout``."""
     requires_approval: bool = False
     """Ask the run's approval callback before every call (see :class:`Approval`)."""
+    delegate: Any = field(default=None, repr=False)
+    """The Agent this tool runs, for tools made by ``agent.as_tool()``; else None."""
     _spec: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
