@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from swarmcore.errors import UserError
@@ -177,6 +177,26 @@ class Flow(Composable):
     def expression(self) -> str:
         """The flow in the ``>>``/``|`` expression language, e.g. ``a >> (b | c) >> d``."""
         return " >> ".join(_step_expr(s, nested=len(self._steps) > 1) for s in self._steps)
+
+    @classmethod
+    def parse(cls, expression: str, agents: Iterable[FlowNode] | Mapping[str, FlowNode]) -> Flow:
+        """Build a flow from its expression, e.g. ``"researcher >> (analyst | critic) >> writer"``.
+
+        The expression language is the one ``repr`` prints: names, ``>>``,
+        ``|`` and parentheses. It is parsed, never evaluated, so it is safe
+        for text a model wrote.
+
+        Args:
+            expression: The flow in the ``>>``/``|`` language.
+            agents: The agents the names refer to (or a mapping of name to agent).
+
+        Raises:
+            UserError: A syntax error (with its position), an unknown name (with
+                the closest known names), or an agent used twice.
+        """
+        from swarmcore.parse import parse_flow
+
+        return parse_flow(expression, agents)
 
     def map_agents(self, fn: Callable[[FlowNode], FlowNode]) -> Flow:
         """The same shape (groups, branches, policies) with every agent replaced by ``fn(agent)``.

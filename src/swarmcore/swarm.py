@@ -23,7 +23,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -52,6 +52,7 @@ from swarmcore.policies import Quorum, RetryPolicy
 from swarmcore.tools import Approver, Tool
 
 if TYPE_CHECKING:
+    from swarmcore.batch import MapProgress
     from swarmcore.dryrun import DryRunReport
     from swarmcore.store import RunStore
 
@@ -357,6 +358,44 @@ class Swarm:
                 summary = result.summary if result.summary != result.output else None
                 run.context.set(result.agent_name, result.output, summary)
         return await self._execute(run, ())
+
+    async def map(
+        self,
+        tasks: Iterable[str],
+        *,
+        concurrency: int = 4,
+        variables: Mapping[str, object] | Sequence[Mapping[str, object]] | None = None,
+        progress: Callable[[MapProgress], object] | None = None,
+    ) -> list[SwarmResult | BaseException]:
+        """Run the flow once per task, at most ``concurrency`` runs at a time.
+
+        One failing run never stops the others: its place in the returned list
+        holds its error (a SwarmError carries ``partial`` results).
+
+        Args:
+            tasks: The inputs, one run each.
+            concurrency: The most runs in flight at once.
+            variables: Prompt variables for every run, or one mapping per task.
+            progress: Called (sync or async) after each run ends, with a
+                :class:`MapProgress`: how many are done, succeeded and failed.
+
+        Returns:
+            One entry per task, in input order: its SwarmResult, or its error.
+
+        Raises:
+            UserError: ``concurrency`` is not a positive whole number, a task
+                is empty, or ``variables`` does not match the tasks (checked
+                before any run starts).
+        """
+        from swarmcore.batch import run_batch
+
+        return await run_batch(
+            lambda task, values: self.run(task, variables=values),
+            tasks,
+            concurrency=concurrency,
+            variables=variables,
+            progress=progress,
+        )
 
     def _reparsed(self, result: AgentResult) -> AgentResult:
         """A stored result whose ``parsed`` is the agent's output_type again, not plain JSON."""
