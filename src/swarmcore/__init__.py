@@ -15,6 +15,7 @@ import logging
 
 from swarmcore.agent import Agent, AgentDefaults
 from swarmcore.context import SharedContext
+from swarmcore.control import loop, plan, route
 from swarmcore.errors import (
     AgentError,
     BudgetExceeded,
@@ -31,6 +32,7 @@ from swarmcore.limits import ModelLimit, clear_model_limits, limit_model, set_mo
 from swarmcore.models import (
     AgentFailure,
     AgentResult,
+    Decision,
     LLMCallRecord,
     SwarmResult,
     TokenUsage,
@@ -50,6 +52,7 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "BudgetExceeded",
+    "Decision",
     "DelegationDepthExceeded",
     "Flow",
     "GroupError",
@@ -72,7 +75,10 @@ __all__ = [
     "clear_model_limits",
     "function_tool",
     "limit_model",
+    "loop",
     "parallel",
+    "plan",
+    "route",
     "set_model_limit",
 ]
 

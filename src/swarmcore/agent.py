@@ -268,6 +268,16 @@ class Agent(FlowNode):
         """A copy with some fields changed: ``agent.clone(name="critic_2", model=...)``."""
         return replace(self, **changes)
 
+    def renamed(self, name: str) -> Agent:
+        """This agent under a run-time name such as ``writer#2`` (a loop's iteration).
+
+        Unlike :meth:`clone`, the name is not checked as a tool name: it keys
+        the context and the history, and is never sent as a tool name.
+        """
+        twin = copy.copy(self)
+        object.__setattr__(twin, "name", name)
+        return twin
+
     def as_tool(
         self, *, name: str | None = None, description: str | None = None, max_depth: int = 3
     ) -> Tool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +80,7 @@ class SharedContext:
     __slots__ = ("_entries", "_failures", "_order")
 
     def __init__(self, order: Iterable[str] = ()) -> None:
-        self._order = {name: i for i, name in enumerate(order)}
+        self._order: dict[str, tuple[int, ...]] = {name: (i,) for i, name in enumerate(order)}
         self._entries: dict[str, ContextEntry] = {}
         self._failures: dict[str, str] = {}
 
@@ -106,8 +106,32 @@ class SharedContext:
             ordered = sorted(self._entries, key=self._rank)  # stable: unknown names keep order
             self._entries = {k: self._entries[k] for k in ordered}
 
-    def _rank(self, key: str) -> int:
-        return self._order.get(key, len(self._order))
+    def _rank(self, key: str) -> tuple[int, ...]:
+        return self._order.get(key, (len(self._order),))
+
+    def place(self, ranks: Mapping[str, tuple[int, ...]]) -> None:
+        """Give names that appear at run time (loop iterations, planned agents) their order.
+
+        A rank is compared as a tuple against the ``(position,)`` of the flow's
+        own names, so ``writer#2`` can sit between its loop's start and the
+        step after the loop. Every view made by :meth:`subset` sees it.
+        """
+        self._order.update(ranks)
+
+    def in_order(self, names: Iterable[str]) -> list[str]:
+        """``names`` sorted in flow order (run-time names included, see :meth:`place`)."""
+        return sorted(names, key=self._rank)
+
+    def latest(self, name: str) -> str | None:
+        """The newest output of ``name``: of its last loop iteration (``name#k``), or its own."""
+        newest: tuple[int, str] | None = None
+        for key, entry in self._entries.items():
+            base, _, k = key.partition("#")
+            if base == name and (k.isdigit() or not k):
+                rank = int(k) if k else 0
+                if newest is None or rank >= newest[0]:
+                    newest = (rank, entry.output)
+        return newest[1] if newest else None
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """The full output stored under ``key``, or ``default``."""

@@ -45,10 +45,14 @@ __all__ = [
     "Event",
     "EventBus",
     "Hook",
+    "LoopFinished",
+    "LoopIteration",
     "ModelCallFinished",
     "ModelCallStarted",
     "ModelFallback",
+    "PlanMade",
     "RetryScheduled",
+    "RouteChosen",
     "RunFinished",
     "RunStarted",
     "Span",
@@ -244,6 +248,57 @@ class ModelFallback(Event):
     from_model: str
     to_model: str
     error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteChosen(Event):
+    """A route chose its branch."""
+
+    route: str
+    """The route step's name."""
+    branch: str
+    by: str
+    """``predicate``, or the router agent's name."""
+    reason: str = ""
+    """The router agent's reason, when it gave one."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopIteration(Event):
+    """A loop began an iteration; its agents run as ``name#iteration``."""
+
+    loop: str
+    iteration: int
+    max_iterations: int
+    agents: tuple[str, ...]
+    """The iteration's agent names (``writer#2``...)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopFinished(Event):
+    """A loop ended."""
+
+    loop: str
+    iterations: int
+    reason: str
+    """``until`` (the predicate said done), ``judge`` (the judge said done) or
+    ``max_iterations``."""
+    feedback: str = ""
+    """The judge's last feedback."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanMade(Event):
+    """A planner's flow was parsed and validated, and is about to run."""
+
+    plan: str
+    """The plan step's name."""
+    planner: str
+    expression: str
+    """The flow, in the ``>>``/``|`` language."""
+    attempts: int
+    """Answers the planner gave (more than 1 when errors went back to it)."""
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,6 @@ This module is pure data: it never imports ``agent.py`` (Agent inherits
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -24,7 +23,16 @@ from swarmcore.policies import GroupPolicy, check_group_policy
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["Composable", "Flow", "FlowNode", "Group", "chain", "parallel", "shape_of"]
+__all__ = [
+    "Composable",
+    "ControlNode",
+    "Flow",
+    "FlowNode",
+    "Group",
+    "chain",
+    "parallel",
+    "shape_of",
+]
 
 
 class Composable:
@@ -52,6 +60,50 @@ class FlowNode(Composable):
 
     name: str
     """The node's name, unique within a flow (a field of the subclass)."""
+
+
+class ControlNode(FlowNode):
+    """A step that decides at run time what runs: a route, a loop or a plan (``control.py``).
+
+    Its agents belong to the flow (``flow.agents`` lists them, names stay
+    unique); the node itself is not an agent.
+    """
+
+    __slots__ = ()
+
+    def inner_agents(self) -> tuple[FlowNode, ...]:
+        """Every agent the node may run, in flow order."""
+        raise NotImplementedError
+
+    def inner_flows(self) -> tuple[Flow, ...]:
+        """The sub-flows the node holds (branches, a body)."""
+        return ()
+
+    def entry_agents(self) -> tuple[FlowNode, ...]:
+        """The agents that may start the node."""
+        raise NotImplementedError
+
+    def exit_agents(self) -> tuple[FlowNode, ...]:
+        """The agents whose outputs may end the node."""
+        raise NotImplementedError
+
+    def rebuild(
+        self, flow: Callable[[Flow], Flow], agent: Callable[[FlowNode], FlowNode]
+    ) -> ControlNode:
+        """The same node with every sub-flow and agent replaced (for ``Flow.map_agents``)."""
+        raise NotImplementedError
+
+    def label(self) -> str:
+        """How the node appears in an expression, e.g. ``route{short: a, long: b}``."""
+        raise NotImplementedError
+
+    def shape(self, step: Callable[[Flow], object]) -> object:
+        """The node's part of ``shape_of``: kind, names and limits."""
+        raise NotImplementedError
+
+    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
+        """Mermaid lines for the node, drawn after the nodes ``prev``; and its exit ids."""
+        raise NotImplementedError
 
 
 Member: TypeAlias = "FlowNode | Flow"
@@ -214,7 +266,9 @@ class Flow(Composable):
         def steps(items: tuple[Step, ...]) -> tuple[Step, ...]:
             out: list[Step] = []
             for step in items:
-                if isinstance(step, FlowNode):
+                if isinstance(step, ControlNode):
+                    out.append(step.rebuild(lambda f: f.map_agents(fn), node))
+                elif isinstance(step, FlowNode):
                     out.append(node(step))
                 else:
                     members = tuple(
@@ -262,9 +316,8 @@ class Flow(Composable):
         if direction not in ("LR", "TD", "TB", "RL", "BT"):
             raise UserError(f"direction must be one of LR, TD, TB, RL, BT, got {direction!r}.")
         lines = [f"flowchart {direction}"]
-        lines += [f'    {a.name}["{a.name}"]' for a in self._agents]
-        edges = _mermaid_edges(self._steps)
-        lines += [f"    {src} --> {dst}" for src, dst in edges]
+        lines += [f'    {_mermaid_id(a.name)}["{a.name}"]' for a in self._agents]
+        lines += mermaid_steps(self._steps, [])[0]
         return "\n".join(lines)
 
     def __copy__(self) -> Self:
@@ -345,6 +398,8 @@ def _make_group(members: tuple[Member, ...], policy: object, retries: object) ->
 def step_entries(step: Step | Flow) -> tuple[FlowNode, ...]:
     """The agents that start ``step``."""
     match step:
+        case ControlNode():
+            return step.entry_agents()
         case FlowNode():
             return (step,)
         case Flow():
@@ -356,6 +411,8 @@ def step_entries(step: Step | Flow) -> tuple[FlowNode, ...]:
 def step_exits(step: Step | Flow) -> tuple[FlowNode, ...]:
     """The agents whose outputs end ``step``."""
     match step:
+        case ControlNode():
+            return step.exit_agents()
         case FlowNode():
             return (step,)
         case Flow():
@@ -372,6 +429,8 @@ def shape_of(flow: Flow) -> str:
     """
 
     def step(item: Step | Flow) -> object:
+        if isinstance(item, ControlNode):
+            return item.shape(step)
         if isinstance(item, FlowNode):
             return item.name
         if isinstance(item, Flow):
@@ -426,6 +485,9 @@ def _normalise_steps(raw: list[Any]) -> tuple[Step, ...]:
 
 def _walk_nodes(steps: tuple[Step, ...]) -> Iterator[FlowNode]:
     for step in steps:
+        if isinstance(step, ControlNode):
+            yield from step.inner_agents()
+            continue
         if isinstance(step, FlowNode):
             yield step
             continue
@@ -466,6 +528,8 @@ def _not_composable(where: str, position: int, item: object) -> str:
 
 
 def _step_expr(step: Step, *, nested: bool) -> str:
+    if isinstance(step, ControlNode):
+        return step.label()
     if isinstance(step, FlowNode):
         return step.name
     parts = [f"({m.expression()})" if isinstance(m, Flow) else m.name for m in step]
@@ -473,13 +537,27 @@ def _step_expr(step: Step, *, nested: bool) -> str:
     return f"({text})" if nested else text
 
 
-def _mermaid_edges(steps: tuple[Step, ...]) -> list[tuple[str, str]]:
-    edges: list[tuple[str, str]] = []
-    for prev, nxt in itertools.pairwise(steps):
-        edges += [(s.name, d.name) for s in step_exits(prev) for d in step_entries(nxt)]
+def _mermaid_id(name: str) -> str:
+    """A Mermaid node id for a name (``writer#2`` is not a valid id)."""
+    return name.replace("#", "_")
+
+
+def mermaid_steps(steps: tuple[Step, ...], prev: list[str]) -> tuple[list[str], list[str]]:
+    """Mermaid lines for ``steps`` drawn after the node ids ``prev``; and the last exit ids."""
+    lines: list[str] = []
     for step in steps:
-        if isinstance(step, tuple):
+        if isinstance(step, ControlNode):
+            more, prev = step.mermaid(prev)
+            lines += more
+        elif isinstance(step, FlowNode):
+            lines += [f"    {p} --> {_mermaid_id(step.name)}" for p in prev]
+            prev = [_mermaid_id(step.name)]
+        else:
+            exits: list[str] = []
             for member in step:
-                if isinstance(member, Flow):
-                    edges += _mermaid_edges(member.step_tuple)
-    return edges
+                inner = member.step_tuple if isinstance(member, Flow) else (member,)
+                more, out = mermaid_steps(inner, prev)
+                lines += more
+                exits += out
+            prev = exits
+    return lines, prev

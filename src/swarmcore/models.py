@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = [
     "AgentFailure",
     "AgentResult",
+    "Decision",
     "LLMCallRecord",
     "SwarmResult",
     "TokenUsage",
@@ -165,6 +166,24 @@ class AgentFailure(BaseModel):
     """Runs of the agent made before giving up."""
 
 
+class Decision(BaseModel):
+    """A choice a run made at a control step: a route's branch, a loop's end, a plan."""
+
+    model_config = _FROZEN
+
+    kind: Literal["route", "loop", "plan"]
+    step: str
+    """The control step's name."""
+    value: str
+    """The branch chosen, the number of iterations run, or the planned flow's expression."""
+    by: str = ""
+    """Who decided: ``predicate``, an agent's name, or ``max_iterations``."""
+    detail: str = ""
+    """The router's or planner's reason, or the judge's last feedback."""
+    attempts: int = 1
+    """For a plan: answers the planner gave (errors go back to it)."""
+
+
 class SwarmResult(BaseModel):
     """What a Swarm run produced. On failure, ``error.partial`` is one of these."""
 
@@ -185,6 +204,8 @@ class SwarmResult(BaseModel):
     ``partial`` result, the agent whose failure ended the run."""
     run_id: str = ""
     """The run's id (also on every event of the run)."""
+    decisions: list[Decision] = Field(default_factory=list[Decision])
+    """Choices made at routes, loops and plans, in the order they were made."""
 
     @computed_field
     @property
@@ -259,7 +280,10 @@ class SwarmResult(BaseModel):
         return "\n".join([body[0], rule, *body[1:-1], rule, body[-1]])
 
     def __getitem__(self, agent_name: str) -> AgentResult:
-        """The result of the agent named ``agent_name``.
+        """The result of the agent named ``agent_name``; for a loop's agent, its last iteration.
+
+        ``result["writer"]`` is the newest ``writer#k`` when ``writer`` ran in a
+        loop; ``result["writer#1"]`` names one iteration.
 
         Raises:
             KeyError: No agent of that name finished in this run.
@@ -267,6 +291,9 @@ class SwarmResult(BaseModel):
         for r in self.history:
             if r.agent_name == agent_name:
                 return r
+        iterations = [r for r in self.history if r.agent_name.partition("#")[0] == agent_name]
+        if iterations:
+            return iterations[-1]
         names = ", ".join(r.agent_name for r in self.history) or "none"
         raise KeyError(f"No result for agent {agent_name!r}; finished agents: {names}.")
 

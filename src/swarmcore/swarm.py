@@ -19,9 +19,12 @@ once in ``Swarm.__init__``, that returns the hint and the run-local tools.
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import os
 import time
+import typing
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,10 +47,11 @@ from swarmcore.context_tools import (
     pull_hint,
     push_hint,
 )
+from swarmcore.control import Loop, Plan, Route, call_predicate, judge_of, planner_of, router_of
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
 from swarmcore.events import Event, EventBus, Hook
-from swarmcore.flow import Flow, FlowNode, Group, Step, chain, shape_of
-from swarmcore.models import AgentFailure, AgentResult, SwarmResult
+from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, chain, shape_of
+from swarmcore.models import AgentFailure, AgentResult, Decision, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
 from swarmcore.tools import Approver, Tool
 
@@ -121,6 +125,7 @@ class _Run:
     bus: EventBus | None = None
     results: dict[str, AgentResult] = field(default_factory=dict[str, AgentResult])
     failures: dict[str, AgentFailure] = field(default_factory=dict[str, AgentFailure])
+    decisions: list[Decision] = field(default_factory=list[Decision])
     started: float = field(default_factory=time.perf_counter)
 
     def fail(self, failure: AgentFailure) -> None:
@@ -170,6 +175,7 @@ class Swarm:
         "_flow",
         "_hooks",
         "_mode",
+        "_positions",
         "_step_retries",
         "_store",
         "_uses_toolsets",
@@ -202,6 +208,7 @@ class Swarm:
         if isinstance(step_retries, bool) or not isinstance(step_retries, int) or step_retries < 0:
             raise UserError(f"step_retries must be 0 or more, got {step_retries!r}.")
         self._flow = flow
+        self._positions = {name: i for i, name in enumerate(flow.names)}
         self._mode = mode
         self._defaults = defaults or AgentDefaults()
         self._step_retries = step_retries
@@ -353,7 +360,7 @@ class Swarm:
             resumed=True,
         )
         for result in record.results:
-            if result.agent_name in self._flow.names:
+            if result.agent_name.partition("#")[0] in self._positions:
                 run.results[result.agent_name] = self._reparsed(result)
                 summary = result.summary if result.summary != result.output else None
                 run.context.set(result.agent_name, result.output, summary)
@@ -395,6 +402,8 @@ class Swarm:
             concurrency=concurrency,
             variables=variables,
             progress=progress,
+            # every input checked (task, variables, approvals) before the first run starts
+            check=lambda task, values: self._new_run(task, values, None),
         )
 
     def _reparsed(self, result: AgentResult) -> AgentResult:
@@ -586,7 +595,7 @@ class Swarm:
 
     async def _walk(self, run: _Run) -> SwarmResult:
         try:
-            await self._run_steps(run, self._flow.step_tuple, (), (), self._step_retries)
+            _, exits = await self._run_steps(run, self._flow.step_tuple, (), (), self._step_retries)
         except SwarmError as error:
             error.partial = self._result(run, final=False)
             raise
@@ -595,7 +604,7 @@ class Swarm:
             if isinstance(error, SwarmError):
                 error.partial = self._result(run, final=False)
             raise error from None
-        return self._result(run, final=True)
+        return self._result(run, final=True, exits=exits)
 
     async def _run_steps(
         self,
@@ -640,6 +649,12 @@ class Swarm:
                 return (*seen, step.name), (step.name,)
             case Group():
                 return await self._run_group(run, step, seen, previous, retries)
+            case Route():
+                return await self._run_route(run, step, seen, previous, retries)
+            case Loop():
+                return await self._run_loop(run, step, seen, previous, retries)
+            case Plan():
+                return await self._run_plan(run, step, seen, previous, retries)
             case _:  # unreachable: Swarm.__init__ checked that every node is an Agent
                 raise UserError(f"Flow step {step!r} is not an Agent; only Agents can run.")
 
@@ -682,6 +697,143 @@ class Swarm:
                     error=span.error,
                 )
             )
+
+    async def _run_route(
+        self,
+        run: _Run,
+        step: Route,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
+        reason = ""
+        if step.router is not None:
+            router = router_of(step)
+            await self._run_agent(run, router, seen, previous, retries)
+            answer = run.results[router.name]
+            choice, reason = _field(answer, "branch"), _field(answer, "reason")
+            seen, by = (*seen, router.name), router.name
+        else:
+            try:
+                choice = await call_predicate(step.by, run.context.subset(seen))
+            except Exception as exc:
+                raise UserError(
+                    f"Route {step.name!r}: its predicate raised {type(exc).__name__}: {exc}"
+                ) from exc
+            by = "predicate"
+            if choice is None:
+                choice = step.default
+        if choice not in step.branches:
+            raise UserError(
+                f"Route {step.name!r}: the {by} chose {choice!r}, which is not a branch; "
+                f"return one of {list(step.branches)} (or set default=)."
+            )
+        branch = str(choice)
+        self._decide(
+            run, Decision(kind="route", step=step.name, value=branch, by=by, detail=reason)
+        )
+        events.emit(events.RouteChosen, route=step.name, branch=branch, by=by, reason=reason)
+        branch_steps = step.branches[branch].step_tuple
+        return await self._run_steps(run, branch_steps, seen, previous, retries)
+
+    async def _run_loop(
+        self,
+        run: _Run,
+        step: Loop,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
+        names = step.body.names + ((step.judge.name,) if step.judge else ())
+        start = self._positions[step.body.names[0]]
+        reason, feedback, done = "max_iterations", "", 0
+        for k in range(1, step.max_iterations + 1):
+            # Iteration k of `writer` is `writer#k`, placed after iteration k - 1.
+            run.context.place({f"{n}#{k}": (start, k, self._positions[n]) for n in names})
+            body = step.body.map_agents(functools.partial(_renamed, iteration=k))
+            events.emit(
+                events.LoopIteration,
+                loop=step.name,
+                iteration=k,
+                max_iterations=step.max_iterations,
+                agents=body.names,
+            )
+            seen, previous = await self._run_steps(run, body.step_tuple, seen, previous, retries)
+            done = k
+            if step.judge is not None:
+                judge = judge_of(step).renamed(f"{step.judge.name}#{k}")
+                await self._run_agent(run, judge, seen, previous, retries)
+                seen = (*seen, judge.name)
+                verdict = run.results[judge.name]
+                feedback = str(_field(verdict, "feedback") or "")
+                if _field(verdict, "done") is True:
+                    reason = "judge"
+                    break
+            elif step.until is not None:
+                try:
+                    finished = await call_predicate(step.until, run.context.subset(seen))
+                except Exception as exc:
+                    raise UserError(
+                        f"Loop {step.name!r}: its until predicate raised "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+                if finished:
+                    reason = "until"
+                    break
+        by = reason if reason != "judge" or step.judge is None else step.judge.name
+        self._decide(
+            run, Decision(kind="loop", step=step.name, value=str(done), by=by, detail=feedback)
+        )
+        events.emit(
+            events.LoopFinished, loop=step.name, iterations=done, reason=reason, feedback=feedback
+        )
+        return seen, previous
+
+    async def _run_plan(
+        self,
+        run: _Run,
+        step: Plan,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
+        planner = planner_of(step)
+        await self._run_agent(run, planner, seen, previous, retries)
+        answer = run.results[planner.name]
+        expression = str(_field(answer, "flow"))
+        planned = Flow.parse(expression, step.agents)  # the planner's validator accepted it
+        attempts = 1 + sum(
+            1
+            for m in answer.messages
+            if m.get("role") == "user" and str(m.get("content", "")).startswith("Your answer was")
+        )
+        start = self._positions[planner.name]
+        run.context.place({n: (start, i + 1) for i, n in enumerate(planned.names)})
+        reason = str(_field(answer, "reason") or "")
+        decision = Decision(
+            kind="plan",
+            step=step.name,
+            value=planned.expression(),
+            by=planner.name,
+            detail=reason,
+            attempts=attempts,
+        )
+        self._decide(run, decision)
+        events.emit(
+            events.PlanMade,
+            plan=step.name,
+            planner=planner.name,
+            expression=planned.expression(),
+            attempts=attempts,
+            reason=reason,
+        )
+        seen = (*seen, planner.name)
+        return await self._run_steps(run, planned.step_tuple, seen, previous, retries)
+
+    def _decide(self, run: _Run, decision: Decision) -> None:
+        run.decisions.append(decision)
+        if self._store is not None:
+            self._store.save_decision(run.run_id, decision)
 
     async def _run_group(
         self,
@@ -888,11 +1040,10 @@ class Swarm:
                 agent_name=agent.name,
             ) from exc
 
-    def _result(self, run: _Run, *, final: bool) -> SwarmResult:
-        history = [run.results[n] for n in self._flow.names if n in run.results]
+    def _result(self, run: _Run, *, final: bool, exits: tuple[str, ...] = ()) -> SwarmResult:
+        history = [run.results[n] for n in run.context.in_order(run.results)]
         if final:
-            exits = [a.name for a in self._flow.exits() if a.name in run.results]
-            output = _join_outputs([run.results[n] for n in exits])
+            output = _join_outputs([run.results[n] for n in exits if n in run.results])
         else:
             output = history[-1].output if history else ""
         return SwarmResult(
@@ -900,8 +1051,9 @@ class Swarm:
             context=run.context.as_dict(),
             history=history,
             duration_seconds=time.perf_counter() - run.started,
-            failures=[run.failures[n] for n in self._flow.names if n in run.failures],
+            failures=[run.failures[n] for n in run.context.in_order(run.failures)],
             run_id=run.run_id,
+            decisions=list(run.decisions),
         )
 
 
@@ -985,19 +1137,43 @@ def _check_task(task: object) -> None:
 
 
 def _step_names(step: Step) -> tuple[str, ...]:
+    if isinstance(step, ControlNode):
+        return tuple(a.name for a in step.inner_agents())
     if isinstance(step, FlowNode):
         return (step.name,)
     return tuple(name for member in step for name in _names(member))
 
 
 def _step_expression(step: Step) -> str:
+    if isinstance(step, ControlNode):
+        return step.label()
     if isinstance(step, FlowNode):
         return step.name
     return " | ".join(_member_expr(m) for m in step)
 
 
 def _names(member: FlowNode | Flow) -> tuple[str, ...]:
+    if isinstance(member, ControlNode):
+        return tuple(a.name for a in member.inner_agents())
     return member.names if isinstance(member, Flow) else (member.name,)
+
+
+def _renamed(node: FlowNode, iteration: int) -> FlowNode:
+    assert isinstance(node, Agent)  # loop bodies hold agents and routes (checked by loop())
+    return node.renamed(f"{node.name}#{iteration}")
+
+
+def _field(result: AgentResult, name: str) -> Any:
+    """A field of a structured result: the parsed object's, or the stored JSON's (on resume)."""
+    parsed = result.parsed
+    if parsed is None:
+        try:
+            parsed = json.loads(result.output)
+        except ValueError:
+            return None
+    if isinstance(parsed, dict):
+        return typing.cast(dict[str, Any], parsed).get(name)
+    return getattr(parsed, name, None)
 
 
 def _member_expr(member: FlowNode | Flow) -> str:

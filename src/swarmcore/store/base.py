@@ -6,7 +6,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swarmcore.models import AgentFailure, AgentResult
+from swarmcore.models import AgentFailure, AgentResult, Decision
 
 __all__ = ["RunRecord", "RunStatus", "RunStore", "RunSummary"]
 
@@ -45,6 +45,8 @@ class RunRecord(RunSummary):
     """Finished agents, in the order they finished."""
     failures: list[AgentFailure] = Field(default_factory=list[AgentFailure])
     """Agents that failed, as last recorded."""
+    decisions: list[Decision] = Field(default_factory=list[Decision])
+    """Choices made at routes, loops and plans, in the order they were made."""
 
 
 @runtime_checkable
@@ -66,6 +68,10 @@ class RunStore(Protocol):
 
     def save_failure(self, run_id: str, failure: AgentFailure) -> None:
         """Store why an agent failed."""
+        ...
+
+    def save_decision(self, run_id: str, decision: Decision) -> None:
+        """Store a choice made at a route, loop or plan."""
         ...
 
     def finish_run(self, run_id: str, status: RunStatus, *, error: str | None = None) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmcore.errors import UserError
-from swarmcore.models import AgentFailure, AgentResult
+from swarmcore.models import AgentFailure, AgentResult, Decision
 from swarmcore.store.base import RunRecord, RunStatus, RunSummary
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -54,6 +54,15 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (  # 2: find unfinished runs quickly
         "CREATE INDEX runs_status ON runs (status, started_at)",
+    ),
+    (  # 3: routes, loops and plans
+        """CREATE TABLE decisions (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            body TEXT NOT NULL,
+            made_at REAL NOT NULL
+        )""",
+        "CREATE INDEX decisions_run ON decisions (run_id, seq)",
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -171,6 +180,14 @@ class SQLiteStore:
                 (run_id, name, status, body, time.time()),
             )
 
+    def save_decision(self, run_id: str, decision: Decision) -> None:
+        """Store a choice made at a route, loop or plan."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO decisions (run_id, body, made_at) VALUES (?, ?, ?)",
+                (run_id, decision.model_dump_json(), time.time()),
+            )
+
     def finish_run(self, run_id: str, status: RunStatus, *, error: str | None = None) -> None:
         """Mark a run ended."""
         with self._write() as db:
@@ -233,6 +250,9 @@ class SQLiteStore:
                 "SELECT status, body FROM agents WHERE run_id = ? ORDER BY finished_at",
                 (run["run_id"],),
             ).fetchall()
+            decided = self._db.execute(
+                "SELECT body FROM decisions WHERE run_id = ? ORDER BY seq", (run["run_id"],)
+            ).fetchall()
         results = [AgentResult.model_validate_json(b) for s, b in agents if s == "done"]
         failures = [AgentFailure.model_validate_json(b) for s, b in agents if s == "failed"]
         return RunRecord(
@@ -249,6 +269,7 @@ class SQLiteStore:
             settings=json.loads(run["settings"]),
             results=results,
             failures=failures,
+            decisions=[Decision.model_validate_json(b) for (b,) in decided],
         )
 
     def list_runs(self, *, limit: int = 20) -> list[RunSummary]:

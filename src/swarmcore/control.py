@@ -1,0 +1,529 @@
+"""Control flow nodes: routing, loops and planning, composable with ``>>`` and ``|``.
+
+Each node is a FlowNode, so ``a >> route({...}, by=...) >> d`` is an ordinary
+three-step flow. The nodes are data: what to choose between, what to repeat,
+whom to ask; the Swarm's walker runs them. The agents inside a node (a
+router, branches, a loop body, a judge, a planner and the agents it may use)
+are agents of the flow: their names are unique and ``flow.agents`` lists them.
+
+- :func:`route` runs one of several branches, chosen by a Python predicate
+  over the context or by a router agent whose answer is constrained to the
+  branch names.
+- :func:`loop` repeats a sub-flow until a predicate or a judge agent says it
+  is done, or ``max_iterations``; iteration ``k`` of agent ``writer`` is
+  recorded as ``writer#k``, so every iteration stays visible.
+- :func:`plan` asks a planner agent to write a flow in the ``>>``/``|``
+  language from the agents it is given, parses and validates it (errors go
+  back to the planner), and runs it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+from pydantic import Field as PydanticField
+from typing_extensions import override
+
+from swarmcore.errors import UserError
+from swarmcore.flow import ControlNode, Flow, FlowNode, Group, chain, mermaid_steps
+
+if TYPE_CHECKING:
+    from swarmcore.agent import Agent
+    from swarmcore.context import SharedContext
+
+__all__ = ["Loop", "Plan", "PlanAnswer", "Route", "Verdict", "loop", "plan", "route"]
+
+Predicate = Callable[["SharedContext"], "Any | Awaitable[Any]"]
+"""A function of the shared context (what the node's first agent would see), sync or async."""
+
+
+def _is_agent(value: object) -> bool:
+    from swarmcore.agent import Agent
+
+    return isinstance(value, Agent)
+
+
+def _as_flow(value: object, where: str) -> Flow:
+    if isinstance(value, Flow):
+        return value
+    if isinstance(value, FlowNode):
+        return chain(value)
+    raise UserError(f"{where} must be an Agent or a Flow, got {type(value).__name__}.")
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Route(ControlNode):
+    """Runs one of ``branches``, chosen by ``by``. Build one with :func:`route`."""
+
+    name: str
+    branches: Mapping[str, Flow]
+    by: Any
+    """A predicate returning a branch name, or a router Agent."""
+    default: str | None = None
+    _agents: tuple[FlowNode, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        router = (self.by,) if _is_agent(self.by) else ()
+        agents = router + tuple(a for f in self.branches.values() for a in f.agents)
+        object.__setattr__(self, "_agents", agents)
+
+    @property
+    def router(self) -> Agent | None:
+        """The router agent, when an agent chooses."""
+        return self.by if _is_agent(self.by) else None
+
+    @override
+    def inner_agents(self) -> tuple[FlowNode, ...]:
+        return self._agents
+
+    @override
+    def inner_flows(self) -> tuple[Flow, ...]:
+        return tuple(self.branches.values())
+
+    @override
+    def entry_agents(self) -> tuple[FlowNode, ...]:
+        if self.router is not None:
+            return (self.router,)
+        return tuple(a for f in self.branches.values() for a in f.entries())
+
+    @override
+    def exit_agents(self) -> tuple[FlowNode, ...]:
+        return tuple(a for f in self.branches.values() for a in f.exits())
+
+    @override
+    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
+        lines = [f'    {self.name}{{"{self.name}"}}']
+        if self.router is not None:
+            lines += [f"    {p} --> {self.router.name}" for p in prev]
+            lines.append(f"    {self.router.name} --> {self.name}")
+        else:
+            lines += [f"    {p} --> {self.name}" for p in prev]
+        exits: list[str] = []
+        for key, branch in self.branches.items():
+            more, out = mermaid_steps(branch.step_tuple, [])
+            lines += [f'    {self.name} -->|"{key}"| {a.name}' for a in branch.entries()]
+            lines += more
+            exits += out
+        return lines, exits
+
+    @override
+    def rebuild(self, flow: Callable[[Flow], Flow], agent: Callable[[FlowNode], FlowNode]) -> Route:
+        by = agent(self.by) if _is_agent(self.by) else self.by
+        branches = {k: flow(v) for k, v in self.branches.items()}
+        return Route(self.name, branches, by, self.default)
+
+    @override
+    def label(self) -> str:
+        parts = ", ".join(f"{k}: {v.expression()}" for k, v in self.branches.items())
+        return f"{self.name}{{{parts}}}"
+
+    @override
+    def shape(self, step: Callable[[Flow], object]) -> object:
+        chooser = self.by.name if _is_agent(self.by) else "predicate"
+        branches = {k: step(v) for k, v in self.branches.items()}
+        return {"route": self.name, "by": chooser, "branches": branches}
+
+    def __repr__(self) -> str:
+        return f"Route({self.label()})"
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Loop(ControlNode):
+    """Repeats ``body`` until ``until`` says done, at most ``max_iterations`` times."""
+
+    name: str
+    body: Flow
+    until: Any
+    """A predicate (True: done), a judge Agent, or None (run every iteration)."""
+    max_iterations: int
+    _agents: tuple[FlowNode, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        judge = (self.until,) if _is_agent(self.until) else ()
+        object.__setattr__(self, "_agents", tuple(self.body.agents) + judge)
+
+    @property
+    def judge(self) -> Agent | None:
+        """The judge agent, when an agent decides."""
+        return self.until if _is_agent(self.until) else None
+
+    @override
+    def inner_agents(self) -> tuple[FlowNode, ...]:
+        return self._agents
+
+    @override
+    def inner_flows(self) -> tuple[Flow, ...]:
+        return (self.body,)
+
+    @override
+    def entry_agents(self) -> tuple[FlowNode, ...]:
+        return self.body.entries()
+
+    @override
+    def exit_agents(self) -> tuple[FlowNode, ...]:
+        return self.body.exits()
+
+    @override
+    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
+        label = f"{self.name}: at most {self.max_iterations}"
+        lines = [f'    subgraph {self.name}["{label}"]']
+        more, exits = mermaid_steps(self.body.step_tuple, [])
+        lines += ["    " + line for line in more]
+        lines.append("    end")
+        entries = [a.name for a in self.body.entries()]
+        lines += [f"    {p} --> {e}" for p in prev for e in entries]
+        again = "not done" if self.until is not None else "next iteration"
+        judge = self.judge
+        if judge is not None:
+            lines += [f"    {x} --> {judge.name}" for x in exits]
+            lines += [f'    {judge.name} -.->|"{again}"| {e}' for e in entries]
+            return lines, [judge.name]
+        lines += [f'    {x} -.->|"{again}"| {e}' for x in exits for e in entries]
+        return lines, exits
+
+    @override
+    def rebuild(self, flow: Callable[[Flow], Flow], agent: Callable[[FlowNode], FlowNode]) -> Loop:
+        until = agent(self.until) if _is_agent(self.until) else self.until
+        return Loop(self.name, flow(self.body), until, self.max_iterations)
+
+    @override
+    def label(self) -> str:
+        return f"{self.name}{{{self.body.expression()}}}"
+
+    @override
+    def shape(self, step: Callable[[Flow], object]) -> object:
+        judge = self.until.name if _is_agent(self.until) else None
+        return {
+            "loop": self.name,
+            "body": step(self.body),
+            "judge": judge,
+            "max": self.max_iterations,
+        }
+
+    def __repr__(self) -> str:
+        return f"Loop({self.label()}, max_iterations={self.max_iterations})"
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Plan(ControlNode):
+    """A planner writes the flow from ``agents``; the flow is parsed, validated and run."""
+
+    name: str
+    planner: Any
+    """The planner Agent."""
+    agents: tuple[Any, ...]
+    """The agents the planner may use."""
+    max_attempts: int = 3
+
+    @property
+    def planner_agent(self) -> Agent:
+        """The planner, typed."""
+        return self.planner
+
+    @override
+    def inner_agents(self) -> tuple[FlowNode, ...]:
+        return (self.planner, *self.agents)
+
+    @override
+    def entry_agents(self) -> tuple[FlowNode, ...]:
+        return (self.planner,)
+
+    @override
+    def exit_agents(self) -> tuple[FlowNode, ...]:
+        return self.agents
+
+    @override
+    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
+        lines = [f"    {p} --> {self.planner.name}" for p in prev]
+        lines += [f'    {self.planner.name} -.->|"may use"| {a.name}' for a in self.agents]
+        return lines, [a.name for a in self.agents]
+
+    @override
+    def rebuild(self, flow: Callable[[Flow], Flow], agent: Callable[[FlowNode], FlowNode]) -> Plan:
+        return Plan(
+            self.name, agent(self.planner), tuple(agent(a) for a in self.agents), self.max_attempts
+        )
+
+    @override
+    def label(self) -> str:
+        return f"{self.name}{{plan from {', '.join(a.name for a in self.agents)}}}"
+
+    @override
+    def shape(self, step: Callable[[Flow], object]) -> object:
+        return {
+            "plan": self.name,
+            "planner": self.planner.name,
+            "agents": [a.name for a in self.agents],
+        }
+
+    def __repr__(self) -> str:
+        return f"Plan({self.name!r}, planner={self.planner.name!r})"
+
+
+def route(
+    branches: Mapping[str, object],
+    *,
+    by: Predicate | Agent,
+    default: str | None = None,
+    name: str | None = None,
+) -> Flow:
+    """A step that runs one of ``branches``, chosen by a predicate or a router agent.
+
+    Args:
+        branches: Branch name to an Agent or Flow. Names are what the chooser picks.
+        by: A function of the shared context (sync or async) returning a
+            branch name, or a router Agent: it runs with the branch names as
+            its only allowed answers (structured output) and its result is
+            kept in the history.
+        default: The branch to run when a predicate returns None.
+        name: The step's name (unique in the flow); the router's name, or "route".
+
+    Raises:
+        UserError: No branches, a bad branch name or member, ``by`` neither a
+            function nor an Agent, or an unknown ``default``.
+    """
+    from swarmcore.tools import validate_name
+
+    if not isinstance(branches, Mapping) or not branches:  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        raise UserError("route() needs a dict of branch name to Agent or Flow.")
+    flows: dict[str, Flow] = {}
+    for key, value in branches.items():
+        validate_name(key, "Branch")
+        flows[key] = _as_flow(value, f"route() branch {key!r}")
+    if not (callable(by) or _is_agent(by)):
+        raise UserError("route(by=...) takes a function of the context or a router Agent.")
+    if default is not None and default not in flows:
+        raise UserError(f"route(default={default!r}) is not a branch; branches: {list(flows)}.")
+    router: Any = by
+    step_name = name or (f"{router.name}_route" if _is_agent(by) else "route")
+    node = Route(validate_name(step_name, "Route"), flows, by, default)
+    return chain(node)
+
+
+def loop(
+    body: object,
+    *,
+    until: Predicate | Agent | None = None,
+    max_iterations: int = 3,
+    name: str | None = None,
+) -> Flow:
+    """A step repeating ``body``, e.g. ``loop(writer >> critic, until=judge, max_iterations=4)``.
+
+    Iteration ``k`` of an agent ``writer`` is recorded as ``writer#k`` in the
+    context and the history, so later iterations and later agents see every
+    draft. After each iteration ``until`` decides whether to stop.
+
+    Args:
+        body: An Agent or Flow to repeat (it may contain routes, not loops or plans).
+        until: A function of the shared context (sync or async) returning True
+            when done (``context.latest("critic")`` reads the newest iteration);
+            or a judge Agent, run after each iteration as ``judge#k`` with a
+            structured verdict (done, feedback) whose feedback the next
+            iteration sees; or None to run ``max_iterations`` times.
+        max_iterations: The most iterations; the loop ends there either way.
+        name: The step's name (unique in the flow); "loop" by default.
+
+    Raises:
+        UserError: A bad body, ``until`` or ``max_iterations``, or a nested loop or plan.
+    """
+    from swarmcore.tools import validate_name
+
+    flow = _as_flow(body, "loop() body")
+    for step in flow.step_tuple:
+        nested = [s for s in _controls(step) if isinstance(s, Loop | Plan)]
+        if nested:
+            raise UserError(
+                f"loop() body holds {nested[0]!r}; loops and plans cannot run inside a loop yet."
+            )
+    if until is not None and not (callable(until) or _is_agent(until)):
+        raise UserError("loop(until=...) takes a function of the context, a judge Agent or None.")
+    if (
+        isinstance(max_iterations, bool)
+        or not isinstance(max_iterations, int)
+        or max_iterations < 1
+    ):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        raise UserError(f"loop(max_iterations=...) must be 1 or more, got {max_iterations!r}.")
+    node = Loop(validate_name(name or "loop", "Loop"), flow, until, max_iterations)
+    return chain(node)
+
+
+def plan(
+    planner: Agent,
+    agents: Sequence[Agent],
+    *,
+    max_attempts: int = 3,
+    name: str | None = None,
+) -> Flow:
+    """A step whose flow a planner agent writes from ``agents`` at run time.
+
+    The planner gets the goal (the task) and a description of each agent,
+    answers with a flow expression such as ``researcher >> (analyst | critic)
+    >> writer``; it is parsed safely (never evaluated) and validated against
+    ``agents``, and a parse or validation error goes back to the planner for
+    another try, up to ``max_attempts`` answers. The plan is recorded
+    (``SwarmResult.decisions``, events, the store) and then run.
+
+    Raises:
+        UserError: ``planner`` is not an Agent, ``agents`` is empty or holds
+            something else, or ``max_attempts`` is not 1 or more.
+    """
+    from swarmcore.tools import validate_name
+
+    if not _is_agent(planner):
+        raise UserError(f"plan() needs a planner Agent, got {type(planner).__name__}.")
+    listed = tuple(agents)
+    if not listed or not all(_is_agent(a) for a in listed):
+        raise UserError("plan() needs a non-empty list of Agents for the planner to use.")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        raise UserError(f"plan(max_attempts=...) must be 1 or more, got {max_attempts!r}.")
+    node = Plan(
+        validate_name(name or f"{planner.name}_plan", "Plan"), planner, listed, max_attempts
+    )
+    return chain(node)
+
+
+def _controls(step: object) -> list[ControlNode]:
+    """Control nodes in a step, at any depth."""
+    found: list[ControlNode] = []
+    if isinstance(step, ControlNode):
+        found.append(step)
+        for inner in step.inner_flows():
+            for s in inner.step_tuple:
+                found += _controls(s)
+    elif isinstance(step, Group):
+        for member in step:
+            if isinstance(member, Flow):
+                for s in member.step_tuple:
+                    found += _controls(s)
+            else:
+                found += _controls(member)
+    return found
+
+
+async def call_predicate(fn: Callable[..., Any], context: SharedContext) -> Any:
+    """Call a route or loop predicate, sync or async."""
+    value = fn(context)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+# --- the agents a control step runs, built once per node -----------------------------
+
+_built: dict[tuple[int, str], Any] = {}
+"""Router, judge and planner variants by (node id, role): built on first use, then reused."""
+
+
+def _once(node: ControlNode, role: str, build: Callable[[], Agent]) -> Agent:
+    key = (id(node), role)
+    cached = _built.get(key)
+    if cached is None or cached[0] is not node:
+        cached = (node, build())
+        _built[key] = cached
+    return cached[1]
+
+
+def router_of(node: Route) -> Agent:
+    """The router agent with the branch names as its only allowed answers."""
+
+    def build() -> Agent:
+        from pydantic import Field, create_model
+
+        router = node.router
+        assert router is not None
+        allowed: Any = Literal[tuple(node.branches)]  # pyright: ignore[reportInvalidTypeArguments] -- built at run time
+        choice = create_model(
+            f"{node.name}_choice",
+            branch=(allowed, Field(description="The branch to run next.")),
+            reason=(str, Field(default="", description="Why, in one sentence.")),
+        )
+        menu = "\n".join(
+            f"- {key}: {_describe_flow(branch)}" for key, branch in node.branches.items()
+        )
+        instructions = (
+            f"{router.instructions}\n\nChoose which branch runs next. The branches:\n{menu}"
+        )
+        return router.clone(instructions=instructions, output_type=choice)
+
+    return _once(node, "router", build)
+
+
+class Verdict(BaseModel):
+    """A loop judge's answer."""
+
+    done: bool = PydanticField(description="True when the work is good enough to stop.")
+    feedback: str = PydanticField(
+        default="", description="What the next iteration should change, if not done."
+    )
+
+
+def judge_of(node: Loop) -> Agent:
+    """The judge agent answering with a :class:`Verdict`."""
+
+    def build() -> Agent:
+        judge = node.judge
+        assert judge is not None
+        instructions = (
+            f"{judge.instructions}\n\nJudge the latest iteration of: "
+            f"{node.body.expression()}. Say done=true when it is good enough; otherwise "
+            "give feedback the next iteration can act on."
+        )
+        return judge.clone(instructions=instructions, output_type=Verdict)
+
+    return _once(node, "judge", build)
+
+
+class PlanAnswer(BaseModel):
+    """A planner's answer."""
+
+    flow: str = PydanticField(
+        description="The flow in the expression language, e.g. 'a >> (b | c) >> d'."
+    )
+    reason: str = PydanticField(default="", description="Why this plan, in one sentence.")
+
+
+def planner_of(node: Plan) -> Agent:
+    """The planner agent: answers a :class:`PlanAnswer` whose flow must parse."""
+
+    def build() -> Agent:
+        from swarmcore.parse import parse_flow
+
+        planner = node.planner_agent
+        catalogue = "\n".join(f"- {a.name}: {_describe_agent(a)}" for a in node.agents)
+        instructions = (
+            f"{planner.instructions}\n\nPlan how to reach the goal (the task) with these "
+            f"agents:\n{catalogue}\n\nWrite the plan as a flow expression: agent names joined "
+            "by '>>' (one after another: each sees the earlier outputs) and '|' (at the same "
+            "time), with parentheses for grouping, e.g. 'a >> (b | c) >> d'. Use each agent "
+            "at most once; leave out agents the goal does not need."
+        )
+
+        def parses(answer: PlanAnswer) -> str | None:
+            try:
+                parse_flow(answer.flow, node.agents)
+            except UserError as exc:
+                return str(exc)
+            return None
+
+        return planner.clone(
+            instructions=instructions,
+            output_type=PlanAnswer,
+            output_validators=(*planner.output_validators, parses),
+            output_retries=node.max_attempts - 1,
+        )
+
+    return _once(node, "planner", build)
+
+
+def _describe_agent(agent: Any) -> str:
+    first = str(agent.instructions).strip().split("\n", 1)[0]
+    return first[:200] or agent.name
+
+
+def _describe_flow(flow: Flow) -> str:
+    first = flow.agents[0]
+    return f"{flow.expression()} ({_describe_agent(first)})"
