@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from swarmcore import __version__
 from swarmcore.agent import Agent
+from swarmcore.control import Loop, Plan, Route
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Event, Hook, RunStarted
 from swarmcore.flow import Flow, FlowNode, Group, Step
-from swarmcore.models import format_cost, sum_cost
+from swarmcore.models import Decision, format_cost, sum_cost
 from swarmcore.policies import Quorum
 from swarmcore.store import RunRecord, SQLiteStore, default_store_path
 from swarmcore.swarm import ContextMode, Swarm
@@ -370,9 +371,25 @@ def _command_runs_show(args: argparse.Namespace) -> int:
         print(f"{key:<9} {value}")
     print()
     print(_agent_table(record))
+    if record.decisions:
+        print("\ndecisions")
+        for d in record.decisions:
+            print(f"  {d.kind:<6} {d.step}: {_decision_text(d)}")
     if record.status != "succeeded" and origin:
         print(f"\nresume with: swarmcore runs resume {record.run_id}")
     return 0
+
+
+def _decision_text(decision: Decision) -> str:
+    match decision.kind:
+        case "route":
+            text = f"-> {decision.value} (by {decision.by})"
+        case "loop":
+            text = f"{decision.value} iterations (ended by {decision.by})"
+        case _:
+            tries = f", {decision.attempts} attempts" if decision.attempts > 1 else ""
+            text = f"{decision.value} (by {decision.by}{tries})"
+    return text + (f": {_shorten(decision.detail, 80)}" if decision.detail else "")
 
 
 def _agent_table(record: RunRecord) -> str:
@@ -380,7 +397,8 @@ def _agent_table(record: RunRecord) -> str:
     failures = {f.agent_name: f for f in record.failures}
     header = ("agent", "status", "tokens", "cost", "time", "output")
     rows: list[tuple[str, ...]] = []
-    for name in _agent_order(record):
+    order, optional = _agent_order(record)
+    for name in order:
         result = results.get(name)
         failure = failures.get(name)
         if result is not None:
@@ -404,7 +422,7 @@ def _agent_table(record: RunRecord) -> str:
     rows.append(
         (
             "total",
-            f"{len(done)}/{record.agents_total} done",
+            f"{len(done)} done" if optional else f"{len(done)}/{record.agents_total} done",
             f"{sum(r.token_usage.total_tokens for r in done):,}",
             format_cost(sum_cost([r.cost for r in done])) if done else "-",
             f"{sum(r.duration_seconds for r in done):.1f}s",
@@ -414,29 +432,64 @@ def _agent_table(record: RunRecord) -> str:
     return _table(header, rows, right={2, 3, 4}, rule_before_last=True)
 
 
-def _agent_order(record: RunRecord) -> list[str]:
-    """Agent names in flow order, from the stored shape (then any the shape lacks)."""
-    names: list[str] = []
+def _agent_order(record: RunRecord) -> tuple[list[str], bool]:
+    """Agent names in flow order, from the stored shape (then any the shape lacks).
 
-    def walk(item: object) -> None:
+    Agents inside routes, loops and plans are listed only when they ran (a
+    loop's as its iterations, ``w#1``, ``w#2``...). Also says whether the flow
+    had any such agents, so that not every agent was expected to run.
+    """
+    ran = [r.agent_name for r in record.results] + [f.agent_name for f in record.failures]
+    names: list[str] = []
+    optional = False
+
+    def add(name: str, maybe: bool) -> None:
+        runs = [n for n in ran if n.partition("#")[0] == name and "#" in n]
+        for n in runs or ([name] if not maybe or name in ran else []):
+            if n not in names:
+                names.append(n)
+
+    def walk(item: object, maybe: bool) -> None:
+        nonlocal optional
         if isinstance(item, str):
-            names.append(item)
+            add(item, maybe)
         elif isinstance(item, list):
             parts: list[object] = item  # pyright: ignore[reportUnknownVariableType]
             for part in parts:
-                walk(part)
+                walk(part, maybe)
         elif isinstance(item, dict):
-            group: dict[str, object] = item  # pyright: ignore[reportUnknownVariableType]
-            walk(group.get("group"))
+            node: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
+            if "group" in node:
+                walk(node["group"], maybe)
+                return
+            optional = True
+            for part in _control_parts(node):
+                walk(part, True)
 
     try:
-        walk(json.loads(record.shape))
+        walk(json.loads(record.shape), False)
     except ValueError:
         names.clear()
-    for name in [r.agent_name for r in record.results] + [f.agent_name for f in record.failures]:
-        if name not in names:
-            names.append(name)
-    return names
+    return _with_runs(names, ran), optional
+
+
+def _with_runs(names: list[str], ran: list[str]) -> list[str]:
+    """``names``, a loop's iterations in the order they ran (w#1, c#1, w#2...), then the rest."""
+    iterations = iter(sorted((n for n in names if "#" in n), key=ran.index))
+    ordered = [next(iterations) if "#" in n else n for n in names]
+    return ordered + [n for n in ran if n not in ordered]
+
+
+def _control_parts(node: dict[str, Any]) -> list[object]:
+    """What a route, loop or plan in a stored shape holds, in flow order."""
+    if "route" in node:
+        router = [] if node.get("by") == "predicate" else [str(node.get("by"))]
+        return [*router, *dict(node.get("branches") or {}).values()]
+    if "loop" in node:
+        return [node.get("body"), *([str(node["judge"])] if node.get("judge") else [])]
+    if "plan" in node:
+        return [str(node.get("planner")), node.get("agents")]
+    return []
 
 
 def _metadata(record: RunRecord) -> dict[str, Any]:
@@ -564,18 +617,42 @@ def _tree_lines(steps: tuple[Step, ...]) -> list[str]:
     lines: list[str] = []
     for step in steps:
         if isinstance(step, Group):
-            lines.append(_group_label(step))
-            for index, member in enumerate(step):
-                drawn = (
-                    _tree_lines(member.step_tuple) if isinstance(member, Flow) else [member.name]
-                )
-                last = index == len(step) - 1
-                first, rest = ("└─ ", "   ") if last else ("├─ ", "│  ")
-                lines.append(first + drawn[0])
-                lines.extend((rest + line).rstrip() for line in drawn[1:])
+            drawn = [
+                _tree_lines(m.step_tuple) if isinstance(m, Flow) else _tree_lines((m,))
+                for m in step
+            ]
+            lines += _under(_group_label(step), drawn)
+        elif isinstance(step, Route):
+            by = f"router {step.router.name}" if step.router is not None else "predicate"
+            drawn = [_labelled(k, _tree_lines(f.step_tuple)) for k, f in step.branches.items()]
+            lines += _under(f"{step.name} (route, by {by})", drawn)
+        elif isinstance(step, Loop):
+            until = f", judge {step.judge.name}" if step.judge is not None else ""
+            until = until or (", until a predicate" if step.until is not None else "")
+            label = f"{step.name} (loop, at most {step.max_iterations}{until})"
+            lines += _under(label, [_tree_lines(step.body.step_tuple)])
+        elif isinstance(step, Plan):
+            names = ", ".join(a.name for a in step.agents)
+            lines.append(f"{step.planner.name} (plans from {names})")
         else:
             lines.append(step.name)
     return lines
+
+
+def _under(label: str, children: list[list[str]]) -> list[str]:
+    """``label`` with each child's lines beneath it on a tree branch."""
+    lines = [label]
+    for index, drawn in enumerate(children):
+        last = index == len(children) - 1
+        first, rest = ("└─ ", "   ") if last else ("├─ ", "│  ")
+        lines.append(first + drawn[0])
+        lines.extend((rest + line).rstrip() for line in drawn[1:])
+    return lines
+
+
+def _labelled(label: str, lines: list[str]) -> list[str]:
+    pad = " " * (len(label) + 2)
+    return [f"{label}: {lines[0]}", *(pad + line for line in lines[1:])]
 
 
 def _group_label(group: Group) -> str:
