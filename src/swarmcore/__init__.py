@@ -14,6 +14,7 @@ first model call, so building agents and flows stays instant.
 import logging
 
 from swarmcore.agent import Agent, AgentDefaults
+from swarmcore.batch import MapProgress
 from swarmcore.context import SharedContext
 from swarmcore.control import loop, plan, route
 from swarmcore.errors import (
@@ -57,6 +58,7 @@ __all__ = [
     "Flow",
     "GroupError",
     "LLMCallRecord",
+    "MapProgress",
     "MaxTurnsExceeded",
     "ModelError",
     "ModelLimit",

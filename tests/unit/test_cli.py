@@ -522,3 +522,56 @@ def test_run_uses_the_target_swarms_approval_callback(
     assert main(["run", f"{vars_file}:approved", "tidy", "--no-store", "--quiet"]) == 0
     assert main(["run", f"{vars_file}:careful", "tidy", "--no-store", "--quiet"]) == 2
     assert "requires approval" in capsys.readouterr().err
+
+
+# --- control flow ------------------------------------------------------------------------
+
+CONTROL_FILE = """
+from swarmcore import Agent, loop, route
+from swarmcore.testing import FunctionModel, offline_model
+
+m = offline_model()
+a, s, l, w, c, d = (Agent(n, f"{n} works.", model=m) for n in ["a", "s", "l", "w", "c", "d"])
+verdicts = FunctionModel(lambda request: '{"done": true, "feedback": "good enough"}')
+j = Agent("j", "Judge.", model=verdicts.model)
+flow = a >> route({"quick": s, "deep": l}, by=lambda ctx: "quick") >> loop(
+    w >> c, until=j, max_iterations=2
+) >> d
+"""
+
+
+@pytest.fixture
+def control_file(tmp_path: Path) -> Path:
+    path = tmp_path / "control_flow.py"
+    path.write_text(CONTROL_FILE)
+    return path
+
+
+def test_graph_tree_draws_routes_and_loops(
+    control_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["graph", f"{control_file}:flow", "--format", "tree"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "a",
+        "route (route, by predicate)",
+        "├─ quick: s",
+        "└─ deep: l",
+        "loop (loop, at most 2, judge j)",
+        "└─ w",
+        "   c",
+        "d",
+    ]
+
+
+def test_runs_show_lists_decisions_and_iterations(
+    control_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{control_file}:flow", "go", "--quiet"]) == 0
+    run_id = _stored_id(capsys.readouterr().err)
+    assert main(["runs", "show", run_id]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split()[0] for line in out.splitlines() if line.split()[:2][1:] == ["done"]]
+    assert rows == ["a", "s", "w#1", "c#1", "j#1", "d"]  # l never ran: not listed
+    assert "route  route: -> quick (by predicate)" in out
+    assert "loop   loop: 1 iterations (ended by j): good enough" in out
+    assert "6 done" in out
