@@ -359,6 +359,7 @@ class Swarm:
             variables=record.settings.get("variables") or {},
             resumed=True,
         )
+        run.context.place(self._iteration_ranks(r.agent_name for r in record.results))
         for result in record.results:
             if result.agent_name.partition("#")[0] in self._positions:
                 run.results[result.agent_name] = self._reparsed(result)
@@ -745,11 +746,10 @@ class Swarm:
         retries: int,
     ) -> _Outcome:
         names = step.body.names + ((step.judge.name,) if step.judge else ())
-        start = self._positions[step.body.names[0]]
         reason, feedback, done = "max_iterations", "", 0
         for k in range(1, step.max_iterations + 1):
             # Iteration k of `writer` is `writer#k`, placed after iteration k - 1.
-            run.context.place({f"{n}#{k}": (start, k, self._positions[n]) for n in names})
+            run.context.place(self._iteration_ranks(f"{n}#{k}" for n in names))
             body = step.body.map_agents(functools.partial(_renamed, iteration=k))
             events.emit(
                 events.LoopIteration,
@@ -829,6 +829,21 @@ class Swarm:
         )
         seen = (*seen, planner.name)
         return await self._run_steps(run, planned.step_tuple, seen, previous, retries)
+
+    def _iteration_ranks(self, names: Iterable[str]) -> dict[str, tuple[int, ...]]:
+        """Where stored loop iterations (``w#2``) sit in flow order, as in ``_run_loop``."""
+        starts: dict[str, int] = {}
+        for node in _control_nodes(self._flow.step_tuple):
+            if isinstance(node, Loop):
+                start = self._positions[node.body.names[0]]
+                judge = (node.judge.name,) if node.judge else ()
+                starts.update(dict.fromkeys((*node.body.names, *judge), start))
+        ranks: dict[str, tuple[int, ...]] = {}
+        for name in names:
+            base, _, k = name.partition("#")
+            if base in starts and k.isdigit():
+                ranks[name] = (starts[base], int(k), self._positions[base])
+        return ranks
 
     def _decide(self, run: _Run, decision: Decision) -> None:
         run.decisions.append(decision)
@@ -1156,6 +1171,22 @@ def _names(member: FlowNode | Flow) -> tuple[str, ...]:
     if isinstance(member, ControlNode):
         return tuple(a.name for a in member.inner_agents())
     return member.names if isinstance(member, Flow) else (member.name,)
+
+
+def _control_nodes(steps: Sequence[Step]) -> list[ControlNode]:
+    """Every route, loop and plan in ``steps``, at any depth."""
+    found: list[ControlNode] = []
+    for step in steps:
+        if isinstance(step, ControlNode):
+            found.append(step)
+            for inner in step.inner_flows():
+                found += _control_nodes(inner.step_tuple)
+        elif isinstance(step, Group):
+            for member in step:
+                found += _control_nodes(
+                    member.step_tuple if isinstance(member, Flow) else (member,)
+                )
+    return found
 
 
 def _renamed(node: FlowNode, iteration: int) -> FlowNode:
