@@ -44,10 +44,14 @@ from swarmcore.events import (
     AgentFinished,
     AgentStarted,
     Event,
+    LoopFinished,
+    LoopIteration,
     ModelCallFinished,
     ModelCallStarted,
     ModelFallback,
+    PlanMade,
     RetryScheduled,
+    RouteChosen,
     RunFinished,
     RunStarted,
     StepFinished,
@@ -748,8 +752,29 @@ def _line(state: _RunState, event: Event) -> _Line | None:
             return _Line(_SUMMARY, f"{event.agent_name} started ({event.model}{again})", True)
         case AgentFinished():
             return _agent_line(event)
+        case RouteChosen() | LoopIteration() | LoopFinished() | PlanMade():
+            return _decision_line(event)
         case _:
             return _call_line(event)
+
+
+def _decision_line(event: Event) -> _Line | None:
+    """Routes, loops and plans: what was chosen, at summary level."""
+    match event:
+        case RouteChosen():
+            why = f": {_short(event.reason, 80)}" if event.reason else ""
+            return _Line(_SUMMARY, f"{event.route} chose {event.branch} (by {event.by}){why}", True)
+        case LoopIteration():
+            text = f"{event.loop} iteration {event.iteration} of at most {event.max_iterations}"
+            return _Line(_SUMMARY, text, in_tree=True)
+        case LoopFinished():
+            text = f"{event.loop} ended after {event.iterations} ({event.reason})"
+            return _Line(_SUMMARY, text, in_tree=True)
+        case PlanMade():
+            tries = f", {event.attempts} attempts" if event.attempts > 1 else ""
+            return _Line(_MINIMAL, f"{event.plan}: {event.expression}{tries}", in_tree=True)
+        case _:
+            return None
 
 
 def _step_line(event: StepFinished) -> _Line:

@@ -10,7 +10,7 @@ import threading
 import pytest
 from rich.console import Console
 
-from swarmcore import Agent, ModelError, RetryPolicy, Swarm, UserError
+from swarmcore import Agent, Flow, ModelError, RetryPolicy, Swarm, UserError, loop, route
 from swarmcore.console import ConsoleProgress, Verbosity
 from swarmcore.events import (
     AgentFinished,
@@ -353,3 +353,42 @@ def test_garbage_never_raises(
     assert not caplog.records, caplog.records  # handled, not merely swallowed
     assert no_live_left()
     assert "run ghost done in 1.0s" in out.getvalue()
+
+
+# --- control flow --------------------------------------------------------------------------
+
+
+def control_flow(model: str, judge_model: str) -> Flow:
+    a, s, long, w, c = (Agent(n, f"{n} works.", model=model) for n in ["a", "s", "l", "w", "c"])
+    judge = Agent("j", "Judge.", model=judge_model)
+    return (
+        a
+        >> route({"quick": s, "deep": long}, by=lambda ctx: "quick")
+        >> loop(w >> c, until=judge, max_iterations=2)
+    )
+
+
+async def test_summary_shows_routes_and_loop_iterations() -> None:
+    out = io.StringIO()
+    model = OfflineModel()
+    judge = FunctionModel(lambda request: '{"done": false, "feedback": "again"}')
+    await Swarm(
+        control_flow(model.model, judge.model), hooks=[ConsoleProgress("summary", file=out)]
+    ).run("tea")
+    text = out.getvalue()
+    assert "route chose quick (by predicate)" in text
+    assert "loop iteration 2 of at most 2" in text
+    assert "loop ended after 2 (max_iterations)" in text
+    assert "w#2 done" in text
+
+
+async def test_live_renders_a_flow_with_routes_and_loops() -> None:
+    progress, out = live_setup("detailed")
+    model = OfflineModel()
+    judge = FunctionModel(lambda request: '{"done": true}')
+    result = await Swarm(control_flow(model.model, judge.model), hooks=[progress]).run("tea")
+    final = out.getvalue()
+    assert f"✓ run {result.run_id[:6]} done in " in final
+    for name in ("a", "s", "w#1", "c#1", "j#1"):
+        assert f"✓ {name} " in final
+    assert no_live_left()
