@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from typing_extensions import override
 
@@ -455,6 +455,8 @@ def router_of(node: Route) -> Agent:
 class Verdict(BaseModel):
     """A loop judge's answer."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use, not at import
+
     done: bool = PydanticField(description="True when the work is good enough to stop.")
     feedback: str = PydanticField(
         default="", description="What the next iteration should change, if not done."
@@ -479,6 +481,8 @@ def judge_of(node: Loop) -> Agent:
 
 class PlanAnswer(BaseModel):
     """A planner's answer."""
+
+    model_config = ConfigDict(defer_build=True)
 
     flow: str = PydanticField(
         description="The flow in the expression language, e.g. 'a >> (b | c) >> d'."
