@@ -65,6 +65,7 @@ class Route(ControlNode):
     """A predicate returning a branch name, or a router Agent."""
     default: str | None = None
     _agents: tuple[FlowNode, ...] = field(init=False)
+    _variants: dict[str, Any] = field(init=False, default_factory=dict[str, Any])
 
     def __post_init__(self) -> None:
         router = (self.by,) if _is_agent(self.by) else ()
@@ -141,6 +142,7 @@ class Loop(ControlNode):
     """A predicate (True: done), a judge Agent, or None (run every iteration)."""
     max_iterations: int
     _agents: tuple[FlowNode, ...] = field(init=False)
+    _variants: dict[str, Any] = field(init=False, default_factory=dict[str, Any])
 
     def __post_init__(self) -> None:
         judge = (self.until,) if _is_agent(self.until) else ()
@@ -171,6 +173,7 @@ class Loop(ControlNode):
     def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
         label = f"{self.name}: at most {self.max_iterations}"
         lines = [f'    subgraph {self.name}["{label}"]']
+        lines += [f"        {a.name}" for a in self.body.agents]  # places them inside
         more, exits = mermaid_steps(self.body.step_tuple, [])
         lines += ["    " + line for line in more]
         lines.append("    end")
@@ -218,6 +221,7 @@ class Plan(ControlNode):
     agents: tuple[Any, ...]
     """The agents the planner may use."""
     max_attempts: int = 3
+    _variants: dict[str, Any] = field(init=False, default_factory=dict[str, Any])
 
     @property
     def planner_agent(self) -> Agent:
@@ -414,17 +418,21 @@ async def call_predicate(fn: Callable[..., Any], context: SharedContext) -> Any:
 
 # --- the agents a control step runs, built once per node -----------------------------
 
-_built: dict[tuple[int, str], Any] = {}
-"""Router, judge and planner variants by (node id, role): built on first use, then reused."""
+
+def _once(node: Route | Loop | Plan, role: str, build: Callable[[], Agent]) -> Agent:
+    """The node's router, judge or planner variant: built on first use, kept on the node."""
+    variant = node._variants.get(role)  # pyright: ignore[reportPrivateUsage] -- same module
+    if variant is None:
+        variant = node._variants[role] = build()  # pyright: ignore[reportPrivateUsage]
+    return variant
 
 
-def _once(node: ControlNode, role: str, build: Callable[[], Agent]) -> Agent:
-    key = (id(node), role)
-    cached = _built.get(key)
-    if cached is None or cached[0] is not node:
-        cached = (node, build())
-        _built[key] = cached
-    return cached[1]
+def _variant(agent: Agent, **changes: Any) -> Agent:
+    """``agent.clone(**changes)``, for agents renamed for a loop iteration (``triage#2``) too."""
+    name = agent.name
+    if "#" not in name:
+        return agent.clone(**changes)
+    return agent.renamed(name.partition("#")[0]).clone(**changes).renamed(name)
 
 
 def router_of(node: Route) -> Agent:
@@ -447,7 +455,7 @@ def router_of(node: Route) -> Agent:
         instructions = (
             f"{router.instructions}\n\nChoose which branch runs next. The branches:\n{menu}"
         )
-        return router.clone(instructions=instructions, output_type=choice)
+        return _variant(router, instructions=instructions, output_type=choice)
 
     return _once(node, "router", build)
 
@@ -474,7 +482,7 @@ def judge_of(node: Loop) -> Agent:
             f"{node.body.expression()}. Say done=true when it is good enough; otherwise "
             "give feedback the next iteration can act on."
         )
-        return judge.clone(instructions=instructions, output_type=Verdict)
+        return _variant(judge, instructions=instructions, output_type=Verdict)
 
     return _once(node, "judge", build)
 
@@ -494,6 +502,8 @@ def planner_of(node: Plan) -> Agent:
     """The planner agent: answers a :class:`PlanAnswer` whose flow must parse."""
 
     def build() -> Agent:
+        from pydantic import Field, create_model
+
         from swarmcore.parse import parse_flow
 
         planner = node.planner_agent
@@ -513,9 +523,20 @@ def planner_of(node: Plan) -> Agent:
                 return str(exc)
             return None
 
-        return planner.clone(
+        # The example (every agent, in order) is what the offline model answers in dry runs.
+        example = " >> ".join(a.name for a in node.agents)
+        answer = create_model(
+            f"{node.name}_answer",
+            __base__=PlanAnswer,
+            flow=(
+                str,
+                Field(description=PlanAnswer.model_fields["flow"].description, examples=[example]),
+            ),
+        )
+        return _variant(
+            planner,
             instructions=instructions,
-            output_type=PlanAnswer,
+            output_type=answer,
             output_validators=(*planner.output_validators, parses),
             output_retries=node.max_attempts - 1,
         )

@@ -263,16 +263,19 @@ class Flow(Composable):
                 raise UserError(f"map_agents() must return Agents, got {_describe(new)}.")
             return new
 
+        def one(item: FlowNode) -> FlowNode:
+            if isinstance(item, ControlNode):
+                return item.rebuild(lambda f: f.map_agents(fn), node)
+            return node(item)
+
         def steps(items: tuple[Step, ...]) -> tuple[Step, ...]:
             out: list[Step] = []
             for step in items:
-                if isinstance(step, ControlNode):
-                    out.append(step.rebuild(lambda f: f.map_agents(fn), node))
-                elif isinstance(step, FlowNode):
-                    out.append(node(step))
+                if isinstance(step, FlowNode):
+                    out.append(one(step))
                 else:
                     members = tuple(
-                        _from_steps(steps(m.step_tuple)) if isinstance(m, Flow) else node(m)
+                        _from_steps(steps(m.step_tuple)) if isinstance(m, Flow) else one(m)
                         for m in step
                     )
                     out.append(Group(members, step.policy, step.retries))
@@ -494,6 +497,8 @@ def _walk_nodes(steps: tuple[Step, ...]) -> Iterator[FlowNode]:
         for member in step:
             if isinstance(member, Flow):
                 yield from _walk_nodes(member.step_tuple)
+            elif isinstance(member, ControlNode):
+                yield from member.inner_agents()
             else:
                 yield member
 
@@ -532,7 +537,10 @@ def _step_expr(step: Step, *, nested: bool) -> str:
         return step.label()
     if isinstance(step, FlowNode):
         return step.name
-    parts = [f"({m.expression()})" if isinstance(m, Flow) else m.name for m in step]
+    parts = [
+        _step_expr(m, nested=False) if isinstance(m, FlowNode) else f"({m.expression()})"
+        for m in step
+    ]
     text = " | ".join(parts)
     return f"({text})" if nested else text
 

@@ -126,6 +126,8 @@ class _Run:
     results: dict[str, AgentResult] = field(default_factory=dict[str, AgentResult])
     failures: dict[str, AgentFailure] = field(default_factory=dict[str, AgentFailure])
     decisions: list[Decision] = field(default_factory=list[Decision])
+    stored_decisions: list[Decision] = field(default_factory=list[Decision])
+    """A resumed run's decisions as stored (made again, not stored again)."""
     started: float = field(default_factory=time.perf_counter)
 
     def fail(self, failure: AgentFailure) -> None:
@@ -358,6 +360,7 @@ class Swarm:
             metadata=record.settings.get("metadata") or {},
             variables=record.settings.get("variables") or {},
             resumed=True,
+            stored_decisions=list(record.decisions),
         )
         run.context.place(self._iteration_ranks(r.agent_name for r in record.results))
         for result in record.results:
@@ -501,7 +504,8 @@ class Swarm:
         def count(event: Event) -> None:
             if isinstance(event, events.ModelCallFinished):
                 tokens = event.usage.prompt_tokens if event.usage else 0
-                sent.setdefault(event.agent_name, []).append(tokens)
+                # A loop's iterations (w#1, w#2) count towards their agent.
+                sent.setdefault(event.agent_name.partition("#")[0], []).append(tokens)
 
         swarm = Swarm(
             rehearsal,
@@ -694,7 +698,7 @@ class Swarm:
                     step=expression,
                     agents=names,
                     duration_seconds=span.elapsed,
-                    failed=tuple(n for n in names if n in run.failures),
+                    failed=tuple(n for n in run.failures if n.partition("#")[0] in names),
                     error=span.error,
                 )
             )
@@ -724,7 +728,7 @@ class Swarm:
             by = "predicate"
             if choice is None:
                 choice = step.default
-        if choice not in step.branches:
+        if not isinstance(choice, str) or choice not in step.branches:
             raise UserError(
                 f"Route {step.name!r}: the {by} chose {choice!r}, which is not a branch; "
                 f"return one of {list(step.branches)} (or set default=)."
@@ -846,7 +850,11 @@ class Swarm:
         return ranks
 
     def _decide(self, run: _Run, decision: Decision) -> None:
+        index = len(run.decisions)
         run.decisions.append(decision)
+        # A resumed run makes its stored decisions again: store only the new ones.
+        if index < len(run.stored_decisions) and run.stored_decisions[index] == decision:
+            return
         if self._store is not None:
             self._store.save_decision(run.run_id, decision)
 
@@ -1208,6 +1216,8 @@ def _field(result: AgentResult, name: str) -> Any:
 
 
 def _member_expr(member: FlowNode | Flow) -> str:
+    if isinstance(member, ControlNode):
+        return member.label()
     return f"({member.expression()})" if isinstance(member, Flow) else member.name
 
 

@@ -262,6 +262,8 @@ def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
 def _example(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str) -> Any:  # noqa: C901 -- one case per JSON-schema form
     if "$ref" in schema:
         return _example(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, name)
+    if schema.get("examples"):
+        return schema["examples"][0]
     if "default" in schema:
         return schema["default"]
     if "const" in schema:
