@@ -14,7 +14,10 @@ calls but ``asyncio.gather``. The ratio swarmcore/floor is what swarmcore adds.
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
   model call and peak RSS. Each side runs in its own long-lived worker process
   (see the W3 section), so peak RSS is separable and both sides start equally fresh.
-* Cold ``import swarmcore``: median of 5 fresh interpreters, and whether it
+* Cold ``import swarmcore`` (names load on first use) and the import a program
+  really does (``from swarmcore import Agent, Swarm, ...``) against its own
+  dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
+  with the package byte-compiled as an installed wheel is; and whether either
   imported litellm.
 * Prompt tokens of the k-th agent of 5-, 20- and 50-agent chains in pull and
   push mode, on the in-process FunctionModel (no server), read from
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import gc
 import http.client
 import importlib
@@ -689,9 +693,10 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
 # --- cold import ---------------------------------------------------------------------------
 
 
-def cold_import_rows(runs: int = 5) -> list[Row]:
+def _import_ms(statement: str, runs: int) -> tuple[float, bool]:
+    """Median wall time of ``statement`` in fresh interpreters, and whether litellm got loaded."""
     code = (
-        "import sys, time; t = time.perf_counter(); import swarmcore; "
+        f"import sys, time; t = time.perf_counter(); {statement}; "
         "d = time.perf_counter() - t; print(d, 'litellm' in sys.modules)"
     )
     times: list[float] = []
@@ -702,19 +707,37 @@ def cold_import_rows(runs: int = 5) -> list[Row]:
         ).stdout.split()
         times.append(float(out[0]))
         leaked = leaked or out[1] == "True"
-    median_ms = statistics.median(times) * 1000
+    return statistics.median(times) * 1000, leaked
+
+
+def cold_import_rows(runs: int = 5) -> list[Row]:
+    # An installed wheel carries bytecode; an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would recompile every module on every start.
+    package = Path(__file__).resolve().parents[1] / "src" / "swarmcore"
+    compileall.compile_dir(str(package), quiet=1)
+    bare, leaked = _import_ms("import swarmcore", runs)
+    used, used_leaked = _import_ms("from swarmcore import Agent, Swarm, chain, parallel", runs)
+    deps, _ = _import_ms("import asyncio; from pydantic import BaseModel, TypeAdapter", runs)
     return [
         Row(
             f"cold import swarmcore (median of {runs})",
-            f"{median_ms:.0f} ms",
+            f"{bare:.0f} ms",
             target="<150 ms",
-            ok="yes" if median_ms < 150 else "NO",
+            ok="yes" if bare < 150 else "NO",
+        ),
+        Row(
+            "  ...from swarmcore import Agent, Swarm, ...",
+            f"{used:.0f} ms",
+            floor=f"{deps:.0f} ms",
+            ratio=f"{used / deps:.2f}",
+            target="<150 ms",
+            ok="yes" if used < 150 else "NO",
         ),
         Row(
             "  ...imports litellm",
-            "yes" if leaked else "no",
+            "yes" if leaked or used_leaked else "no",
             target="no",
-            ok="NO" if leaked else "yes",
+            ok="NO" if leaked or used_leaked else "yes",
         ),
     ]
 

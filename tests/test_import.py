@@ -58,3 +58,26 @@ def test_no_network_at_import_or_on_an_offline_run() -> None:
         """
     )
     assert out == "EXAMPLE TERM 2 []"
+
+
+def test_import_swarmcore_loads_its_names_on_first_use() -> None:
+    out = run_python(
+        """
+        import sys
+        import swarmcore
+        loaded = sorted(m for m in sys.modules if m.startswith("swarmcore.") or m == "pydantic")
+        print(loaded)
+        names = [getattr(swarmcore, name) for name in swarmcore.__all__]
+        print(all(name in dir(swarmcore) for name in swarmcore.__all__), len(names))
+        print(swarmcore.Agent is __import__("swarmcore.agent").agent.Agent)
+        try:
+            swarmcore.NotAThing
+        except AttributeError as exc:
+            print(exc)
+        """
+    )
+    loaded, listed, same, missing = out.splitlines()
+    assert loaded == "[]"  # nothing, not even pydantic, until a name is used
+    assert listed.startswith("True ")
+    assert same == "True"
+    assert missing == "module 'swarmcore' has no attribute 'NotAThing'"

@@ -8,40 +8,152 @@ result = await Swarm(flow, context_mode="pull").run("task")
 ```
 
 Importing swarmcore never imports litellm: the model seam loads it on the
-first model call, so building agents and flows stays instant.
+first model call. The names below are loaded on first use (PEP 562), so
+``import swarmcore`` itself costs next to nothing and a program pays only for
+the parts it touches.
 """
 
-import logging
+from __future__ import annotations
 
-from swarmcore.agent import Agent, AgentDefaults
-from swarmcore.batch import MapProgress
-from swarmcore.context import SharedContext
-from swarmcore.control import loop, plan, route
-from swarmcore.errors import (
-    AgentError,
-    BudgetExceeded,
-    DelegationDepthExceeded,
-    GroupError,
-    MaxTurnsExceeded,
-    ModelError,
-    OutputValidationError,
-    SwarmError,
-    UserError,
-)
-from swarmcore.flow import Flow, chain, parallel
-from swarmcore.limits import ModelLimit, clear_model_limits, limit_model, set_model_limit
-from swarmcore.models import (
-    AgentFailure,
-    AgentResult,
-    Decision,
-    LLMCallRecord,
-    SwarmResult,
-    TokenUsage,
-    ToolCallRecord,
-)
-from swarmcore.policies import BEST_EFFORT, Quorum, RetryPolicy
-from swarmcore.swarm import Swarm
-from swarmcore.tools import Approval, ApprovalRequest, Tool, function_tool
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swarmcore.agent import Agent as Agent
+    from swarmcore.agent import AgentDefaults as AgentDefaults
+    from swarmcore.batch import MapProgress as MapProgress
+    from swarmcore.context import SharedContext as SharedContext
+    from swarmcore.control import loop as loop
+    from swarmcore.control import plan as plan
+    from swarmcore.control import route as route
+    from swarmcore.errors import (
+        AgentError as AgentError,
+    )
+    from swarmcore.errors import (
+        BudgetExceeded as BudgetExceeded,
+    )
+    from swarmcore.errors import (
+        DelegationDepthExceeded as DelegationDepthExceeded,
+    )
+    from swarmcore.errors import (
+        GroupError as GroupError,
+    )
+    from swarmcore.errors import (
+        MaxTurnsExceeded as MaxTurnsExceeded,
+    )
+    from swarmcore.errors import (
+        ModelError as ModelError,
+    )
+    from swarmcore.errors import (
+        OutputValidationError as OutputValidationError,
+    )
+    from swarmcore.errors import (
+        SwarmError as SwarmError,
+    )
+    from swarmcore.errors import (
+        UserError as UserError,
+    )
+    from swarmcore.flow import Flow as Flow
+    from swarmcore.flow import chain as chain
+    from swarmcore.flow import parallel as parallel
+    from swarmcore.limits import (
+        ModelLimit as ModelLimit,
+    )
+    from swarmcore.limits import (
+        clear_model_limits as clear_model_limits,
+    )
+    from swarmcore.limits import (
+        limit_model as limit_model,
+    )
+    from swarmcore.limits import (
+        set_model_limit as set_model_limit,
+    )
+    from swarmcore.models import (
+        AgentFailure as AgentFailure,
+    )
+    from swarmcore.models import (
+        AgentResult as AgentResult,
+    )
+    from swarmcore.models import (
+        Decision as Decision,
+    )
+    from swarmcore.models import (
+        LLMCallRecord as LLMCallRecord,
+    )
+    from swarmcore.models import (
+        SwarmResult as SwarmResult,
+    )
+    from swarmcore.models import (
+        TokenUsage as TokenUsage,
+    )
+    from swarmcore.models import (
+        ToolCallRecord as ToolCallRecord,
+    )
+    from swarmcore.policies import (
+        BEST_EFFORT as BEST_EFFORT,
+    )
+    from swarmcore.policies import (
+        Quorum as Quorum,
+    )
+    from swarmcore.policies import (
+        RetryPolicy as RetryPolicy,
+    )
+    from swarmcore.swarm import Swarm as Swarm
+    from swarmcore.tools import (
+        Approval as Approval,
+    )
+    from swarmcore.tools import (
+        ApprovalRequest as ApprovalRequest,
+    )
+    from swarmcore.tools import (
+        Tool as Tool,
+    )
+    from swarmcore.tools import (
+        function_tool as function_tool,
+    )
+
+_SOURCES: dict[str, str] = {
+    "BEST_EFFORT": "swarmcore.policies",
+    "Agent": "swarmcore.agent",
+    "AgentDefaults": "swarmcore.agent",
+    "AgentError": "swarmcore.errors",
+    "AgentFailure": "swarmcore.models",
+    "AgentResult": "swarmcore.models",
+    "Approval": "swarmcore.tools",
+    "ApprovalRequest": "swarmcore.tools",
+    "BudgetExceeded": "swarmcore.errors",
+    "Decision": "swarmcore.models",
+    "DelegationDepthExceeded": "swarmcore.errors",
+    "Flow": "swarmcore.flow",
+    "GroupError": "swarmcore.errors",
+    "LLMCallRecord": "swarmcore.models",
+    "MapProgress": "swarmcore.batch",
+    "MaxTurnsExceeded": "swarmcore.errors",
+    "ModelError": "swarmcore.errors",
+    "ModelLimit": "swarmcore.limits",
+    "OutputValidationError": "swarmcore.errors",
+    "Quorum": "swarmcore.policies",
+    "RetryPolicy": "swarmcore.policies",
+    "SharedContext": "swarmcore.context",
+    "Swarm": "swarmcore.swarm",
+    "SwarmError": "swarmcore.errors",
+    "SwarmResult": "swarmcore.models",
+    "TokenUsage": "swarmcore.models",
+    "Tool": "swarmcore.tools",
+    "ToolCallRecord": "swarmcore.models",
+    "UserError": "swarmcore.errors",
+    "chain": "swarmcore.flow",
+    "clear_model_limits": "swarmcore.limits",
+    "function_tool": "swarmcore.tools",
+    "limit_model": "swarmcore.limits",
+    "loop": "swarmcore.control",
+    "parallel": "swarmcore.flow",
+    "plan": "swarmcore.control",
+    "route": "swarmcore.control",
+    "set_model_limit": "swarmcore.limits",
+}
+"""Where each public name lives; imported on first access."""
 
 __all__ = [
     "BEST_EFFORT",
@@ -85,6 +197,20 @@ __all__ = [
 ]
 
 __version__ = "0.2.0"
+
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module 'swarmcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(source), name)
+    globals()[name] = value  # once loaded, a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 # Quiet by default: records reach the user only through handlers they configure.
 logging.getLogger("swarmcore").addHandler(logging.NullHandler())
