@@ -14,7 +14,6 @@ never crash the run.
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
 import json
 import re
@@ -123,8 +122,11 @@ class Tool:
         The function must take the same parameters; this is how run-local tools
         such as the context tools avoid rebuilding their schema on every run.
         """
-        # A shallow copy, not dataclasses.replace: no re-validation, no new spec (hot path).
-        bound = copy.copy(self)
+        # Slot by slot, not dataclasses.replace (re-validates, rebuilds the spec) nor
+        # copy.copy (calls dataclasses.fields() each time): this runs per agent run.
+        bound = object.__new__(Tool)
+        for name in _TOOL_SLOTS:
+            object.__setattr__(bound, name, getattr(self, name))
         object.__setattr__(bound, "fn", fn)
         return bound
 
@@ -170,6 +172,10 @@ class Tool:
             ) from exc
         # Fields are stored under internal names (p_<name>) with the parameter as alias.
         return {name[2:]: getattr(model, name) for name in type(model).model_fields}
+
+
+_TOOL_SLOTS: tuple[str, ...] = tuple(Tool.__slots__)  # slots=True sets it
+"""Every field of a Tool, for :meth:`Tool.bind`."""
 
 
 @runtime_checkable
