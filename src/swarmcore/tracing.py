@@ -42,10 +42,14 @@ from swarmcore.events import (
     AgentFinished,
     AgentStarted,
     Event,
+    LoopFinished,
+    LoopIteration,
     ModelCallFinished,
     ModelCallStarted,
     ModelFallback,
+    PlanMade,
     RetryScheduled,
+    RouteChosen,
     RunFinished,
     RunStarted,
     StepFinished,
@@ -193,6 +197,8 @@ class OpenTelemetryTracer:
                 self._close(spans, event)
             case RetryScheduled() | ModelFallback() | TextDelta():
                 self._point(spans, event)
+            case RouteChosen() | LoopIteration() | LoopFinished() | PlanMade():
+                self._decision(spans, event)
             case _:
                 pass
 
@@ -362,6 +368,47 @@ class OpenTelemetryTracer:
                     return
                 attributes = {AGENT_NAME: event.agent_name, "swarmcore.text": event.text}
                 name = EVENT_TEXT_DELTA
+        span.add_event(name, attributes, timestamp=_ns(event.timestamp))
+
+    def _decision(
+        self, spans: dict[int, Span], event: RouteChosen | LoopIteration | LoopFinished | PlanMade
+    ) -> None:
+        """Routes, loops and plans: span events on the step that made them."""
+        span = spans.get(event.parent_id) if event.parent_id is not None else None
+        if span is None:
+            return
+        attributes: _Attributes
+        match event:
+            case RouteChosen():
+                name = "swarmcore.route"
+                attributes = {
+                    "swarmcore.route.name": event.route,
+                    "swarmcore.route.branch": event.branch,
+                    "swarmcore.route.by": event.by,
+                    "swarmcore.route.reason": event.reason,
+                }
+            case LoopIteration():
+                name = "swarmcore.loop.iteration"
+                attributes = {
+                    "swarmcore.loop.name": event.loop,
+                    "swarmcore.loop.iteration": event.iteration,
+                    "swarmcore.loop.max_iterations": event.max_iterations,
+                }
+            case LoopFinished():
+                name = "swarmcore.loop.finished"
+                attributes = {
+                    "swarmcore.loop.name": event.loop,
+                    "swarmcore.loop.iterations": event.iterations,
+                    "swarmcore.loop.reason": event.reason,
+                }
+            case PlanMade():
+                name = "swarmcore.plan"
+                attributes = {
+                    "swarmcore.plan.name": event.plan,
+                    "swarmcore.plan.planner": event.planner,
+                    "swarmcore.plan.expression": event.expression,
+                    "swarmcore.plan.attempts": event.attempts,
+                }
         span.add_event(name, attributes, timestamp=_ns(event.timestamp))
 
 

@@ -14,7 +14,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from swarmcore import Agent, AgentDefaults, AgentError, RetryPolicy, Swarm, UserError, function_tool
+from swarmcore import (
+    Agent,
+    AgentDefaults,
+    AgentError,
+    RetryPolicy,
+    Swarm,
+    UserError,
+    function_tool,
+    loop,
+    route,
+)
 from swarmcore.events import (
     AgentStarted,
     ModelCallFinished,
@@ -469,3 +479,36 @@ def test_without_opentelemetry_import_works_and_construction_says_what_to_instal
         tracing.OpenTelemetryTracer()
     assert "pip install 'swarmcore[otel]'" in str(raised.value)
     assert "uv add 'swarmcore[otel]'" in str(raised.value)
+
+
+async def test_routes_and_loops_are_span_events_on_their_step(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = shared_offline_model()
+    a, s, w = (Agent(n, f"{n} works.", model=model) for n in ("a", "s", "w"))
+    other = Agent("o", "o works.", model=model)
+    flow = (
+        a >> route({"quick": s, "deep": other}, by=lambda ctx: "quick") >> loop(w, max_iterations=2)
+    )
+    await Swarm(flow, hooks=[OpenTelemetryTracer(provider)]).run("trace control flow")
+    spans = exporter.get_finished_spans()
+    route_step = by_name(spans, "step route{quick: s, deep: o}")
+    (chosen,) = [e for e in route_step.events if e.name == "swarmcore.route"]
+    assert chosen.attributes is not None
+    assert dict(chosen.attributes) == {
+        "swarmcore.route.name": "route",
+        "swarmcore.route.branch": "quick",
+        "swarmcore.route.by": "predicate",
+        "swarmcore.route.reason": "",
+    }
+    loop_step = by_name(spans, "step loop{w}")
+    names = [e.name for e in loop_step.events]
+    assert names == ["swarmcore.loop.iteration"] * 2 + ["swarmcore.loop.finished"]
+    finished = loop_step.events[-1].attributes
+    assert finished is not None
+    assert finished["swarmcore.loop.iterations"] == 2
+    assert finished["swarmcore.loop.reason"] == "max_iterations"
+    assert [s.name for s in spans if s.name.startswith("invoke_agent w")] == [
+        "invoke_agent w#1",
+        "invoke_agent w#2",
+    ]
