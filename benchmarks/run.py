@@ -12,8 +12,10 @@ calls but ``asyncio.gather``. The ratio swarmcore/floor is what swarmcore adds.
 * W1: the diamond ``a >> (b | c) >> d``; floor: a, gather(b, c), d. Ideal 3 x L.
 * W2: ``parallel(*N agents) >> merge``; floor: gather N calls, then one. Ideal 2 x L.
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
-  model call and peak RSS. Each side runs in its own long-lived worker process
-  (see the W3 section), so peak RSS is separable and both sides start equally fresh.
+  model call and peak RSS. Below K=10 the batch runs ``W3_ROUNDS`` times in a row
+  per measurement (wall reported per batch), so there is enough CPU to read.
+  Each side runs in its own long-lived worker process (see the W3 section), so
+  peak RSS is separable and both sides start equally fresh.
 * Cold ``import swarmcore`` (names load on first use) and the import a program
   really does (``from swarmcore import Agent, Swarm, ...``) against its own
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
@@ -79,6 +81,8 @@ SETTLE = 0.1
 """Seconds idled after a workload before reading CPU time, so the work litellm
 schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
+W3_ROUNDS = 4
+"""How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
 SETTLE_MAX = 3.0
 """The longest wait for that backlog to drain."""
 
@@ -722,10 +726,18 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
     reply({"rss_kb": baseline})
     while not (message := await command()).get("quit"):
         k = int(message["k"])
-        sample = await measure(lambda k=k: asyncio.gather(*(one() for _ in range(k))), 4 * k)
+        # A lone diamond is 4 calls, too little CPU to read against the noise: at small K
+        # the batch runs several times in a row, and wall is reported per batch.
+        rounds = W3_ROUNDS if k < 10 else 1
+
+        async def batches(k: int = k, rounds: int = rounds) -> None:
+            for _ in range(rounds):
+                await asyncio.gather(*(one() for _ in range(k)))
+
+        sample = await measure(batches, 4 * k * rounds)
         reply(
             {
-                "wall": sample.wall,
+                "wall": sample.wall / rounds,
                 "cpu": sample.cpu,
                 "calls": sample.calls,
                 "maxrss_kb": sample.maxrss_kb,
