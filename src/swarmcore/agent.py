@@ -180,6 +180,8 @@ class Agent(FlowNode):
     _toolsets: tuple[Toolset, ...] = field(init=False, repr=False)
     _output: OutputSpec | None = field(init=False, repr=False)
     _variables: frozenset[str] = field(init=False, repr=False)
+    _reach: tuple[Agent, ...] | None = field(init=False, repr=False, default=None)
+    """This agent and those it can call through ``as_tool``: fixed once built, so kept."""
 
     def __post_init__(self) -> None:
         validate_name(self.name, "Agent")
@@ -276,6 +278,7 @@ class Agent(FlowNode):
         """
         twin = copy.copy(self)
         object.__setattr__(twin, "name", name)
+        object.__setattr__(twin, "_reach", None)  # the cached walk names the original
         return twin
 
     def as_tool(
@@ -448,7 +451,8 @@ class Agent(FlowNode):
         extra_tools: Sequence[Callable[..., Any] | Tool],
         options: _Options,
     ) -> AgentResult:
-        check_variables([self], options.variables)
+        if self._variables and not self._variables <= options.variables.keys():
+            check_variables([self], options.variables)  # delegates check their own when they run
         settings = _Settings.of(self, options.defaults)
         fetched: list[Tool] = []
         for toolset in self._toolsets:
@@ -927,8 +931,11 @@ def normalize_variables(variables: Mapping[str, object] | None) -> dict[str, obj
 
 def reachable(agents: Iterable[Agent]) -> list[Agent]:
     """``agents`` and every agent they can call through ``as_tool``, each once."""
+    listed = list(agents)
+    if len(listed) == 1 and listed[0]._reach is not None:  # pyright: ignore[reportPrivateUsage]
+        return list(listed[0]._reach)  # pyright: ignore[reportPrivateUsage]
     found: dict[int, Agent] = {}
-    pending = list(agents)
+    pending = list(listed)
     while pending:
         agent = pending.pop(0)
         if id(agent) in found:
@@ -937,6 +944,8 @@ def reachable(agents: Iterable[Agent]) -> list[Agent]:
         for tool in agent._tool_map.values():  # pyright: ignore[reportPrivateUsage] -- same module
             if isinstance(tool.delegate, Agent):
                 pending.append(tool.delegate)
+    if len(listed) == 1:  # an agent's tools never change: walk once
+        object.__setattr__(listed[0], "_reach", tuple(found.values()))
     return list(found.values())
 
 
