@@ -49,7 +49,7 @@ from swarmcore.context_tools import (
 )
 from swarmcore.control import Loop, Plan, Route, call_predicate, judge_of, planner_of, router_of
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
-from swarmcore.events import Event, EventBus, Hook
+from swarmcore.events import EventBus, Hook
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, chain, shape_of
 from swarmcore.models import AgentFailure, AgentResult, Decision, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
@@ -58,6 +58,7 @@ from swarmcore.tools import Approver, Tool
 if TYPE_CHECKING:
     from swarmcore.batch import MapProgress
     from swarmcore.dryrun import DryRunReport
+    from swarmcore.events import Event
     from swarmcore.store import RunStore
 
 __all__ = ["ContextMode", "Swarm"]
