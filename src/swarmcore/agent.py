@@ -40,13 +40,6 @@ from swarmcore.errors import (
 from swarmcore.flow import FlowNode
 from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.policies import RetryPolicy
-from swarmcore.structured import (
-    OutputSpec,
-    OutputValidator,
-    parse_text_tool_calls,
-    run_validators,
-    text_tool_instructions,
-)
 from swarmcore.tools import (
     Approver,
     Tool,
@@ -59,6 +52,8 @@ from swarmcore.tools import (
 
 if TYPE_CHECKING:
     from typing import Self
+
+    from swarmcore.structured import OutputSpec, OutputValidator
 
 __all__ = ["DEFAULT_MODEL", "SUMMARY_INSTRUCTION", "Agent", "AgentDefaults", "run_sync"]
 
@@ -241,7 +236,11 @@ class Agent(FlowNode):
                 f"{owner}: output_validators must be a list of functions, got {validators!r}."
             )
         object.__setattr__(self, "output_validators", tuple(validators))
-        spec = None if self.output_type is None else OutputSpec.of(self.output_type, owner)
+        spec = None
+        if self.output_type is not None:
+            from swarmcore.structured import OutputSpec  # only agents with an output_type
+
+            spec = OutputSpec.of(self.output_type, owner)
         if spec is not None and self.output_protocol == "native" and not spec.is_object:
             raise UserError(
                 f"{owner}: output_protocol='native' needs an output_type whose JSON schema is "
@@ -500,6 +499,8 @@ class Agent(FlowNode):
     def _messages(self, task: str, hint: str | None, state: _RunState) -> list[llm.Message]:
         parts = [render(self.instructions, state.options.variables).strip(), (hint or "").strip()]
         if state.tools and not state.native_tools:
+            from swarmcore.structured import text_tool_instructions
+
             parts.append(text_tool_instructions([t.spec for t in state.tools.values()]))
         spec = self._output
         if spec is None:
@@ -665,6 +666,8 @@ class _RunState:
             return ()
         if self.native_tools:
             return reply.tool_calls
+        from swarmcore.structured import parse_text_tool_calls
+
         found = parse_text_tool_calls(reply.text or "", self.tools)
         first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
         return [
@@ -709,6 +712,8 @@ class _RunState:
             output = spec.dump(parsed) if feedback is None else text
             checked = parsed
         if feedback is None and agent.output_validators:
+            from swarmcore.structured import run_validators
+
             feedback = await run_validators(agent.output_validators, checked)
         if feedback is None:
             return output, summary, parsed

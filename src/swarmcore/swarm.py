@@ -47,7 +47,6 @@ from swarmcore.context_tools import (
     pull_hint,
     push_hint,
 )
-from swarmcore.control import Loop, Plan, Route, call_predicate, judge_of, planner_of, router_of
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
 from swarmcore.events import EventBus, Hook
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, chain, shape_of
@@ -57,6 +56,7 @@ from swarmcore.tools import Approver, Tool
 
 if TYPE_CHECKING:
     from swarmcore.batch import MapProgress
+    from swarmcore.control import Loop, Plan, Route
     from swarmcore.dryrun import DryRunReport
     from swarmcore.events import Event
     from swarmcore.store import RunStore
@@ -655,12 +655,8 @@ class Swarm:
                 return (*seen, step.name), (step.name,)
             case Group():
                 return await self._run_group(run, step, seen, previous, retries)
-            case Route():
-                return await self._run_route(run, step, seen, previous, retries)
-            case Loop():
-                return await self._run_loop(run, step, seen, previous, retries)
-            case Plan():
-                return await self._run_plan(run, step, seen, previous, retries)
+            case ControlNode():
+                return await self._run_control(run, step, seen, previous, retries)
             case _:  # unreachable: Swarm.__init__ checked that every node is an Agent
                 raise UserError(f"Flow step {step!r} is not an Agent; only Agents can run.")
 
@@ -704,6 +700,26 @@ class Swarm:
                 )
             )
 
+    async def _run_control(
+        self,
+        run: _Run,
+        step: ControlNode,
+        seen: tuple[str, ...],
+        previous: tuple[str, ...],
+        retries: int,
+    ) -> _Outcome:
+        from swarmcore import control  # loaded only by flows that route, loop or plan
+
+        match step:
+            case control.Route():
+                return await self._run_route(run, step, seen, previous, retries)
+            case control.Loop():
+                return await self._run_loop(run, step, seen, previous, retries)
+            case control.Plan():
+                return await self._run_plan(run, step, seen, previous, retries)
+            case _:
+                raise UserError(f"Flow step {step!r} is a control step swarmcore cannot run.")
+
     async def _run_route(
         self,
         run: _Run,
@@ -712,6 +728,8 @@ class Swarm:
         previous: tuple[str, ...],
         retries: int,
     ) -> _Outcome:
+        from swarmcore.control import call_predicate, router_of
+
         reason = ""
         if step.router is not None:
             router = router_of(step)
@@ -750,6 +768,8 @@ class Swarm:
         previous: tuple[str, ...],
         retries: int,
     ) -> _Outcome:
+        from swarmcore.control import call_predicate, judge_of
+
         names = step.body.names + ((step.judge.name,) if step.judge else ())
         reason, feedback, done = "max_iterations", "", 0
         for k in range(1, step.max_iterations + 1):
@@ -802,6 +822,8 @@ class Swarm:
         previous: tuple[str, ...],
         retries: int,
     ) -> _Outcome:
+        from swarmcore.control import planner_of
+
         planner = planner_of(step)
         await self._run_agent(run, planner, seen, previous, retries)
         answer = run.results[planner.name]
@@ -837,6 +859,8 @@ class Swarm:
 
     def _iteration_ranks(self, names: Iterable[str]) -> dict[str, tuple[int, ...]]:
         """Where stored loop iterations (``w#2``) sit in flow order, as in ``_run_loop``."""
+        from swarmcore.control import Loop
+
         starts: dict[str, int] = {}
         for node in _control_nodes(self._flow.step_tuple):
             if isinstance(node, Loop):

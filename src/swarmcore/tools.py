@@ -28,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.models import ToolCallRecord
-from swarmcore.structured import explain
 
 __all__ = [
     "Approval",
@@ -167,6 +166,8 @@ class Tool:
         try:
             model = self._args_model.model_validate(raw)
         except ValidationError as exc:
+            from swarmcore.structured import explain  # only on the error path
+
             raise ToolArgumentsError(
                 f"Tool {self.name!r}: invalid arguments: {explain(exc)}. Fix them and call again."
             ) from exc
