@@ -176,6 +176,7 @@ class Agent(FlowNode):
     _output: OutputSpec | None = field(init=False, repr=False)
     _variables: frozenset[str] = field(init=False, repr=False)
     _reach: tuple[Agent, ...] | None = field(init=False, repr=False, default=None)
+    _settings: tuple[AgentDefaults, _Settings] | None = field(init=False, repr=False, default=None)
     """This agent and those it can call through ``as_tool``: fixed once built, so kept."""
 
     def __post_init__(self) -> None:
@@ -259,6 +260,15 @@ class Agent(FlowNode):
     def toolsets(self) -> tuple[Toolset, ...]:
         """The toolsets (MCP servers) among ``tools``, whose tools are fetched at run time."""
         return self._toolsets
+
+    def _settings_for(self, defaults: AgentDefaults) -> _Settings:
+        """This agent's settings under ``defaults``; the last pair is kept (both are frozen)."""
+        cached = self._settings
+        if cached is not None and cached[0] is defaults:
+            return cached[1]
+        settings = _Settings.of(self, defaults)
+        object.__setattr__(self, "_settings", (defaults, settings))
+        return settings
 
     @property
     def variables(self) -> frozenset[str]:
@@ -452,7 +462,7 @@ class Agent(FlowNode):
     ) -> AgentResult:
         if self._variables and not self._variables <= options.variables.keys():
             check_variables([self], options.variables)  # delegates check their own when they run
-        settings = _Settings.of(self, options.defaults)
+        settings = self._settings_for(options.defaults)
         fetched: list[Tool] = []
         for toolset in self._toolsets:
             fetched.extend(await toolset.tools())

@@ -1094,7 +1094,8 @@ class Swarm:
             output = _join_outputs([run.results[n] for n in exits if n in run.results])
         else:
             output = history[-1].output if history else ""
-        return SwarmResult(
+        # Everything here was built by this module from validated parts: construct (hot path).
+        return SwarmResult.model_construct(
             output=output,
             context=run.context.as_dict(),
             history=history,
