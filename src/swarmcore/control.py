@@ -29,7 +29,7 @@ from pydantic import Field as PydanticField
 from typing_extensions import override
 
 from swarmcore.errors import UserError
-from swarmcore.flow import ControlNode, Flow, FlowNode, Group, chain, mermaid_steps
+from swarmcore.flow import ControlNode, Flow, FlowNode, chain, control_nodes, mermaid_steps
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
@@ -338,7 +338,7 @@ def loop(
 
     flow = _as_flow(body, "loop() body")
     for step in flow.step_tuple:
-        nested = [s for s in _controls(step) if isinstance(s, Loop | Plan)]
+        nested = [s for s in control_nodes((step,)) if isinstance(s, Loop | Plan)]
         if nested:
             raise UserError(
                 f"loop() body holds {nested[0]!r}; loops and plans cannot run inside a loop yet."
@@ -388,24 +388,6 @@ def plan(
         validate_name(name or f"{planner.name}_plan", "Plan"), planner, listed, max_attempts
     )
     return chain(node)
-
-
-def _controls(step: object) -> list[ControlNode]:
-    """Control nodes in a step, at any depth."""
-    found: list[ControlNode] = []
-    if isinstance(step, ControlNode):
-        found.append(step)
-        for inner in step.inner_flows():
-            for s in inner.step_tuple:
-                found += _controls(s)
-    elif isinstance(step, Group):
-        for member in step:
-            if isinstance(member, Flow):
-                for s in member.step_tuple:
-                    found += _controls(s)
-            else:
-                found += _controls(member)
-    return found
 
 
 async def call_predicate(fn: Callable[..., Any], context: SharedContext) -> Any:

@@ -30,6 +30,7 @@ __all__ = [
     "FlowNode",
     "Group",
     "chain",
+    "control_nodes",
     "parallel",
     "shape_of",
 ]
@@ -422,6 +423,20 @@ def step_exits(step: Step | Flow) -> tuple[FlowNode, ...]:
             return step.exits()
         case _:
             return tuple(a for m in step for a in step_exits(m))
+
+
+def control_nodes(steps: Iterable[Step]) -> list[ControlNode]:
+    """Every route, loop and plan in ``steps`` at any depth, in flow order."""
+    found: list[ControlNode] = []
+    for step in steps:
+        if isinstance(step, ControlNode):
+            found.append(step)
+            for inner in step.inner_flows():
+                found += control_nodes(inner.step_tuple)
+        elif isinstance(step, Group):
+            for member in step:
+                found += control_nodes(member.step_tuple if isinstance(member, Flow) else (member,))
+    return found
 
 
 def shape_of(flow: Flow) -> str:

@@ -49,7 +49,7 @@ from swarmcore.context_tools import (
 )
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
 from swarmcore.events import EventBus, Hook
-from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, chain, shape_of
+from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, chain, control_nodes, shape_of
 from swarmcore.models import AgentFailure, AgentResult, Decision, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
 from swarmcore.tools import Approver, Tool
@@ -862,7 +862,7 @@ class Swarm:
         from swarmcore.control import Loop
 
         starts: dict[str, int] = {}
-        for node in _control_nodes(self._flow.step_tuple):
+        for node in control_nodes(self._flow.step_tuple):
             if isinstance(node, Loop):
                 start = self._positions[node.body.names[0]]
                 judge = (node.judge.name,) if node.judge else ()
@@ -1205,22 +1205,6 @@ def _names(member: FlowNode | Flow) -> tuple[str, ...]:
     if isinstance(member, ControlNode):
         return tuple(a.name for a in member.inner_agents())
     return member.names if isinstance(member, Flow) else (member.name,)
-
-
-def _control_nodes(steps: Sequence[Step]) -> list[ControlNode]:
-    """Every route, loop and plan in ``steps``, at any depth."""
-    found: list[ControlNode] = []
-    for step in steps:
-        if isinstance(step, ControlNode):
-            found.append(step)
-            for inner in step.inner_flows():
-                found += _control_nodes(inner.step_tuple)
-        elif isinstance(step, Group):
-            for member in step:
-                found += _control_nodes(
-                    member.step_tuple if isinstance(member, Flow) else (member,)
-                )
-    return found
 
 
 def _renamed(node: FlowNode, iteration: int) -> FlowNode:

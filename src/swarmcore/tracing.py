@@ -195,10 +195,16 @@ class OpenTelemetryTracer:
                 self._open(spans, event)
             case StepFinished() | AgentFinished() | ModelCallFinished() | ToolCallFinished():
                 self._close(spans, event)
-            case RetryScheduled() | ModelFallback() | TextDelta():
+            case (
+                RetryScheduled()
+                | ModelFallback()
+                | TextDelta()
+                | RouteChosen()
+                | LoopIteration()
+                | LoopFinished()
+                | PlanMade()
+            ):
                 self._point(spans, event)
-            case RouteChosen() | LoopIteration() | LoopFinished() | PlanMade():
-                self._decision(spans, event)
             case _:
                 pass
 
@@ -336,9 +342,8 @@ class OpenTelemetryTracer:
 
     # --- point events -----------------------------------------------------------------
 
-    def _point(
-        self, spans: dict[int, Span], event: RetryScheduled | ModelFallback | TextDelta
-    ) -> None:
+    def _point(self, spans: dict[int, Span], event: _PointEvent) -> None:
+        """Retries, fallbacks, text and control-flow choices: span events on their span."""
         span = spans.get(event.parent_id) if event.parent_id is not None else None
         if span is None:
             return
@@ -368,17 +373,6 @@ class OpenTelemetryTracer:
                     return
                 attributes = {AGENT_NAME: event.agent_name, "swarmcore.text": event.text}
                 name = EVENT_TEXT_DELTA
-        span.add_event(name, attributes, timestamp=_ns(event.timestamp))
-
-    def _decision(
-        self, spans: dict[int, Span], event: RouteChosen | LoopIteration | LoopFinished | PlanMade
-    ) -> None:
-        """Routes, loops and plans: span events on the step that made them."""
-        span = spans.get(event.parent_id) if event.parent_id is not None else None
-        if span is None:
-            return
-        attributes: _Attributes
-        match event:
             case RouteChosen():
                 name = "swarmcore.route"
                 attributes = {
@@ -410,6 +404,17 @@ class OpenTelemetryTracer:
                     "swarmcore.plan.attempts": event.attempts,
                 }
         span.add_event(name, attributes, timestamp=_ns(event.timestamp))
+
+
+_PointEvent = (
+    RetryScheduled
+    | ModelFallback
+    | TextDelta
+    | RouteChosen
+    | LoopIteration
+    | LoopFinished
+    | PlanMade
+)
 
 
 def _ns(timestamp: float) -> int:
