@@ -100,11 +100,10 @@ class SQLiteStore:
             self.path, timeout=30.0, isolation_level=None, check_same_thread=False
         )
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=30000")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            self._open()
+        except sqlite3.OperationalError as exc:
+            self._db.close()
+            raise UserError(f"{self.path} could not be opened: {exc}.") from exc
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise UserError(
@@ -113,6 +112,28 @@ class SQLiteStore:
         except BaseException:  # a newer schema, an interrupt: do not leak the connection
             self._db.close()
             raise
+
+    def _open(self) -> None:
+        """Settings and schema, retried while other processes hold the file.
+
+        Several processes opening a new file at once race to switch it to WAL
+        and create the schema; SQLite can answer "database is locked" at once
+        there, without waiting on its busy timeout, so the attempt is repeated
+        (for up to 30 s) rather than failing.
+        """
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("PRAGMA busy_timeout=30000")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._migrate()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
