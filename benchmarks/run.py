@@ -283,10 +283,38 @@ class Sample:
     cpu: float
     calls: int
     maxrss_kb: int = 0
+    gc_cpu: float = 0.0
+    """CPU seconds the cyclic garbage collector took, out of ``cpu``."""
 
     @property
     def cpu_ms_per_call(self) -> float:
         return self.cpu / self.calls * 1000
+
+    @property
+    def gc_ms_per_call(self) -> float:
+        return self.gc_cpu / self.calls * 1000
+
+
+class GCClock:
+    """CPU time spent in the cyclic GC (through ``gc.callbacks``), since ``reset``.
+
+    Both sides pay for collections their allocations trigger, and at high concurrency
+    that is a visible share of a call's CPU: the row shows how much.
+    """
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._phase)
+
+    def _phase(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.total += time.process_time() - self._started
+
+
+GC_CLOCK = GCClock()
 
 
 def settle_gc() -> None:
@@ -303,12 +331,13 @@ def settle_gc() -> None:
 
 async def measure(work: Callable[[], Awaitable[object]], calls: int) -> Sample:
     gc.collect()
-    cpu0, t0 = time.process_time(), time.perf_counter()
+    cpu0, t0, gc0 = time.process_time(), time.perf_counter(), GC_CLOCK.total
     await work()
     wall = time.perf_counter() - t0
     await settle()
     cpu = time.process_time() - cpu0
-    return Sample(wall, cpu, calls, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return Sample(wall, cpu, calls, rss, GC_CLOCK.total - gc0)
 
 
 @dataclass(slots=True)
@@ -320,10 +349,17 @@ class Best:
     maxrss_kb: int = 0
     walls: list[float] = field(default_factory=list[float])
     cpus: list[float] = field(default_factory=list[float])
+    gcs: list[float] = field(default_factory=list[float])
+
+    @property
+    def gc_ms_per_call(self) -> float:
+        """Median over the repetitions: collections land in some and not others."""
+        return statistics.median(self.gcs)
 
     def add(self, sample: Sample) -> None:
         self.walls.append(sample.wall)
         self.cpus.append(sample.cpu_ms_per_call)
+        self.gcs.append(sample.gc_ms_per_call)
         self.wall = min(self.wall, sample.wall)
         self.cpu_ms_per_call = min(self.cpu_ms_per_call, sample.cpu_ms_per_call)
         self.maxrss_kb = max(self.maxrss_kb, sample.maxrss_kb)
@@ -409,6 +445,11 @@ def ratio_row(
     )
 
 
+def gc_row(workload: str, sc: Best, fl: Best) -> Row:
+    """CPU per call the cyclic GC took (median repetition): part of the CPU/call row above."""
+    return ratio_row(workload, sc.gc_ms_per_call, fl.gc_ms_per_call, "ms", limit=None)
+
+
 def paired(swarmcore: Sequence[float], floor: Sequence[float]) -> float:
     """Median of the per-repetition ratios: repetition i of each side ran back to back, so
     a machine that slows down for a while slows both halves of a pair alike."""
@@ -434,6 +475,9 @@ def render(rows: Sequence[Row]) -> str:
 # --- workloads in this process: W1, W2, prompt tokens -----------------------------------
 
 
+WORKLOADS = frozenset({"w1", "w2", "w3", "tokens", "import"})
+
+
 @dataclass(slots=True)
 class Config:
     latency: float
@@ -442,6 +486,8 @@ class Config:
     concurrency: tuple[int, ...]
     chains: tuple[int, ...]
     profile: bool
+    only: frozenset[str] = WORKLOADS
+    """The workloads to run (``--only``); all of them by default."""
     loop: str = "?"
     """The event loop class both sides ran on (asyncio.run's default, here and in workers)."""
 
@@ -463,20 +509,21 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
     payloads = await capture(server, lambda: diamond.run(TASK))
     floor = Floor(lit, api, payloads)
     await floor.diamond()  # the floor's own untimed first run
-    progress("W1 diamond")
-    sc, fl = await interleaved(cfg.reps, lambda: diamond.run(TASK), floor.diamond, 4)
-    rows.append(
-        ratio_row(
-            f"W1 diamond wall (L={L:.2f}s)",
-            sc.wall,
-            fl.wall,
-            "s",
-            ideal=f"{3 * L:.2f} s",
-            series=(sc.walls, fl.walls),
+    if "w1" in cfg.only:
+        progress("W1 diamond")
+        sc, fl = await interleaved(cfg.reps, lambda: diamond.run(TASK), floor.diamond, 4)
+        rows.append(
+            ratio_row(
+                f"W1 diamond wall (L={L:.2f}s)",
+                sc.wall,
+                fl.wall,
+                "s",
+                ideal=f"{3 * L:.2f} s",
+                series=(sc.walls, fl.walls),
+            )
         )
-    )
 
-    for n in cfg.fan_outs:
+    for n in cfg.fan_outs if "w2" in cfg.only else ():
         progress(f"W2 fan-out N={n}")
         swarm = fan_out_swarm(api, n)
         names = worker_names(n)
@@ -498,10 +545,12 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
                 f"W2 N={n} CPU/call", sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus
             )
             rows.append(cpu)
+            rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
 
-    progress("prompt tokens of chains (offline FunctionModel)")
-    rows.extend(await chain_token_rows(cfg.chains))
-    progress("chains done")
+    if "tokens" in cfg.only:
+        progress("prompt tokens of chains (offline FunctionModel)")
+        rows.extend(await chain_token_rows(cfg.chains))
+        progress("chains done")
     profile = await profile_w3(server, payloads, 50) if cfg.profile else ""
     return rows, payloads, profile
 
@@ -674,6 +723,7 @@ def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[
                     series=(sc.cpus, fl.cpus),
                 )
             )
+            rows.append(gc_row(f"W3 K={k} of which GC", sc, fl))
             sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
             row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
             sc_base, fl_base = baseline["swarmcore"] / 1024, baseline["floor"] / 1024
@@ -741,6 +791,7 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
                 "cpu": sample.cpu,
                 "calls": sample.calls,
                 "maxrss_kb": sample.maxrss_kb,
+                "gc_cpu": sample.gc_cpu,
             }
         )
 
@@ -948,6 +999,25 @@ def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
     ]
 
 
+def _workloads(text: str) -> frozenset[str]:
+    chosen = frozenset(part.strip().lower() for part in text.split(",") if part.strip())
+    if not chosen or not chosen <= WORKLOADS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: name workloads from {', '.join(sorted(WORKLOADS))}, comma-separated"
+        )
+    return chosen
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive whole numbers, e.g. 10,100")
+    return sizes
+
+
 def main() -> int:
     try:
         return _main()
@@ -964,6 +1034,14 @@ def _main() -> int:
         "--reps", type=int, help="interleaved repetitions per side (default 3 quick, 5 full)"
     )
     parser.add_argument("--profile", action="store_true", help="also cProfile W3 at K=50")
+    parser.add_argument(
+        "--only",
+        type=_workloads,
+        default=WORKLOADS,
+        help=f"comma-separated workloads to run, of {','.join(sorted(WORKLOADS))} (default all)",
+    )
+    parser.add_argument("--fan-outs", type=_sizes, help="W2 sizes, e.g. 500 or 10,100")
+    parser.add_argument("--concurrency", type=_sizes, help="W3 sizes K, e.g. 200")
     parser.add_argument("--worker", choices=("swarmcore", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--api-base", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -973,24 +1051,29 @@ def _main() -> int:
     cfg = Config(
         latency=args.latency,
         reps=args.reps or (3 if args.quick else 5),
-        fan_outs=(10, 100) if args.quick else (10, 100, 500),
-        concurrency=(1, 50) if args.quick else (1, 50, 200),
+        fan_outs=args.fan_outs or ((10, 100) if args.quick else (10, 100, 500)),
+        concurrency=args.concurrency or ((1, 50) if args.quick else (1, 50, 200)),
         chains=(5, 20) if args.quick else (5, 20, 50),
         profile=args.profile,
+        only=args.only,
     )
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
-    progress("cold import")
-    rows = cold_import_rows()
+    rows: list[Row] = []
+    if "import" in cfg.only:
+        progress("cold import")
+        rows = cold_import_rows()
     with running_server(cfg.latency) as server:
         progress(f"server on {server.api_base}; importing litellm here and in the W3 workers")
-        workers = [Worker("swarmcore", server.api_base), Worker("floor", server.api_base)]
+        sides = ("swarmcore", "floor") if "w3" in cfg.only else ()
+        workers = [Worker(side, server.api_base) for side in sides]
         try:
             load_litellm()
             for w in workers:  # nothing is timed until every import is done
                 w.receive()
             process_rows, payloads, profile = asyncio.run(in_process(server, cfg))
-            rows = process_rows + w3_rows(cfg, workers, payloads) + rows
+            w3 = w3_rows(cfg, workers, payloads) if "w3" in cfg.only else []
+            rows = process_rows + w3 + rows
         finally:
             for w in workers:
                 w.stop()

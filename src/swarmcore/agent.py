@@ -471,7 +471,6 @@ class Agent(FlowNode):
         state.messages = self._messages(task, context_hint, state)
         start = time.perf_counter()
         deadline = asyncio.timeout(settings.timeout)
-        token = _current_run.set(state)
         try:
             async with deadline:
                 output, summary, parsed = await self._loop(state)
@@ -490,8 +489,6 @@ class Agent(FlowNode):
         except Exception as exc:
             state.keep_partial(exc, time.perf_counter() - start)
             raise
-        finally:
-            _current_run.reset(token)
         return state.result(output, summary, parsed, time.perf_counter() - start)
 
     async def _loop(self, state: _RunState) -> tuple[str, str | None, Any]:
@@ -800,7 +797,11 @@ class _RunState:
         return await asyncio.gather(*(gated(c, first + i) for i, c in enumerate(calls)))
 
     async def _tool(self, call: llm.ToolCall, position: int) -> ToolCallRecord:
-        _call_position.set(position)  # each call runs in a task of its own: no reset needed
+        # Each call runs in a task of its own, so neither needs a reset. The run is set
+        # here, not around the whole run: litellm's logging tasks copy the context of the
+        # model call and would keep the run's tools and messages alive until they finish.
+        _current_run.set(self)
+        _call_position.set(position)
         run = run_tool_call(
             self.tools,
             call.id,
