@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import threading
 
@@ -14,7 +15,7 @@ from swarmcore import (
     SharedContext,
     UserError,
 )
-from swarmcore.testing import Call, Fail, FunctionModel, Reply, ScriptedModel
+from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from tests.helpers import rendezvous_model
 
 
@@ -317,3 +318,23 @@ async def test_two_agents_on_one_model_run_in_parallel() -> None:
     results = await asyncio.gather(a.run("go"), b.run("go"))
     assert sorted(started) == ["a", "b"]
     assert [r.output for r in results] == ["ok", "ok"]
+
+
+async def test_a_model_call_does_not_carry_the_run_in_its_context() -> None:
+    # LiteLLM schedules its logging in tasks that copy the model call's context and
+    # outlive the call; a run state there would keep the run's tools and messages alive.
+    contexts: list[contextvars.Context] = []
+
+    def answer(request: RecordedRequest) -> Reply:
+        contexts.append(contextvars.copy_context())
+        if len(contexts) == 1:
+            return Reply(tool_calls=[Call("add", {"a": 1, "b": 2})])
+        return Reply(text="3")
+
+    model = FunctionModel(answer)
+    result = await Agent("adder", "Add.", model=model.model, tools=[add]).run("1 + 2?")
+
+    assert result.output == "3"
+    assert len(contexts) == 2
+    held = [type(v) for ctx in contexts for v in ctx.values()]
+    assert not [t for t in held if t.__module__ == "swarmcore.agent"], held
