@@ -23,7 +23,7 @@ import copy
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -431,27 +431,25 @@ class Agent(FlowNode):
         """
         return run_sync(lambda: self.run(task, **kwargs))
 
-    async def _start(
+    def _start(
         self,
         task: str,
         context_hint: str | None,
         extra_tools: Sequence[Callable[..., Any] | Tool],
         options: _Options,
-    ) -> AgentResult:
+    ) -> Coroutine[Any, Any, AgentResult]:
+        """The run, inside an MCP connection scope when the agent has toolsets and none is open.
+
+        A plain function handing back the coroutine: one frame less on every run.
+        """
+        run = self._run(task, context_hint, extra_tools, options)
         if not self._toolsets:
-            return await self._run(task, context_hint, extra_tools, options)
+            return run
         from swarmcore import mcp  # only agents with toolsets need it
 
-        scope = mcp.current_scope()
-        if scope is not None:  # a Swarm run: its connections outlive this agent
-            return await self._run(task, context_hint, extra_tools, options)
-        scope = mcp.ConnectionScope()
-        token = mcp.enter_scope(scope)
-        try:
-            return await self._run(task, context_hint, extra_tools, options)
-        finally:
-            await scope.close()
-            mcp.exit_scope(token)
+        if mcp.current_scope() is not None:  # a Swarm run: its connections outlive this agent
+            return run
+        return _in_own_scope(run)
 
     async def _run(
         self,
@@ -470,12 +468,16 @@ class Agent(FlowNode):
         state = _RunState(self, settings, tools, options)
         state.messages = self._messages(task, context_hint, state)
         start = time.perf_counter()
-        deadline = asyncio.timeout(settings.timeout)
+        # No timeout, no Timeout object: most runs have none (a few us and objects each).
+        deadline = asyncio.timeout(settings.timeout) if settings.timeout is not None else None
         try:
-            async with deadline:
+            if deadline is None:
                 output, summary, parsed = await self._loop(state)
+            else:
+                async with deadline:
+                    output, summary, parsed = await self._loop(state)
         except TimeoutError as exc:
-            if not deadline.expired():
+            if deadline is None or not deadline.expired():
                 state.keep_partial(exc, time.perf_counter() - start)
                 raise
             error = AgentError(
@@ -634,7 +636,7 @@ class _RunState:
             and spec.is_object
             and _native(agent.output_protocol, agent.model, "output")
         )
-        self.messages: list[llm.Message] = []
+        self.messages: list[llm.Message]  # set by the agent right after: needs this state
         self.llm_calls: list[LLMCallRecord] = []
         self.tool_records: list[ToolCallRecord] = []
         self.delegations: list[tuple[int, AgentResult]] = []
@@ -869,22 +871,39 @@ class _RunState:
     def result(self, output: str, summary: str | None, parsed: Any, duration: float) -> AgentResult:
         # Built from values this module made: construct, do not re-validate (hot path).
         delegations = [r for _, r in sorted(self.delegations, key=lambda d: d[0])]
-        usage = [c.token_usage for c in self.llm_calls]
-        usage += [d.token_usage for d in delegations]
+        calls = self.llm_calls
+        if len(calls) == 1 and not delegations:
+            usage = calls[0].token_usage  # frozen: shared, not summed
+        else:
+            usage = sum_usage([c.token_usage for c in calls] + [d.token_usage for d in delegations])
+        # The state ends here: its lists become the result's, uncopied.
         return AgentResult.model_construct(
             agent_name=self.agent.name,
             output=output,
             summary=summary or output,
-            model=self.llm_calls[-1].model if self.llm_calls else self.agent.model,
+            model=calls[-1].model if calls else self.agent.model,
             duration_seconds=duration,
-            token_usage=sum_usage(usage),
-            tool_calls=list(self.tool_records),
-            llm_calls=list(self.llm_calls),
-            messages=list(self.messages),
+            token_usage=usage,
+            tool_calls=self.tool_records,
+            llm_calls=calls,
+            messages=self.messages,
             attempts=1,
             parsed=parsed,
             delegations=delegations,
         )
+
+
+async def _in_own_scope(run: Coroutine[Any, Any, AgentResult]) -> AgentResult:
+    """Run an agent alone (not in a Swarm): its MCP connections close when it ends."""
+    from swarmcore import mcp
+
+    scope = mcp.ConnectionScope()
+    token = mcp.enter_scope(scope)
+    try:
+        return await run
+    finally:
+        await scope.close()
+        mcp.exit_scope(token)
 
 
 def _check_positive(

@@ -26,7 +26,7 @@ import os
 import time
 import typing
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -130,6 +130,26 @@ class _Run:
     stored_decisions: list[Decision] = field(default_factory=list[Decision])
     """A resumed run's decisions as stored (made again, not stored again)."""
     started: float = field(default_factory=time.perf_counter)
+    last_view: tuple[tuple[str, ...], tuple[str, ...], SharedContext, _Prepared] | None = None
+    """The last view made, by the step tuples it was made for: see ``view``."""
+
+    def view(
+        self, seen: tuple[str, ...], previous: tuple[str, ...], mode: _Mode
+    ) -> tuple[SharedContext, _Prepared]:
+        """What an agent that runs after ``seen`` sees, prepared for the context mode.
+
+        The members of a parallel group are handed the same ``seen`` and
+        ``previous`` tuples, and what those names left in the context no longer
+        changes, so the members share one view, hint and set of context tools
+        instead of building N copies.
+        """
+        last = self.last_view
+        if last is not None and last[0] is seen and last[1] is previous:
+            return last[2], last[3]
+        view = self.context.subset(seen)
+        prepared = mode.prepare(view, previous)
+        self.last_view = (seen, previous, view, prepared)
+        return view, prepared
 
     def fail(self, failure: AgentFailure) -> None:
         self.failures[failure.agent_name] = failure
@@ -987,8 +1007,7 @@ class Swarm:
     ) -> None:
         if agent.name in run.results:  # finished before a resume: kept, not paid for again
             return
-        view = run.context.subset(seen)
-        prepared = self._mode.prepare(view, previous)
+        view, prepared = run.view(seen, previous, self._mode)
         attempt = 0
         while True:
             attempt += 1
@@ -1038,12 +1057,23 @@ class Swarm:
         assert isinstance(retry, RetryPolicy)  # AgentDefaults converts ints
         return retry
 
-    async def _attempt(
+    def _attempt(
         self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared, attempt: int
-    ) -> AgentResult:
+    ) -> Coroutine[Any, Any, AgentResult]:
         span = events.Span.child()
-        if span is None:
-            return await self._attempt_once(run, agent, view, prepared)
+        if span is None:  # unobserved: the agent's own coroutine, no frame around it
+            return self._attempt_once(run, agent, view, prepared)
+        return self._observed_attempt(span, run, agent, view, prepared, attempt)
+
+    async def _observed_attempt(
+        self,
+        span: events.Span,
+        run: _Run,
+        agent: Agent,
+        view: SharedContext,
+        prepared: _Prepared,
+        attempt: int,
+    ) -> AgentResult:
         span.bus.publish(
             events.AgentStarted(
                 **span.ids, agent_name=agent.name, model=agent.model, attempt=attempt
