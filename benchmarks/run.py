@@ -21,6 +21,10 @@ calls but ``asyncio.gather``. The ratio swarmcore/floor is what swarmcore adds.
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
   with the package byte-compiled as an installed wheel is; and whether either
   imported litellm.
+* swarmcore alone: CPU per agent run of W3 (K=200) and W2 (N=500) with litellm's
+  ``acompletion`` replaced by an instant stub, in a process of its own: what
+  swarmcore itself spends around each call, garbage collection included, without
+  litellm's cost or the network's noise (medians of 15 repetitions).
 * Prompt tokens of the k-th agent of 5-, 20- and 50-agent chains in pull and
   push mode, on the in-process FunctionModel (no server), read from
   ``ModelCallFinished`` events.
@@ -56,12 +60,12 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:  # imported lazily below: the floor's W3 worker never imports swarmcore
     from swarmcore import Agent, Swarm
@@ -475,7 +479,7 @@ def render(rows: Sequence[Row]) -> str:
 # --- workloads in this process: W1, W2, prompt tokens -----------------------------------
 
 
-WORKLOADS = frozenset({"w1", "w2", "w3", "tokens", "import"})
+WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "tokens", "import"})
 
 
 @dataclass(slots=True)
@@ -488,6 +492,8 @@ class Config:
     profile: bool
     only: frozenset[str] = WORKLOADS
     """The workloads to run (``--only``); all of them by default."""
+    floor_cpu: dict[str, float] = field(default_factory=dict[str, float])
+    """The floor's CPU ms per call of the shapes ``alone_rows`` measures, once they ran."""
     loop: str = "?"
     """The event loop class both sides ran on (asyncio.run's default, here and in workers)."""
 
@@ -545,6 +551,8 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
                 f"W2 N={n} CPU/call", sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus
             )
             rows.append(cpu)
+            if n == dict((shape, size) for _, shape, size in STUB_SHAPES)["fan_out"]:
+                cfg.floor_cpu["fan_out"] = fl.cpu_ms_per_call
             rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
 
     if "tokens" in cfg.only:
@@ -724,6 +732,8 @@ def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[
                 )
             )
             rows.append(gc_row(f"W3 K={k} of which GC", sc, fl))
+            if k == dict((shape, size) for _, shape, size in STUB_SHAPES)["diamond"]:
+                cfg.floor_cpu["diamond"] = fl.cpu_ms_per_call
             sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
             row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
             sc_base, fl_base = baseline["swarmcore"] / 1024, baseline["floor"] / 1024
@@ -794,6 +804,93 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
                 "gc_cpu": sample.gc_cpu,
             }
         )
+
+
+# --- swarmcore alone: the model call stubbed out -----------------------------------------
+
+STUB_REPS = 15
+STUB_SHAPES = (("W3 diamond x200", "diamond", 200), ("W2 fan-out N=500", "fan_out", 500))
+
+
+def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:
+    """swarmcore's own CPU per agent run, from a subprocess whose litellm answers instantly.
+
+    ``floor_cpu`` (ms per call, by shape, from this run's W3/W2 rows when they ran)
+    puts it in proportion: the share of a real call's CPU that swarmcore adds.
+    """
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--stub-worker"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    measured: dict[str, float] = json.loads(out.split(PROTOCOL, 1)[1])
+    rows: list[Row] = []
+    for label, shape, _ in STUB_SHAPES:
+        us = measured[shape]
+        floor_ms = floor_cpu.get(shape)
+        share = f"{us / (floor_ms * 1000):.1%} of floor" if floor_ms else "-"
+        rows.append(
+            Row(
+                f"swarmcore alone, {label}",
+                f"{us:.0f} µs/run",
+                f"{floor_ms:.2f} ms/call" if floor_ms else "-",
+                ratio=share,
+            )
+        )
+    return rows
+
+
+def stub_worker_main() -> None:
+    asyncio.run(_stub_worker())
+
+
+async def _stub_worker() -> None:
+    lit = load_litellm()
+    reply = lit.ModelResponse(
+        model=MODEL,
+        choices=[
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "Done."},
+            }
+        ],
+        usage={"prompt_tokens": 60, "completion_tokens": 3, "total_tokens": 63},
+    )
+
+    async def instant(**kwargs: Any) -> Any:
+        await asyncio.sleep(0)  # a real call yields to the loop at least once
+        return reply
+
+    cast(Any, lit).acompletion = instant  # this process only: nothing else runs here
+    api = "http://127.0.0.1:9"  # never contacted: the stub answers
+    results: dict[str, float] = {}
+    for _, shape, size in STUB_SHAPES:
+        if shape == "diamond":
+            swarm = diamond_swarm(api)
+            runs = 4 * size
+
+            async def work(swarm: Swarm = swarm, size: int = size) -> None:
+                await asyncio.gather(*(swarm.run(TASK) for _ in range(size)))
+        else:
+            swarm = fan_out_swarm(api, size)
+            runs = size + 1
+
+            async def work(swarm: Swarm = swarm, size: int = size) -> None:
+                await swarm.run(TASK)
+
+        for _ in range(3):  # untimed
+            await work()
+        settle_gc()
+        samples: list[float] = []
+        for _ in range(STUB_REPS):
+            gc.collect()
+            cpu = time.process_time()
+            await work()
+            samples.append((time.process_time() - cpu) / runs * 1e6)
+        results[shape] = statistics.median(samples)
+    print(PROTOCOL + json.dumps(results), flush=True)
 
 
 # --- cold import ---------------------------------------------------------------------------
@@ -1044,9 +1141,13 @@ def _main() -> int:
     parser.add_argument("--concurrency", type=_sizes, help="W3 sizes K, e.g. 200")
     parser.add_argument("--worker", choices=("swarmcore", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--api-base", help=argparse.SUPPRESS)
+    parser.add_argument("--stub-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker, args.api_base)
+        return 0
+    if args.stub_worker:
+        stub_worker_main()
         return 0
     cfg = Config(
         latency=args.latency,
@@ -1078,6 +1179,9 @@ def _main() -> int:
             for w in workers:
                 w.stop()
         stats = server.call("GET", "/stats")
+    if "alone" in cfg.only:  # after the server stopped: this measures CPU alone
+        progress("swarmcore alone (model call stubbed)")
+        rows += alone_rows(cfg.floor_cpu)
     lines = header(cfg, args.quick, (load_start, os.getloadavg()[0]))
     lines.append(
         f"server: {stats['served']} requests, {stats['cpu_seconds']:.1f} s CPU in total; "

@@ -324,8 +324,9 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
             response = await lit.acompletion(**kwargs)
             if request.stream:
                 response = await _collect_stream(lit, request, response)
-        usage: Any = getattr(response, "usage", None)
-        used = int(getattr(usage, "total_tokens", 0) or 0) or None
+        if permit is not None:  # the limiter is told what the call really used
+            usage: Any = getattr(response, "usage", None)
+            used = int(getattr(usage, "total_tokens", 0) or 0) or None
         return response
     except TimeoutError as exc:
         raise ModelError(
