@@ -25,6 +25,10 @@ calls but ``asyncio.gather``. The ratio swarmcore/floor is what swarmcore adds.
   ``acompletion`` replaced by an instant stub, in a process of its own: what
   swarmcore itself spends around each call, garbage collection included, without
   litellm's cost or the network's noise (medians of 15 repetitions).
+* Below the floor: the floor's W3 (K=50) in fresh processes, once with litellm's
+  defaults and once per global setting that could spare per-call work (logging,
+  message logging, token counting, the httpx transport instead of aiohttp):
+  CPU per call and the ratio to the defaults. Not with ``--quick``.
 * Prompt tokens of the k-th agent of 5-, 20- and 50-agent chains in pull and
   push mode, on the in-process FunctionModel (no server), read from
   ``ModelCallFinished`` events.
@@ -59,6 +63,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -479,7 +484,7 @@ def render(rows: Sequence[Row]) -> str:
 # --- workloads in this process: W1, W2, prompt tokens -----------------------------------
 
 
-WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "tokens", "import"})
+WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "tokens", "import"})
 
 
 @dataclass(slots=True)
@@ -804,6 +809,86 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
                 "gc_cpu": sample.gc_cpu,
             }
         )
+
+
+# --- below the floor: litellm's own settings ---------------------------------------------
+
+LITELLM_SETTINGS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("defaults", {}),
+    ("logging=False", {"logging": False}),
+    ("turn_off_message_logging=True", {"turn_off_message_logging": True}),
+    (
+        "token counter, end-user cost off",
+        {"disable_token_counter": True, "disable_end_user_cost_tracking": True},
+    ),
+    ("httpx, not aiohttp", {"disable_aiohttp_transport": True}),
+)
+SETTINGS_K = 50
+SETTINGS_ROUNDS = 2
+
+
+def settings_rows(api_base: str, payloads: Payloads) -> list[Row]:
+    """The floor under each litellm setting, each in a fresh process (clients are cached)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(payloads, f)
+    try:
+        cpu: dict[str, list[float]] = {label: [] for label, _ in LITELLM_SETTINGS}
+        for _ in range(SETTINGS_ROUNDS):  # rounds interleave the settings against drift
+            for index, (label, _) in enumerate(LITELLM_SETTINGS):
+                progress(f"floor under litellm setting: {label}")
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        str(Path(__file__).resolve()),
+                        "--settings-worker",
+                        str(index),
+                        "--api-base",
+                        api_base,
+                        "--payloads",
+                        f.name,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                cpu[label] += json.loads(out.split(PROTOCOL, 1)[1])
+    finally:
+        os.unlink(f.name)
+    base = statistics.median(cpu["defaults"])
+    rows: list[Row] = []
+    for label, samples in cpu.items():
+        ms = statistics.median(samples)
+        rows.append(
+            Row(
+                f"floor K={SETTINGS_K}, litellm {label}",
+                f"{ms:.2f} ms/call",
+                f"{base:.2f} ms/call",
+                ratio=f"{ms / base:.2f}",
+                spread=f"{spread(samples):.0%}",
+            )
+        )
+    return rows
+
+
+def settings_worker_main(index: int, api_base: str, payloads_path: str) -> None:
+    payloads: Payloads = json.loads(Path(payloads_path).read_text())
+    asyncio.run(_settings_worker(index, api_base, payloads))
+
+
+async def _settings_worker(index: int, api_base: str, payloads: Payloads) -> None:
+    lit = load_litellm()
+    for name, value in LITELLM_SETTINGS[index][1].items():
+        setattr(lit, name, value)  # before the first call: litellm caches its clients
+    await warm_up(lit, api_base)
+    floor = Floor(lit, api_base, payloads)
+
+    async def batch() -> None:
+        await asyncio.gather(*(floor.diamond() for _ in range(SETTINGS_K)))
+
+    await batch()  # untimed
+    settle_gc()
+    samples = [(await measure(batch, 4 * SETTINGS_K)).cpu_ms_per_call for _ in range(4)]
+    print(PROTOCOL + json.dumps(samples), flush=True)
 
 
 # --- swarmcore alone: the model call stubbed out -----------------------------------------
@@ -1142,12 +1227,17 @@ def _main() -> int:
     parser.add_argument("--worker", choices=("swarmcore", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--api-base", help=argparse.SUPPRESS)
     parser.add_argument("--stub-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--settings-worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--payloads", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker, args.api_base)
         return 0
     if args.stub_worker:
         stub_worker_main()
+        return 0
+    if args.settings_worker is not None:
+        settings_worker_main(args.settings_worker, args.api_base, args.payloads)
         return 0
     cfg = Config(
         latency=args.latency,
@@ -1175,6 +1265,8 @@ def _main() -> int:
             process_rows, payloads, profile = asyncio.run(in_process(server, cfg))
             w3 = w3_rows(cfg, workers, payloads) if "w3" in cfg.only else []
             rows = process_rows + w3 + rows
+            if "settings" in cfg.only and not args.quick:
+                rows += settings_rows(server.api_base, payloads)
         finally:
             for w in workers:
                 w.stop()
