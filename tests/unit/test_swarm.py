@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from swarmcore import Agent, AgentError, ModelError, Swarm, UserError, chain
-from swarmcore.testing import Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
+from swarmcore.testing import Call, Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
 from tests.helpers import agents, echo_model, rendezvous_model
 
 
@@ -65,6 +65,32 @@ async def test_branches_see_their_own_predecessors_not_their_siblings() -> None:
     assert "- b (" not in hints["d"]
     assert "- c (" not in hints["d"]
     assert all(f"- {n} (" in hints["e"] for n in "abcd")
+    assert list(result.context) == ["a", "b", "c", "d", "e"]
+
+
+async def test_parallel_members_see_the_context_as_it_was_when_their_group_started() -> None:
+    # The members share one view of the context: a sibling that finishes first must
+    # not show up in it, whichever member reads it and however late.
+    def answer(request: RecordedRequest) -> Reply:
+        name = request.system.split()[0]
+        if name in {"c", "d"} and not request.tool_results:
+            return Reply(tool_calls=[Call("list_context", {})], delay=0.05)
+        return Reply(text=f"{name} done")
+
+    model = FunctionModel(answer)
+    a, b, c, d, e = agents(model.model, "a", "b", "c", "d", "e")
+    result = await Swarm(a >> (b | c | d) >> e, context_mode="pull").run("task")
+
+    listed = {
+        r.system.split()[0]: str(r.tool_results[0]["content"])
+        for r in model.requests
+        if r.tool_results
+    }
+    assert set(listed) == {"c", "d"}
+    for seen in listed.values():
+        assert "- a (" in seen
+        assert "- b (" not in seen  # b had finished by then
+        assert "1 earlier outputs" in seen
     assert list(result.context) == ["a", "b", "c", "d", "e"]
 
 
