@@ -90,7 +90,7 @@ SETTLE = 0.1
 """Seconds idled after a workload before reading CPU time, so the work litellm
 schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
-W3_ROUNDS = 4
+W3_ROUNDS = 8
 """How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
 SETTLE_MAX = 3.0
 """The longest wait for that backlog to drain."""
@@ -1213,7 +1213,7 @@ def _main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, well under a minute")
     parser.add_argument("--latency", type=float, default=0.2, help="server latency in seconds")
     parser.add_argument(
-        "--reps", type=int, help="interleaved repetitions per side (default 3 quick, 5 full)"
+        "--reps", type=int, help="interleaved repetitions per side (default 3 quick, 7 full)"
     )
     parser.add_argument("--profile", action="store_true", help="also cProfile W3 at K=50")
     parser.add_argument(
@@ -1241,7 +1241,7 @@ def _main() -> int:
         return 0
     cfg = Config(
         latency=args.latency,
-        reps=args.reps or (3 if args.quick else 5),
+        reps=args.reps or (3 if args.quick else 7),
         fan_outs=args.fan_outs or ((10, 100) if args.quick else (10, 100, 500)),
         concurrency=args.concurrency or ((1, 50) if args.quick else (1, 50, 200)),
         chains=(5, 20) if args.quick else (5, 20, 50),
