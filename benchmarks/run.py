@@ -217,14 +217,16 @@ class Floor:
             kwargs["tools"] = list(payload["tools"])
         return await self._lit.acompletion(**kwargs)
 
-    async def diamond(self) -> None:
-        await self.call(instructions("a"))
-        await asyncio.gather(self.call(instructions("b")), self.call(instructions("c")))
-        await self.call(instructions("d"))
+    # Like swarmcore's run, which returns every agent's result, the floor keeps the
+    # responses it got until its workload ends: a program keeps what it asked for.
+    async def diamond(self) -> list[Any]:
+        first = await self.call(instructions("a"))
+        middle = await asyncio.gather(self.call(instructions("b")), self.call(instructions("c")))
+        return [first, *middle, await self.call(instructions("d"))]
 
-    async def fan_out(self, workers: Sequence[str]) -> None:
-        await asyncio.gather(*(self.call(instructions(w)) for w in workers))
-        await self.call(instructions("merge"))
+    async def fan_out(self, workers: Sequence[str]) -> list[Any]:
+        answers = await asyncio.gather(*(self.call(instructions(w)) for w in workers))
+        return [*answers, await self.call(instructions("merge"))]
 
 
 def instructions(name: str) -> str:
