@@ -1,13 +1,16 @@
 """swarmcore against its floor: plain ``litellm.acompletion`` + ``asyncio.gather``.
 
-    uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 3] [--profile]
+    uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 7] [--profile]
+        [--only w1,w2,w3,alone,settings,tokens,import] [--fan-outs 500] [--concurrency 200]
 
 A local OpenAI-compatible server (``benchmarks/_server.py``, its own process, on
 127.0.0.1) answers every chat request after a fixed latency L. Each workload runs
 through swarmcore and through the floor, which sends byte-identical requests
 (the server records swarmcore's payloads once, untimed, and the floor replays
 them: same messages, same tools, same litellm kwargs) with nothing around the
-calls but ``asyncio.gather``. The ratio swarmcore/floor is what swarmcore adds.
+calls but ``asyncio.gather`` (it keeps its responses until the workload ends, as
+swarmcore keeps every agent's result). The ratio swarmcore/floor is what
+swarmcore adds.
 
 * W1: the diamond ``a >> (b | c) >> d``; floor: a, gather(b, c), d. Ideal 3 x L.
 * W2: ``parallel(*N agents) >> merge``; floor: gather N calls, then one. Ideal 2 x L.
@@ -1016,12 +1019,12 @@ def cold_import_rows(runs: int = 5) -> list[Row]:
             ok="yes" if bare < 150 else "NO",
         ),
         Row(
+            # What a program imports, beside its dependencies' own import (the floor): for
+            # reading, not a verdict; the target is the bare import's (the row above).
             "  ...from swarmcore import Agent, Swarm, ...",
-            f"{used:.0f} ms",
+            f"{used:.0f} ms (+{used - deps:.0f})",
             floor=f"{deps:.0f} ms",
             ratio=f"{used / deps:.2f}",
-            target="<150 ms",
-            ok="yes" if used < 150 else "NO",
         ),
         Row(
             "  ...imports litellm",
