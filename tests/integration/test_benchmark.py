@@ -1,0 +1,40 @@
+"""The benchmark the README quotes still runs: a quick, one-repetition pass of a few workloads."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).parents[2] / "benchmarks" / "run.py"
+
+
+def test_benchmark_prints_its_table_for_the_workloads_asked_for() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--reps", "1", "--only", "w1,alone,tokens"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
+    diamond = rows["W1 diamond wall (L=0.20s)"]
+    assert re.search(r"\d\.\d\d s +\d\.\d\d s +0\.60 s", diamond), diamond
+    alone = rows["swarmcore alone, W3 diamond x200"]
+    assert re.search(r"\b\d+ µs/run\b", alone), alone
+    assert "prompt tokens pull chain=20" in rows
+    assert not any(name.startswith(("W2", "W3", "cold import", "floor K=")) for name in rows)
+
+
+def test_benchmark_refuses_an_unknown_workload() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--only", "w4"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "name workloads from" in done.stderr
