@@ -561,7 +561,7 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
                 f"W2 N={n} CPU/call", sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus
             )
             rows.append(cpu)
-            if n == dict((shape, size) for _, shape, size in STUB_SHAPES)["fan_out"]:
+            if n == STUB_SIZES["fan_out"]:
                 cfg.floor_cpu["fan_out"] = fl.cpu_ms_per_call
             rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
 
@@ -742,7 +742,7 @@ def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[
                 )
             )
             rows.append(gc_row(f"W3 K={k} of which GC", sc, fl))
-            if k == dict((shape, size) for _, shape, size in STUB_SHAPES)["diamond"]:
+            if k == STUB_SIZES["diamond"]:
                 cfg.floor_cpu["diamond"] = fl.cpu_ms_per_call
             sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
             row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
@@ -900,6 +900,8 @@ async def _settings_worker(index: int, api_base: str, payloads: Payloads) -> Non
 
 STUB_REPS = 15
 STUB_SHAPES = (("W3 diamond x200", "diamond", 200), ("W2 fan-out N=500", "fan_out", 500))
+STUB_SIZES = {shape: size for _, shape, size in STUB_SHAPES}
+"""The W3 K and W2 N whose floor CPU per call puts the stubbed figures in proportion."""
 
 
 def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:

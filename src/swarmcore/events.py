@@ -95,33 +95,10 @@ def new_span_id() -> int:
     return next(_ids)
 
 
-_EVENT_TYPES = frozenset(
-    {
-        "Event",
-        "RunStarted",
-        "RunFinished",
-        "StepStarted",
-        "StepFinished",
-        "AgentStarted",
-        "AgentFinished",
-        "ModelCallStarted",
-        "ModelCallFinished",
-        "ToolCallStarted",
-        "ToolCallFinished",
-        "RetryScheduled",
-        "ModelFallback",
-        "RouteChosen",
-        "LoopIteration",
-        "LoopFinished",
-        "PlanMade",
-        "TextDelta",
-    }
-)
-
-
 def __getattr__(name: str) -> object:
-    # The event classes load on first use: an unwatched run never creates one.
-    if name in _EVENT_TYPES:
+    # The event classes load on first use: an unwatched run never creates one. Every
+    # other exported name is defined here, so only an event class can miss.
+    if name in __all__:
         from swarmcore import _event_types
 
         value = getattr(_event_types, name)
