@@ -345,7 +345,7 @@ class Agent(FlowNode):
                 max_depth=max_depth,
             )
         spent: list[AgentResult] = []  # a failed run's partial result lands here
-        options = _Options(chain=chain, spent=spent)
+        options = RunOptions(chain=chain, spent=spent)
         if caller is not None:
             options = replace(caller.options, chain=chain, history=None, spent=spent)
         position = _call_position.get()
@@ -414,7 +414,7 @@ class Agent(FlowNode):
         values = normalize_variables(variables)
         if approve is None:
             check_approvals([self])
-        options = _Options(
+        options = RunOptions(
             defaults=defaults or _DEFAULTS,
             variables=values,
             approve=approve,
@@ -436,7 +436,7 @@ class Agent(FlowNode):
         task: str,
         context_hint: str | None,
         extra_tools: Sequence[Callable[..., Any] | Tool],
-        options: _Options,
+        options: RunOptions,
     ) -> Coroutine[Any, Any, AgentResult]:
         """The run, inside an MCP connection scope when the agent has toolsets and none is open.
 
@@ -456,7 +456,7 @@ class Agent(FlowNode):
         task: str,
         context_hint: str | None,
         extra_tools: Sequence[Callable[..., Any] | Tool],
-        options: _Options,
+        options: RunOptions,
     ) -> AgentResult:
         if self._variables and not self._variables <= options.variables.keys():
             check_variables([self], options.variables)  # delegates check their own when they run
@@ -573,8 +573,11 @@ class _Settings:
 
 
 @dataclass(frozen=True, slots=True)
-class _Options:
-    """What a caller passes to one run, beyond the task: shared with its delegates."""
+class RunOptions:
+    """What a caller passes to one run, beyond the task: shared with its delegates.
+
+    A Swarm makes one for all the agent runs of a flow run (see ``start_in_flow``).
+    """
 
     defaults: AgentDefaults = field(default_factory=lambda: _DEFAULTS)
     variables: Mapping[str, object] = field(default_factory=dict[str, object])
@@ -621,7 +624,7 @@ class _RunState:
         agent: Agent,
         settings: _Settings,
         tools: dict[str, Tool],
-        options: _Options,
+        options: RunOptions,
     ) -> None:
         self.agent = agent
         self.settings = settings
@@ -691,7 +694,7 @@ class _RunState:
         else:  # an answer, or tool calls written as text: no native tool_calls to keep
             self.messages.append({"role": "assistant", "content": reply.text})
         self.llm_calls.append(
-            LLMCallRecord.model_construct(
+            LLMCallRecord(
                 model=reply.model or self.agent.model,
                 duration_seconds=reply.duration_seconds,
                 token_usage=reply.usage,
@@ -869,15 +872,14 @@ class _RunState:
             self.options.spent.append(self.result(failed, None, None, duration))
 
     def result(self, output: str, summary: str | None, parsed: Any, duration: float) -> AgentResult:
-        # Built from values this module made: construct, do not re-validate (hot path).
+        # Validated: pydantic-core's check is faster than model_construct's Python loop (~2x).
         delegations = [r for _, r in sorted(self.delegations, key=lambda d: d[0])]
         calls = self.llm_calls
         if len(calls) == 1 and not delegations:
             usage = calls[0].token_usage  # frozen: shared, not summed
         else:
             usage = sum_usage([c.token_usage for c in calls] + [d.token_usage for d in delegations])
-        # The state ends here: its lists become the result's, uncopied.
-        return AgentResult.model_construct(
+        return AgentResult(
             agent_name=self.agent.name,
             output=output,
             summary=summary or output,
@@ -891,6 +893,20 @@ class _RunState:
             parsed=parsed,
             delegations=delegations,
         )
+
+
+def start_in_flow(
+    agent: Agent,
+    task: str,
+    context_hint: str | None,
+    extra_tools: Sequence[Tool],
+    options: RunOptions,
+) -> Coroutine[Any, Any, AgentResult]:
+    """Run ``agent`` as one step of a Swarm run: :meth:`Agent.run` without its checks.
+
+    The Swarm checked the task, variables and approvals once for all its agents.
+    """
+    return agent._start(task, context_hint, extra_tools, options)  # pyright: ignore[reportPrivateUsage] -- same module
 
 
 async def _in_own_scope(run: Coroutine[Any, Any, AgentResult]) -> AgentResult:
@@ -1013,14 +1029,27 @@ def check_approvals(agents: Iterable[Agent]) -> None:
     Raises:
         UserError: Naming the first such tool.
     """
+    found = _needing_approval(agents)
+    if found is not None:
+        agent, tool = found
+        raise UserError(
+            f"Tool {tool.name!r} of agent {agent.name!r} requires approval, and no "
+            "approval callback was given; pass approve=callback to Swarm(...) or "
+            "agent.run(...)."
+        )
+
+
+def needs_approval(agents: Iterable[Agent]) -> bool:
+    """Whether any of ``agents``, or an agent they delegate to, has a tool that needs approval."""
+    return _needing_approval(agents) is not None
+
+
+def _needing_approval(agents: Iterable[Agent]) -> tuple[Agent, Tool] | None:
     for agent in reachable(agents):
         for tool in agent._tool_map.values():  # pyright: ignore[reportPrivateUsage] -- same module
             if tool.requires_approval:
-                raise UserError(
-                    f"Tool {tool.name!r} of agent {agent.name!r} requires approval, and no "
-                    "approval callback was given; pass approve=callback to Swarm(...) or "
-                    "agent.run(...)."
-                )
+                return agent, tool
+    return None
 
 
 def _native(protocol: Protocol, model: str, feature: Literal["tools", "output"]) -> bool:

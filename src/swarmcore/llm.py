@@ -24,12 +24,14 @@ LiteLLM traps on the pinned release, each handled deliberately:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import logging
 import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -319,8 +321,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     permit = await limiter.acquire(_estimate_tokens(request)) if limiter is not None else None
     used: int | None = None
     try:
-        # litellm ignores timeout= for custom providers; this bound holds for all.
-        async with asyncio.timeout(request.call_timeout):
+        async with _own_timer(lit, request, model):
             response = await lit.acompletion(**kwargs)
             if request.stream:
                 response = await _collect_stream(lit, request, response)
@@ -328,17 +329,12 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
             usage: Any = getattr(response, "usage", None)
             used = int(getattr(usage, "total_tokens", 0) or 0) or None
         return response
-    except TimeoutError as exc:
-        raise ModelError(
-            f"Agent {request.agent_name!r}: {model} did not answer within "
-            f"{request.call_timeout}s (attempt {attempt} of {request.retry.max_retries + 1}); "
-            "raise the agent's call_timeout or retry.",
-            agent_name=request.agent_name,
-            model=model,
-            retryable=True,
-        ) from exc
     except Exception as exc:
-        error = _classify(lit, exc, request, model, attempt)
+        timed_out = isinstance(exc, TimeoutError) or (
+            isinstance(exc, lit.Timeout) and request.call_timeout is not None
+        )
+        error = _timed_out(request, model, attempt) if timed_out else None
+        error = error or _classify(lit, exc, request, model, attempt)
         if error is None:
             raise
         # Not chained: the provider's own exception can echo the API key, and a chained
@@ -347,6 +343,41 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     finally:
         if permit is not None:
             permit.release(used)
+
+
+_NO_TIMER = contextlib.nullcontext()
+
+
+def _own_timer(
+    lit: ModuleType, request: LLMRequest, model: str
+) -> AbstractAsyncContextManager[object]:
+    """An asyncio timeout for the call, unless LiteLLM's own ``timeout=`` already bounds it.
+
+    LiteLLM enforces ``timeout=`` on its HTTP calls, but ignores it for custom
+    providers, and on a stream it bounds each read, not the whole reply: those two
+    get a timer of ours. Sparing the rest one saves ~10 us a call (a Timeout, a timer
+    handle on the loop's heap, its cancellation).
+    """
+    limit = request.call_timeout
+    if limit is None:
+        return _NO_TIMER
+    if request.stream:
+        return asyncio.timeout(limit)
+    custom = lit.custom_provider_map
+    if custom and any(entry["provider"] == model.partition("/")[0] for entry in custom):
+        return asyncio.timeout(limit)
+    return _NO_TIMER
+
+
+def _timed_out(request: LLMRequest, model: str, attempt: int) -> ModelError:
+    return ModelError(
+        f"Agent {request.agent_name!r}: {model} did not answer within "
+        f"{request.call_timeout}s (attempt {attempt} of {request.retry.max_retries + 1}); "
+        "raise the agent's call_timeout or retry.",
+        agent_name=request.agent_name,
+        model=model,
+        retryable=True,
+    )
 
 
 async def _collect_stream(lit: ModuleType, request: LLMRequest, stream: Any) -> Any:
@@ -430,7 +461,7 @@ def _to_reply(
         for c in raw_calls
     )
     usage: Any = getattr(response, "usage", None)
-    token_usage = TokenUsage.model_construct(
+    token_usage = TokenUsage(
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
     )

@@ -37,7 +37,7 @@ class TokenUsage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage.model_construct(
+        return TokenUsage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
         )
@@ -45,7 +45,7 @@ class TokenUsage(BaseModel):
 
 def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
     """Add up token usage."""
-    return TokenUsage.model_construct(
+    return TokenUsage(
         prompt_tokens=sum(u.prompt_tokens for u in usages),
         completion_tokens=sum(u.completion_tokens for u in usages),
     )

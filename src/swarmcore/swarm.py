@@ -34,10 +34,14 @@ from swarmcore import budget, events
 from swarmcore.agent import (
     Agent,
     AgentDefaults,
+    RunOptions,
     check_approvals,
     check_variables,
+    needs_approval,
     normalize_variables,
+    reachable,
     run_sync,
+    start_in_flow,
 )
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
@@ -132,6 +136,8 @@ class _Run:
     started: float = field(default_factory=time.perf_counter)
     last_view: tuple[tuple[str, ...], tuple[str, ...], SharedContext, _Prepared] | None = None
     """The last view made, by the step tuples it was made for: see ``view``."""
+    options: RunOptions | None = None
+    """What every agent run of this run shares; made by the Swarm with its first agent."""
 
     def view(
         self, seen: tuple[str, ...], previous: tuple[str, ...], mode: _Mode
@@ -192,16 +198,19 @@ class Swarm:
     """
 
     __slots__ = (
+        "_agents",
         "_approve",
         "_budget",
         "_defaults",
         "_flow",
         "_hooks",
         "_mode",
+        "_needs_approval",
         "_positions",
         "_step_retries",
         "_store",
         "_uses_toolsets",
+        "_variables_used",
     )
 
     def __init__(
@@ -245,6 +254,10 @@ class Swarm:
 
             self._store = open_store(store)
         self._uses_toolsets = any(isinstance(a, Agent) and a.toolsets for a in flow.agents)
+        # What each run checks of the agents, worked out once: a flow never changes.
+        self._agents = [a for a in flow.agents if isinstance(a, Agent)]
+        self._variables_used = frozenset(v for a in reachable(self._agents) for v in a.variables)
+        self._needs_approval = needs_approval(self._agents)
         if approve is not None and not callable(approve):
             raise UserError(f"approve must be a function, got {type(approve).__name__}.")
         self._approve = approve
@@ -374,12 +387,14 @@ class Swarm:
                 f"flow {self._flow.expression()!r} has another shape (agents, groups or "
                 "policies differ); resume it with the same flow."
             )
+        if self._approve is None and self._needs_approval:  # its agents' runs do not check
+            check_approvals(self._agents)
         run = _Run(
             task=record.task,
             context=SharedContext(order=self._flow.names),
             run_id=record.run_id,
             metadata=record.settings.get("metadata") or {},
-            variables=record.settings.get("variables") or {},
+            variables=normalize_variables(record.settings.get("variables")),
             resumed=True,
             stored_decisions=list(record.decisions),
         )
@@ -450,10 +465,10 @@ class Swarm:
     ) -> _Run:
         _check_task(task)
         values = normalize_variables(variables)
-        agents = [a for a in self._flow.agents if isinstance(a, Agent)]
-        check_variables(agents, values)
-        if self._approve is None:
-            check_approvals(agents)
+        if not self._variables_used <= values.keys():
+            check_variables(self._agents, values)
+        if self._approve is None and self._needs_approval:
+            check_approvals(self._agents)
         return _Run(
             task=task,
             context=SharedContext(order=self._flow.names),
@@ -1100,16 +1115,13 @@ class Swarm:
     async def _attempt_once(
         self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared
     ) -> AgentResult:
-        try:
-            return await agent.run(
-                run.task,
-                view,
-                extra_tools=prepared.tools,
-                context_hint=prepared.hint,
-                defaults=self._defaults,
-                variables=run.variables,
-                approve=self._approve,
+        options = run.options
+        if options is None:  # the task, variables and approvals were checked with the run
+            options = run.options = RunOptions(
+                defaults=self._defaults, variables=run.variables, approve=self._approve
             )
+        try:
+            return await start_in_flow(agent, run.task, prepared.hint, prepared.tools, options)
         except SwarmError:
             raise
         except Exception as exc:  # a bug in a tool wrapper or provider: keep the partial results
@@ -1124,8 +1136,7 @@ class Swarm:
             output = _join_outputs([run.results[n] for n in exits if n in run.results])
         else:
             output = history[-1].output if history else ""
-        # Everything here was built by this module from validated parts: construct (hot path).
-        return SwarmResult.model_construct(
+        return SwarmResult(
             output=output,
             context=run.context.as_dict(),
             history=history,

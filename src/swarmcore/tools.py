@@ -416,7 +416,7 @@ async def run_tool_call(
             error = f"Tool {name!r} raised {type(exc).__name__}: {exc}"
             result = error
     result, full_length = truncate(result, max_result_chars)
-    return ToolCallRecord.model_construct(
+    return ToolCallRecord(
         call_id=call_id,
         tool_name=name,
         arguments=arguments,

@@ -224,6 +224,27 @@ async def test_resume_reruns_only_the_failed_and_unfinished_agents(db: Path) -> 
     assert len(swarm.store.list_runs()) == 1  # the same run, not a new one
 
 
+async def test_resume_checks_approvals_before_any_call(db: Path) -> None:
+    # A Swarm's agents do not check approvals per run: the run (new or resumed) does, once.
+    from swarmcore import function_tool
+
+    def wipe() -> str:
+        return "wiped"
+
+    model, calls = counting_model(fail={"b": 1})
+    a = Agent("a", "a works.", model=model.model)
+    b = Agent("b", "b works.", model=model.model)
+    with pytest.raises(ModelError):
+        await Swarm(a >> b, store=db).run("go")
+    [summary] = SQLiteStore(db).list_runs()
+    careful = Agent(
+        "b", "b works.", model=model.model, tools=[function_tool(wipe, requires_approval=True)]
+    )
+    with pytest.raises(UserError, match="requires approval"):
+        await Swarm(a >> careful, store=db).resume(summary.run_id)
+    assert calls == {"a": 1, "b": 1}  # refused before b ran again
+
+
 async def test_resume_in_a_parallel_group_runs_only_unfinished_branches(db: Path) -> None:
     # c fails after a short delay, so its sibling d has finished and is stored by then.
     model, calls = counting_model(fail={"c": 1}, fail_delay=0.2)
