@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from swarmcore import budget, events, limits
 from swarmcore.errors import ModelError
@@ -113,7 +113,8 @@ class ToolCall:
         }
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen __init__ sets each field through object.__setattr__, on every call.
+@dataclass(slots=True)
 class LLMRequest:
     """One model call: what to send and how hard to try."""
 
@@ -133,7 +134,7 @@ class LLMRequest:
     """A native JSON-schema response format, for models that support one."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as LLMRequest
 class LLMReply:
     """What the model answered."""
 
@@ -326,7 +327,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
             if request.stream:
                 response = await _collect_stream(lit, request, response)
         if permit is not None:  # the limiter is told what the call really used
-            usage: Any = getattr(response, "usage", None)
+            usage: Any = _response_attr(response, "usage")
             used = int(getattr(usage, "total_tokens", 0) or 0) or None
         return response
     except Exception as exc:
@@ -460,7 +461,7 @@ def _to_reply(
         ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
         for c in raw_calls
     )
-    usage: Any = getattr(response, "usage", None)
+    usage: Any = _response_attr(response, "usage")
     token_usage = TokenUsage(
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
@@ -477,10 +478,25 @@ def _to_reply(
     )
 
 
+def _response_attr(response: Any, name: str) -> Any:
+    """``response.name`` or None, read from pydantic's dicts where LiteLLM keeps it.
+
+    A ModelResponse holds ``usage`` among its extra fields and ``_hidden_params``
+    among its private ones; ``BaseModel.__getattr__`` finds them ~2 us slower.
+    """
+    for values in (
+        getattr(response, "__pydantic_extra__", None),
+        getattr(response, "__pydantic_private__", None),
+    ):
+        if isinstance(values, dict) and name in values:
+            return cast("dict[str, Any]", values)[name]
+    return getattr(response, name, None)
+
+
 def _cost(lit: ModuleType, model: str, response: Any) -> float | None:
     """Price the call from LiteLLM's bundled price map; None when the model is unpriced."""
     # LiteLLM has already priced a non-streamed reply; pricing again costs ~130 us a call.
-    hidden: dict[str, object] = getattr(response, "_hidden_params", None) or {}
+    hidden: dict[str, object] = _response_attr(response, "_hidden_params") or {}
     known = hidden.get("response_cost")
     if isinstance(known, int | float) and not isinstance(known, bool):
         return float(known)

@@ -63,7 +63,8 @@ def validate_name(name: object, what: str) -> str:
     return name
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+# No slots: bind() copies a tool's fields in one dict update (it runs per agent run).
+@dataclass(frozen=True, eq=False)
 class Tool:
     """A function the model can call, with its JSON schema and argument validator.
 
@@ -121,12 +122,12 @@ class Tool:
         The function must take the same parameters; this is how run-local tools
         such as the context tools avoid rebuilding their schema on every run.
         """
-        # Slot by slot, not dataclasses.replace (re-validates, rebuilds the spec) nor
-        # copy.copy (calls dataclasses.fields() each time): this runs per agent run.
+        # Not dataclasses.replace (re-validates, rebuilds the spec) nor copy.copy
+        # (calls dataclasses.fields() each time): this runs per agent run.
         bound = object.__new__(Tool)
-        for name in _TOOL_SLOTS:
-            object.__setattr__(bound, name, getattr(self, name))
-        object.__setattr__(bound, "fn", fn)
+        fields = bound.__dict__
+        fields.update(self.__dict__)
+        fields["fn"] = fn
         return bound
 
     async def invoke(self, arguments: str) -> str:
@@ -173,10 +174,6 @@ class Tool:
             ) from exc
         # Fields are stored under internal names (p_<name>) with the parameter as alias.
         return {name[2:]: getattr(model, name) for name in type(model).model_fields}
-
-
-_TOOL_SLOTS: tuple[str, ...] = tuple(Tool.__slots__)  # slots=True sets it
-"""Every field of a Tool, for :meth:`Tool.bind`."""
 
 
 @runtime_checkable
