@@ -496,7 +496,12 @@ class Agent(FlowNode):
     async def _loop(self, state: _RunState) -> tuple[str, str | None, Any]:
         while True:
             state.check_turn_budget()
-            reply, calls = await state.call_model()
+            span = events.Span.child()
+            if span is None:  # unobserved: no coroutine around the call
+                reply = await llm.complete(state.request())
+                calls = state.calls_of(reply)
+            else:
+                reply, calls = await state.observed_call(span)
             state.record(reply, calls)
             if calls:
                 state.add_tool_results(await state.run_tools(calls))
@@ -746,12 +751,8 @@ class _RunState:
         )
         return None
 
-    async def call_model(self) -> tuple[llm.LLMReply, Sequence[llm.ToolCall]]:
+    async def observed_call(self, span: events.Span) -> tuple[llm.LLMReply, Sequence[llm.ToolCall]]:
         """One turn's model call and the tool calls to run, reported to the event stream."""
-        span = events.Span.child()
-        if span is None:
-            reply = await llm.complete(self.request())
-            return reply, self.calls_of(reply)
         name, turn = self.agent.name, len(self.llm_calls) + 1
         span.bus.publish(
             events.ModelCallStarted(

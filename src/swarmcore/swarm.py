@@ -586,7 +586,9 @@ class Swarm:
             meter = budget.Meter(
                 max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced
             )
-        token = budget.metering(meter)
+        # No meter to set or to hide (an outer run's): leave the context alone.
+        outer = budget.current_meter()
+        token = budget.metering(meter) if meter is not None or outer is not None else None
         # MCP servers connect on first use and stay open for the whole run.
         scope = scope_token = None
         if self._uses_toolsets:
@@ -599,7 +601,8 @@ class Swarm:
                 return await self._walk(run)
             return await self._observed_walk(run, run.bus)
         finally:
-            budget.reset(token)
+            if token is not None:
+                budget.reset(token)
             if scope is not None and scope_token is not None:
                 from swarmcore import mcp
 
