@@ -660,24 +660,30 @@ class Swarm:
     ) -> _Outcome:
         """Run ``steps`` in order; returns the names now visible and the last step's exits."""
         for step in steps:
-            if run.bus is None:
-                seen, previous = await self._run_step(run, step, seen, previous, retries)
-            else:
+            if run.bus is not None:
                 seen, previous = await self._observed_step(run, step, seen, previous, retries)
+            elif isinstance(step, Agent):  # the commonest step, with no frame in between
+                await self._run_agent(run, step, seen, previous, retries)
+                seen, previous = (*seen, step.name), (step.name,)
+            else:
+                seen, previous = await self._run_step(run, step, seen, previous, retries)
         return seen, previous
 
-    async def _run_member(
+    def _run_member(
         self,
         run: _Run,
         member: FlowNode | Flow,
         seen: tuple[str, ...],
         previous: tuple[str, ...],
         retries: int,
-    ) -> _Outcome:
-        """A group member: an agent runs as part of the group's step; a branch has its own."""
+    ) -> Coroutine[Any, Any, _Outcome]:
+        """A group member: an agent runs as part of the group's step; a branch has its own.
+
+        A plain function handing back the coroutine: one frame less per member.
+        """
         if isinstance(member, Flow):
-            return await self._run_steps(run, member.step_tuple, seen, previous, retries)
-        return await self._run_step(run, member, seen, previous, retries)
+            return self._run_steps(run, member.step_tuple, seen, previous, retries)
+        return self._run_step(run, member, seen, previous, retries)
 
     async def _run_step(
         self,
