@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from swarmcore import events, llm
 from swarmcore.context import SharedContext, parse_summary
@@ -530,7 +530,11 @@ class Agent(FlowNode):
     def _merge_tools(self, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:
         if not extra:
             return self._tool_map
-        merged = dict(self._tool_map)
+        if all(isinstance(t, Tool) for t in extra):  # a Swarm's context tools, on every run
+            merged = {**self._tool_map, **{t.name: t for t in cast("Sequence[Tool]", extra)}}
+            if len(merged) == len(self._tool_map) + len(extra):  # no name used twice
+                return merged
+        merged = dict(self._tool_map)  # convert, and say which name is used twice
         for tool in to_tools(extra, owner=f"Agent {self.name!r} (extra_tools)"):
             if tool.name in merged:
                 source = getattr(tool, "server", None)

@@ -14,6 +14,7 @@ from swarmcore import (
     ModelError,
     SharedContext,
     UserError,
+    function_tool,
 )
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from tests.helpers import rendezvous_model
@@ -183,6 +184,10 @@ async def test_extra_tools_and_hint_are_run_local() -> None:
     assert [t.name for t in agent.tools] == ["add"]
     with pytest.raises(UserError, match="already has a tool named 'add'"):
         await agent.run("go", extra_tools=[add])
+    with pytest.raises(UserError, match="already has a tool named 'add'"):  # a Tool, too
+        await agent.run("go", extra_tools=[function_tool(add)])
+    with pytest.raises(UserError, match="two tools named 'secret'"):
+        await agent.run("go", extra_tools=[function_tool(secret), function_tool(secret)])
 
 
 async def test_context_without_hint_is_rendered_in_full() -> None:
