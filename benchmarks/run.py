@@ -17,8 +17,9 @@ swarmcore adds.
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
   model call and peak RSS. Below K=10 the batch runs ``W3_ROUNDS`` times in a row
   per measurement (wall reported per batch), so there is enough CPU to read.
-  Each side runs in its own long-lived worker process (see the W3 section), so
-  peak RSS is separable and both sides start equally fresh.
+  Each side runs in long-lived worker processes of its own (``W3_PROCESSES``,
+  the repetitions rotating over them; see the W3 section), so peak RSS is
+  separable, all start equally fresh, and no one process's luck decides a side.
 * Cold ``import swarmcore`` (names load on first use) and the import a program
   really does (``from swarmcore import Agent, Swarm, ...``) against its own
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
@@ -94,6 +95,8 @@ SETTLE = 0.1
 schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
 W3_ROUNDS = 8
+W3_PROCESSES = 2
+"""Worker processes per side that W3's repetitions rotate over (see the W3 section)."""
 """How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
 SETTLE_MAX = 3.0
 """The longest wait for that backlog to drain."""
@@ -633,13 +636,16 @@ async def chain_token_rows(chains: Sequence[int]) -> list[Row]:
     return rows
 
 
-# --- W3: K concurrent diamonds, one worker process per side --------------------------------
+# --- W3: K concurrent diamonds, in worker processes of each side ---------------------------
 #
-# Each side runs in its own long-lived worker process (this script with --worker), and the
-# driver alternates them command by command. Why: ru_maxrss is a per-process high-water mark,
-# so only separate processes give each side its own peak; both workers start equally fresh
+# Each side runs in long-lived worker processes (this script with --worker), and the driver
+# alternates the sides command by command. Why: ru_maxrss is a per-process high-water mark,
+# so only separate processes give each side its own peak; all workers start equally fresh
 # (same imports, same warm-up), and K rises monotonically, so the peak read after a K is that
-# K's peak. The idle worker waits on its stdin and uses no CPU while the other one measures.
+# K's peak. Idle workers wait on their stdin and use no CPU while another one measures.
+# Each side has W3_PROCESSES workers and the repetitions rotate over them: two processes of
+# the same side, running the same code, differ by a few per cent of CPU per call (measured:
+# 1-4 %, from where their memory landed), so one process's luck should not decide a side.
 
 
 class Worker:
@@ -698,18 +704,33 @@ class Worker:
 
 
 def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[Row]:
+    """``workers`` holds W3_PROCESSES of each side; repetition i runs on pair i mod that."""
     try:
-        for w in workers:  # both warm up at once: untimed
+        for w in workers:  # all warm up at once: untimed
             w.start(payloads)
-        baseline = {w.side: w.ready() for w in workers}
+        baseline = {id(w): w.ready() for w in workers}
+        pairs = [
+            (sc, fl)
+            for sc, fl in zip(
+                [w for w in workers if w.side == "swarmcore"],
+                [w for w in workers if w.side == "floor"],
+                strict=True,
+            )
+        ]
         rows: list[Row] = []
         L = cfg.latency
         for k in cfg.concurrency:
             progress(f"W3 K={k}")
-            best = {w.side: Best() for w in workers}
+            best = {"swarmcore": Best(), "floor": Best()}
+            growth = {"swarmcore": 0, "floor": 0}  # the largest peak RSS rise of a worker
             for rep in range(cfg.reps):
-                for w in workers if rep % 2 == 0 else reversed(workers):
-                    best[w.side].add(w.run(k))
+                pair = pairs[rep % len(pairs)]
+                first_floor = (rep // len(pairs)) % 2 == 1  # a pair flips on each visit
+                for w in reversed(pair) if first_floor else pair:
+                    sample = w.run(k)
+                    best[w.side].add(sample)
+                    rise = sample.maxrss_kb - baseline[id(w)]
+                    growth[w.side] = max(growth[w.side], rise)
             sc, fl = best["swarmcore"], best["floor"]
             rows.append(
                 ratio_row(
@@ -746,12 +767,11 @@ def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[
                 cfg.floor_cpu["diamond"] = fl.cpu_ms_per_call
             sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
             row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
-            sc_base, fl_base = baseline["swarmcore"] / 1024, baseline["floor"] / 1024
             rows.append(
                 Row(
                     row.workload,
-                    f"{row.swarmcore} (+{sc_mb - sc_base:.0f})",
-                    f"{row.floor} (+{fl_mb - fl_base:.0f})",
+                    f"{row.swarmcore} (+{growth['swarmcore'] / 1024:.0f})",
+                    f"{row.floor} (+{growth['floor'] / 1024:.0f})",
                     row.ideal,
                     row.ratio,
                 )
@@ -1182,9 +1202,10 @@ def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
         f"load average {load[0]:.2f} at start, {load[1]:.2f} at end; "
         f"event loop {cfg.loop} from asyncio.run (both sides)",
         f"server latency L={cfg.latency:.2f}s; best of {cfg.reps} interleaved repetitions per "
-        "side; ratio = swarmcore / floor of the best repetitions; paired = median of the "
-        "per-repetition ratios (the verdict); spread = (max - min) / min over one side's "
-        "repetitions (the noisier side); CPU/call = process CPU time / model calls",
+        f"side (W3's rotate over {W3_PROCESSES} worker processes per side); ratio = swarmcore "
+        "/ floor of the best repetitions; paired = median of the per-repetition ratios (the "
+        "verdict); spread = (max - min) / min over one side's repetitions (the noisier side); "
+        "CPU/call = process CPU time / model calls",
     ]
 
 
@@ -1264,7 +1285,7 @@ def _main() -> int:
     with running_server(cfg.latency) as server:
         progress(f"server on {server.api_base}; importing litellm here and in the W3 workers")
         sides = ("swarmcore", "floor") if "w3" in cfg.only else ()
-        workers = [Worker(side, server.api_base) for side in sides]
+        workers = [Worker(side, server.api_base) for _ in range(W3_PROCESSES) for side in sides]
         try:
             load_litellm()
             for w in workers:  # nothing is timed until every import is done

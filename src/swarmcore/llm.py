@@ -1,7 +1,7 @@
 """The model seam: the only module that imports litellm, and only on first use.
 
 ``complete(request) -> LLMReply`` is the one coroutine the rest of swarmcore
-calls. Requests and replies are swarmcore-owned frozen dataclasses; no litellm
+calls. Requests and replies are swarmcore-owned dataclasses; no litellm
 type leaves this module. Errors are classified here, once: transient failures
 (rate limits, timeouts, connection errors, 5xx) are retried with jittered
 exponential backoff, and everything else becomes a ``ModelError`` that says
@@ -15,8 +15,10 @@ LiteLLM traps on the pinned release, each handled deliberately:
 * its own retries (``num_retries``) need tenacity, which it does not declare,
   and the OpenAI SDK under it retries again, so both are switched off and this
   module owns the one retry policy (with tenacity, declared);
-* ``timeout=`` is ignored for custom providers, so every attempt runs inside
-  ``asyncio.timeout``;
+* ``timeout=`` is ignored for custom providers, and bounds each read of a
+  stream rather than the whole reply, so those attempts run inside
+  ``asyncio.timeout`` (the rest rely on LiteLLM's, and its ``Timeout`` is
+  reported as the call timeout);
 * its response cache raises on a hit, so it is never enabled;
 * any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``.
 """
@@ -24,14 +26,13 @@ LiteLLM traps on the pinned release, each handled deliberately:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import logging
 import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, cast
@@ -341,7 +342,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
             permit.release(used)
 
 
-_NO_TIMER = contextlib.nullcontext()
+_NO_TIMER = nullcontext()
 
 
 def _own_timer(
