@@ -73,7 +73,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:  # imported lazily below: the floor's W3 worker never imports swarmcore
@@ -936,10 +936,10 @@ def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:
         text=True,
         check=True,
     ).stdout
-    measured: dict[str, float] = json.loads(out.split(PROTOCOL, 1)[1])
+    measured: dict[str, dict[str, float]] = json.loads(out.split(PROTOCOL, 1)[1])
     rows: list[Row] = []
     for label, shape, _ in STUB_SHAPES:
-        us = measured[shape]
+        us = measured[shape]["us"]
         floor_ms = floor_cpu.get(shape)
         share = f"{us / (floor_ms * 1000):.1%} of floor" if floor_ms else "-"
         rows.append(
@@ -950,6 +950,9 @@ def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:
                 ratio=share,
             )
         )
+        own, total = measured[shape]["own"], measured[shape]["total"]
+        label = "  ...Python bytecodes per run (swarmcore's own)"
+        rows.append(Row(label, f"{total:,.0f} ({own:,.0f})"))
     return rows
 
 
@@ -977,7 +980,7 @@ async def _stub_worker() -> None:
 
     cast(Any, lit).acompletion = instant  # this process only: nothing else runs here
     api = "http://127.0.0.1:9"  # never contacted: the stub answers
-    results: dict[str, float] = {}
+    results: dict[str, dict[str, float]] = {}
     for _, shape, size in STUB_SHAPES:
         if shape == "diamond":
             swarm = diamond_swarm(api)
@@ -1001,8 +1004,41 @@ async def _stub_worker() -> None:
             cpu = time.process_time()
             await work()
             samples.append((time.process_time() - cpu) / runs * 1e6)
-        results[shape] = statistics.median(samples)
+        total, own = await _count_bytecodes(work)
+        us = statistics.median(samples)
+        results[shape] = {"us": us, "total": total / runs, "own": own / runs}
     print(PROTOCOL + json.dumps(results), flush=True)
+
+
+async def _count_bytecodes(work: Callable[[], Awaitable[None]]) -> tuple[int, int]:
+    """Python bytecodes one batch executes: all (stub and asyncio included), and swarmcore's.
+
+    Unlike CPU time this does not depend on the machine or its load: the same code
+    always counts the same, so it shows a change to the hot path without noise (C
+    code, such as pydantic-core's, runs uncounted).
+    """
+    import swarmcore
+
+    own_dir = str(Path(swarmcore.__file__).parent)
+    counts = [0, 0]
+
+    def opcode(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "opcode":
+            counts[0] += 1
+            if frame.f_code.co_filename.startswith(own_dir):
+                counts[1] += 1
+        return opcode
+
+    def call(frame: FrameType, event: str, arg: object) -> Any:
+        frame.f_trace_opcodes = True
+        return opcode
+
+    sys.settrace(call)
+    try:
+        await work()
+    finally:
+        sys.settrace(None)
+    return counts[0], counts[1]
 
 
 # --- cold import ---------------------------------------------------------------------------

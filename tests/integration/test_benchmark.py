@@ -24,6 +24,9 @@ def test_benchmark_prints_its_table_for_the_workloads_asked_for() -> None:
     assert re.search(r"\d\.\d\d s +\d\.\d\d s +0\.60 s", diamond), diamond
     alone = rows["swarmcore alone, W3 diamond x200"]
     assert re.search(r"\b\d+ µs/run\b", alone), alone
+    counted = [line for line in done.stdout.splitlines() if "Python bytecodes per run" in line]
+    assert len(counted) == 2, done.stdout  # one per stubbed shape
+    assert all(re.search(r"\d[\d,]* \(\d[\d,]*\)", line) for line in counted), counted
     assert "prompt tokens pull chain=20" in rows
     assert not any(name.startswith(("W2", "W3", "cold import", "floor K=")) for name in rows)
 
