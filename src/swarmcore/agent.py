@@ -461,10 +461,12 @@ class Agent(FlowNode):
         if self._variables and not self._variables <= options.variables.keys():
             check_variables([self], options.variables)  # delegates check their own when they run
         settings = self._settings_for(options.defaults)
-        fetched: list[Tool] = []
-        for toolset in self._toolsets:
-            fetched.extend(await toolset.tools())
-        tools = self._merge_tools([*extra_tools, *fetched])
+        if self._toolsets:
+            fetched: list[Tool] = []
+            for toolset in self._toolsets:
+                fetched.extend(await toolset.tools())
+            extra_tools = [*extra_tools, *fetched]
+        tools = self._merge_tools(extra_tools)
         state = _RunState(self, settings, tools, options)
         state.messages = self._messages(task, context_hint, state)
         start = time.perf_counter()
@@ -524,8 +526,11 @@ class Agent(FlowNode):
         else:
             parts.append(spec.instructions)
         system: llm.Message = {"role": "system", "content": "\n\n".join(p for p in parts if p)}
-        earlier = [m for m in state.options.history or () if m.get("role") != "system"]
-        return [system, *earlier, {"role": "user", "content": task}]
+        question: llm.Message = {"role": "user", "content": task}
+        if not state.options.history:
+            return [system, question]
+        earlier = [m for m in state.options.history if m.get("role") != "system"]
+        return [system, *earlier, question]
 
     def _merge_tools(self, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:
         if not extra:

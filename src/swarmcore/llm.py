@@ -323,7 +323,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
             if request.stream:
                 response = await _collect_stream(lit, request, response)
         if permit is not None:  # the limiter is told what the call really used
-            usage: Any = _response_attr(response, "usage")
+            usage: Any = getattr(response, "usage", None)
             used = int(getattr(usage, "total_tokens", 0) or 0) or None
         return response
     except Exception as exc:
@@ -457,7 +457,8 @@ def _to_reply(
         ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
         for c in raw_calls
     )
-    usage: Any = _response_attr(response, "usage")
+    extra, private = _pydantic_dicts(response)
+    usage: Any = extra["usage"] if "usage" in extra else getattr(response, "usage", None)
     token_usage = TokenUsage(
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
@@ -466,7 +467,7 @@ def _to_reply(
         text=message.content,
         tool_calls=calls,
         usage=token_usage,
-        cost=_cost(lit, model, response),
+        cost=_cost(lit, model, response, private),
         finish_reason=choice.finish_reason,
         duration_seconds=duration,
         model=model,
@@ -474,25 +475,28 @@ def _to_reply(
     )
 
 
-def _response_attr(response: Any, name: str) -> Any:
-    """``response.name`` or None, read from pydantic's dicts where LiteLLM keeps it.
+def _pydantic_dicts(response: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A LiteLLM response's extra fields (``usage``) and private ones (``_hidden_params``).
 
-    A ModelResponse holds ``usage`` among its extra fields and ``_hidden_params``
-    among its private ones; ``BaseModel.__getattr__`` finds them ~2 us slower.
+    Read from the dicts pydantic keeps them in: ``BaseModel.__getattr__`` finds
+    each ~2 us slower. Empty for a response that is not a pydantic model.
     """
-    for values in (
-        getattr(response, "__pydantic_extra__", None),
-        getattr(response, "__pydantic_private__", None),
-    ):
-        if isinstance(values, dict) and name in values:
-            return cast("dict[str, Any]", values)[name]
-    return getattr(response, name, None)
+    extra = getattr(response, "__pydantic_extra__", None)
+    private = getattr(response, "__pydantic_private__", None)
+    return (
+        cast("dict[str, Any]", extra) if isinstance(extra, dict) else {},
+        cast("dict[str, Any]", private) if isinstance(private, dict) else {},
+    )
 
 
-def _cost(lit: ModuleType, model: str, response: Any) -> float | None:
+def _cost(lit: ModuleType, model: str, response: Any, private: dict[str, Any]) -> float | None:
     """Price the call from LiteLLM's bundled price map; None when the model is unpriced."""
     # LiteLLM has already priced a non-streamed reply; pricing again costs ~130 us a call.
-    hidden: dict[str, object] = _response_attr(response, "_hidden_params") or {}
+    hidden: dict[str, object] = (
+        private["_hidden_params"]
+        if "_hidden_params" in private
+        else getattr(response, "_hidden_params", None)
+    ) or {}
     known = hidden.get("response_cost")
     if isinstance(known, int | float) and not isinstance(known, bool):
         return float(known)
