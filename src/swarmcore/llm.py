@@ -15,10 +15,10 @@ LiteLLM traps on the pinned release, each handled deliberately:
 * its own retries (``num_retries``) need tenacity, which it does not declare,
   and the OpenAI SDK under it retries again, so both are switched off and this
   module owns the one retry policy (with tenacity, declared);
-* ``timeout=`` is ignored for custom providers, and bounds each read of a
-  stream rather than the whole reply, so those attempts run inside
-  ``asyncio.timeout`` (the rest rely on LiteLLM's, and its ``Timeout`` is
-  reported as the call timeout);
+* ``timeout=`` is ignored for custom providers, and over HTTP it bounds each
+  read rather than the whole call, so every attempt runs inside
+  ``asyncio.timeout`` (LiteLLM's own ``Timeout``, when it fires first, is
+  reported as the call timeout too);
 * its response cache raises on a hit, so it is never enabled;
 * any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``.
 """
@@ -318,7 +318,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     permit = await limiter.acquire(_estimate_tokens(request)) if limiter is not None else None
     used: int | None = None
     try:
-        async with _own_timer(lit, request, model):
+        async with _own_timer(request):
             response = await lit.acompletion(**kwargs)
             if request.stream:
                 response = await _collect_stream(lit, request, response)
@@ -345,25 +345,15 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
 _NO_TIMER = nullcontext()
 
 
-def _own_timer(
-    lit: ModuleType, request: LLMRequest, model: str
-) -> AbstractAsyncContextManager[object]:
-    """An asyncio timeout for the call, unless LiteLLM's own ``timeout=`` already bounds it.
+def _own_timer(request: LLMRequest) -> AbstractAsyncContextManager[object]:
+    """The bound on one attempt: LiteLLM's ``timeout=`` is not enough on its own.
 
-    LiteLLM enforces ``timeout=`` on its HTTP calls, but ignores it for custom
-    providers, and on a stream it bounds each read, not the whole reply: those two
-    get a timer of ours. Sparing the rest one saves ~10 us a call (a Timeout, a timer
-    handle on the loop's heap, its cancellation).
+    Custom providers ignore it, and over HTTP it bounds each read (aiohttp's
+    ``sock_read``), not the call: a server that trickles its reply would outlast it.
     """
-    limit = request.call_timeout
-    if limit is None:
+    if request.call_timeout is None:
         return _NO_TIMER
-    if request.stream:
-        return asyncio.timeout(limit)
-    custom = lit.custom_provider_map
-    if custom and any(entry["provider"] == model.partition("/")[0] for entry in custom):
-        return asyncio.timeout(limit)
-    return _NO_TIMER
+    return asyncio.timeout(request.call_timeout)
 
 
 def _timed_out(request: LLMRequest, model: str, attempt: int) -> ModelError:

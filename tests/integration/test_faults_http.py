@@ -157,3 +157,88 @@ async def test_limiter_queues_a_wide_fan_out_over_http() -> None:
     assert all(len(r.history) == 12 for r in results)
     assert peak <= 3
     assert len(server.requests) == 24
+
+
+class _TricklingServer:
+    """An OpenAI-compatible endpoint that sends its reply one byte at a time, slowly.
+
+    Every read gets a byte well within the timeout, so only a bound on the whole
+    call, not LiteLLM's per-read one, stops it.
+    """
+
+    def __init__(self, byte_every: float) -> None:
+        import json
+        import socket
+
+        body = json.dumps(
+            {
+                "id": "chatcmpl-slow",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "slow",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "late " * 20},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        ).encode()
+        self._reply = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
+        self._body = body
+        self._every = byte_every
+        self._stop = threading.Event()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self._sock.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(65536)  # the request; its content does not matter here
+                conn.sendall(self._reply)
+                for byte in self._body:
+                    if self._stop.wait(self._every):
+                        return
+                    try:
+                        conn.sendall(bytes([byte]))
+                    except OSError:  # the client gave up: good
+                        break
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._sock.close()
+
+
+async def test_a_trickling_reply_is_bounded_by_call_timeout() -> None:
+    # LiteLLM's timeout= becomes aiohttp's per-read timeout: a byte every 0.1 s would
+    # keep a 0.5 s call alive for the whole ~35 s body without swarmcore's own bound.
+    server = _TricklingServer(byte_every=0.1)
+    try:
+        agent = Agent(
+            "t",
+            "x",
+            model="openai/slow",
+            api_base=f"http://127.0.0.1:{server.port}/v1",
+            api_key="sk-test",
+            call_timeout=0.5,
+            retry=0,
+        )
+        start = time.perf_counter()
+        with pytest.raises(ModelError, match=r"did not answer within 0\.5s"):
+            await agent.run("go")
+        assert time.perf_counter() - start < 5
+    finally:
+        server.close()
