@@ -20,6 +20,8 @@ swarmcore adds.
   Each side runs in long-lived worker processes of its own (``W3_PROCESSES``,
   the repetitions rotating over them; see the W3 section), so peak RSS is
   separable, all start equally fresh, and no one process's luck decides a side.
+  A full run also reads W3 K=50's CPU per call with both sides in this process
+  over 30 pairs: no verdict, a check of how far the noise of W3's rows goes.
 * Cold ``import swarmcore`` (names load on first use) and the import a program
   really does (``from swarmcore import Agent, Swarm, ...``) against its own
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
@@ -71,7 +73,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType, ModuleType
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
@@ -97,6 +99,8 @@ caused it rather than to whichever side runs next."""
 W3_ROUNDS = 8
 W3_PROCESSES = 2
 """Worker processes per side that W3's repetitions rotate over (see the W3 section)."""
+ONE_PROCESS_K = 50
+"""The K of the W3 check with both sides in the driver's process (``Config.one_process_pairs``)."""
 """How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
 SETTLE_MAX = 3.0
 """The longest wait for that backlog to drain."""
@@ -509,6 +513,8 @@ class Config:
     """The floor's CPU ms per call of the shapes ``alone_rows`` measures, once they ran."""
     loop: str = "?"
     """The event loop class both sides ran on (asyncio.run's default, here and in workers)."""
+    one_process_pairs: int = 0
+    """Pairs of W3 K=50 batches run with both sides in the driver's process (0: none)."""
 
 
 async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Payloads, str]:
@@ -567,6 +573,25 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
             if n == STUB_SIZES["fan_out"]:
                 cfg.floor_cpu["fan_out"] = fl.cpu_ms_per_call
             rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
+
+    if "w3" in cfg.only and cfg.one_process_pairs:
+        # The W3 CPU question with the least noise: both sides in one process (no
+        # process's luck in it), many back-to-back pairs. No verdict: W3's rows below
+        # are the benchmark's; this row says how far their noise can be trusted.
+        k, pairs = ONE_PROCESS_K, cfg.one_process_pairs
+        progress(f"W3 K={k} in this process, {pairs} pairs")
+
+        async def sc_batch() -> None:
+            await asyncio.gather(*(diamond.run(TASK) for _ in range(k)))
+
+        async def fl_batch() -> None:
+            await asyncio.gather(*(floor.diamond() for _ in range(k)))
+
+        sc, fl = await interleaved(pairs, sc_batch, fl_batch, 4 * k)
+        label = f"W3 K={k} CPU/call, one process, {pairs} pairs"
+        cpus = (sc.cpus, fl.cpus)
+        row = ratio_row(label, sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus)
+        rows.append(replace(row, target="-", ok="-"))
 
     if "tokens" in cfg.only:
         progress("prompt tokens of chains (offline FunctionModel)")
@@ -1306,6 +1331,7 @@ def _main() -> int:
     cfg = Config(
         latency=args.latency,
         reps=args.reps or (3 if args.quick else 7),
+        one_process_pairs=0 if args.quick else 30,
         fan_outs=args.fan_outs or ((10, 100) if args.quick else (10, 100, 500)),
         concurrency=args.concurrency or ((1, 50) if args.quick else (1, 50, 200)),
         chains=(5, 20) if args.quick else (5, 20, 50),
