@@ -30,6 +30,8 @@ import time
 from typing import Any
 
 REPLY_TEXT = "Done: the step is complete.\n<summary>step complete</summary>"
+REPLY_MODEL = "gpt-4o-mini-2024-07-18"
+"""The model a reply names, as OpenAI names a gpt-4o-mini reply: one litellm can price."""
 
 
 class BenchServer:
@@ -108,7 +110,7 @@ class BenchServer:
             "id": f"chatcmpl-bench{self._ids}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": "bench",
+            "model": REPLY_MODEL,
             "choices": [
                 {
                     "index": 0,

@@ -47,8 +47,9 @@ what swarmcore's loader sets); swarmcore and floor alternate (order flipped
 every repetition). Two ratios are shown: best of ``--reps`` on each side, and
 the median of the per-repetition ratios (``paired``: repetition i of both
 sides ran back to back, so slow spells of a shared machine fall on both halves
-of a pair); the verdict reads the paired one. The spread of the repetitions is
-shown so a ratio can be read against the noise. ``--profile`` adds
+of a pair); the verdict reads the paired one, and its ``90% CI`` (a seeded bootstrap
+of the per-repetition ratios) says how far this machine's noise could move it. The
+spread of the repetitions is shown too. ``--profile`` adds
 a cProfile comparison of the two sides at W3 K=50 after the table. Progress
 goes to stderr; stdout gets only the final table (and the profile).
 """
@@ -65,6 +66,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import random
 import resource
 import statistics
 import subprocess
@@ -87,7 +89,10 @@ if TYPE_CHECKING:  # imported lazily below: the floor's W3 worker never imports 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 HERE = Path(__file__).resolve().parent
-MODEL = "openai/bench"
+MODEL = "openai/gpt-4o-mini"
+"""A model litellm knows, as a user's would be: an unknown name sends litellm's cost
+lookup through its fallbacks on every call (~10 % more CPU per call, measured), which
+would inflate the floor and flatter the ratio. The server answers for any name."""
 API_KEY = "sk-bench-dummy"
 CALL_TIMEOUT = 120.0
 """swarmcore's default call_timeout, which it passes on to litellm as ``timeout=``."""
@@ -97,6 +102,8 @@ SETTLE = 0.1
 schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
 W3_ROUNDS = 8
+BOOTSTRAP = 2000
+"""Resamples of the per-repetition ratios behind each paired row's 90 % interval."""
 W3_PROCESSES = 2
 """Worker processes per side that W3's repetitions rotate over (see the W3 section)."""
 ONE_PROCESS_K = 50
@@ -417,6 +424,7 @@ class Row:
     ideal: str = "-"
     ratio: str = "-"
     paired: str = "-"
+    interval: str = "-"
     spread: str = "-"
     target: str = "-"
     ok: str = "-"
@@ -429,6 +437,7 @@ class Row:
             self.ideal,
             self.ratio,
             self.paired,
+            self.interval,
             self.spread,
             self.target,
             self.ok,
@@ -450,6 +459,7 @@ def ratio_row(
     the order they ran) the verdict reads the paired median, else the best-of ratio."""
     ratio = sc / fl if fl else float("inf")
     pair = paired(*series) if series else None
+    low, high = paired_interval(*series) if series else (None, None)
     verdict = pair if pair is not None else ratio
     target = f"≤{limit:.2f}" if limit is not None else "-"
     ok = "-" if limit is None else ("yes" if verdict <= limit else "NO")
@@ -460,6 +470,7 @@ def ratio_row(
         ideal,
         f"{ratio:.2f}",
         f"{pair:.2f}" if pair is not None else "-",
+        f"{low:.2f}-{high:.2f}" if low is not None and high is not None else "-",
         f"{spread(*series):.0%}" if series else "-",
         target,
         ok,
@@ -477,9 +488,32 @@ def paired(swarmcore: Sequence[float], floor: Sequence[float]) -> float:
     return statistics.median(s / f for s, f in zip(swarmcore, floor, strict=True) if f)
 
 
+def paired_interval(
+    swarmcore: Sequence[float], floor: Sequence[float], level: float = 0.9
+) -> tuple[float, float]:
+    """A bootstrap interval of the paired median (``level`` of it; seeded, so reruns of
+    one table agree): how far the verdict could move on this machine's noise."""
+    ratios = [s / f for s, f in zip(swarmcore, floor, strict=True) if f]
+    rng = random.Random(0)
+    medians = sorted(
+        statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(BOOTSTRAP)
+    )
+    tail = int(BOOTSTRAP * (1 - level) / 2)
+    return medians[tail], medians[-tail - 1]
+
+
 def render(rows: Sequence[Row]) -> str:
     header = Row(
-        "workload", "swarmcore", "floor", "ideal", "ratio", "paired", "spread", "target", "ok"
+        "workload",
+        "swarmcore",
+        "floor",
+        "ideal",
+        "ratio",
+        "paired",
+        "90% CI",
+        "spread",
+        "target",
+        "ok",
     )
     cells = [r.cells() for r in (header, *rows)]
     columns = len(cells[0])
@@ -1265,7 +1299,8 @@ def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
         f"server latency L={cfg.latency:.2f}s; best of {cfg.reps} interleaved repetitions per "
         f"side (W3's rotate over {W3_PROCESSES} worker processes per side); ratio = swarmcore "
         "/ floor of the best repetitions; paired = median of the per-repetition ratios (the "
-        "verdict); spread = (max - min) / min over one side's repetitions (the noisier side); "
+        "verdict), with a bootstrap 90% interval; spread = (max - min) / min over one side's "
+        "repetitions (the noisier side); "
         "CPU/call = process CPU time / model calls",
     ]
 
