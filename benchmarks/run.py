@@ -1032,6 +1032,8 @@ async def _stub_worker() -> None:
         ],
         usage={"prompt_tokens": 60, "completion_tokens": 3, "total_tokens": 63},
     )
+    # As on a real reply: litellm prices it before returning (swarmcore reads that price).
+    reply._hidden_params = {"response_cost": lit.completion_cost(completion_response=reply)}
 
     async def instant(**kwargs: Any) -> Any:
         await asyncio.sleep(0)  # a real call yields to the loop at least once
