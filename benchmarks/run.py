@@ -1035,8 +1035,13 @@ async def _stub_worker() -> None:
     # As on a real reply: litellm prices it before returning (swarmcore reads that price).
     reply._hidden_params = {"response_cost": lit.completion_cost(completion_response=reply)}
 
+    # Real calls yield to the loop at least once and finish in no set order: a parallel
+    # group's members here finish shuffled (seeded, so bytecode counts repeat exactly).
+    jitter = random.Random(0)
+
     async def instant(**kwargs: Any) -> Any:
-        await asyncio.sleep(0)  # a real call yields to the loop at least once
+        for _ in range(1 + jitter.randrange(3)):
+            await asyncio.sleep(0)
         return reply
 
     cast(Any, lit).acompletion = instant  # this process only: nothing else runs here

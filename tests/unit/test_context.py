@@ -54,6 +54,44 @@ def test_entries_keep_flow_order_whatever_order_they_are_set() -> None:
     assert "b" not in sub
 
 
+def test_a_wide_group_finishing_shuffled_reads_in_flow_order_at_every_point() -> None:
+    names = [f"w{i:03d}" for i in range(300)]
+    ctx = SharedContext(order=names)
+    arrival = names[::7] + [n for n in names if n not in names[::7]][::-1]
+    failed = set(arrival[::11])
+    for count, name in enumerate(arrival, start=1):
+        if name in failed:
+            ctx.set_failure(name, f"{name} broke")
+        else:
+            ctx.set(name, name.upper())
+        if count % 50 == 0:  # reads between arrivals see flow order, then more arrive
+            assert ctx.keys() == [n for n in names if n in ctx]
+            assert list(ctx.failures()) == [n for n in names if n in ctx.failures()]
+    stored = [n for n in names if n not in failed]
+    assert ctx.keys() == stored
+    assert list(ctx) == stored
+    assert [e.name for e in ctx.entries()] == stored
+    assert list(ctx.as_dict()) == stored
+    assert list(ctx.failures()) == [n for n in names if n in failed]
+    view = ctx.subset(reversed(names[:40]))
+    assert view.keys() == [n for n in names[:40] if n not in failed]
+    assert list(view.failures()) == [n for n in names[:40] if n in failed]
+    headers = [line for line in ctx.format_for_prompt().splitlines() if line.startswith("## ")]
+    assert headers[: len(stored)] == [f"## {n}" for n in stored]
+
+
+def test_unranked_names_keep_the_order_they_were_set_in_among_ranked_ones() -> None:
+    ctx = SharedContext(order=["a", "b"])
+    ctx.set("late_1", "1")
+    ctx.set("b", "B")
+    ctx.set("late_2", "2")
+    ctx.set("a", "A")
+    ctx.place({"b#2": (1, 2)})  # a loop iteration placed at run time, after b
+    ctx.set("b#2", "B2")
+    ctx.set("late_3", "3")
+    assert ctx.keys() == ["a", "b", "b#2", "late_1", "late_2", "late_3"]
+
+
 def test_format_for_prompt_expands_and_labels_summaries() -> None:
     ctx = SharedContext()
     ctx.set("researcher", "long research " * 40, summary="research in one line")
