@@ -21,6 +21,7 @@ __all__ = [
     "make_pull_tools",
     "pull_hint",
     "push_hint",
+    "summarises",
 ]
 
 CONTEXT_TOOL_NAMES = ("list_context", "get_context", "search_context", "expand_context")
@@ -143,7 +144,8 @@ def pull_hint(context: SharedContext, previous: Sequence[str]) -> str:
     ``list_context`` can show.
     """
     names = context.keys()
-    keep = set([n for n in names if n in previous][:HINT_MAX_NAMED])
+    before = set(previous)  # a wide previous step: a tuple's `in` made this O(N²)
+    keep = set([n for n in names if n in before][:HINT_MAX_NAMED])
     room = min(HINT_RECENT, HINT_MAX_NAMED - len(keep))
     if room > 0:
         keep.update([n for n in names if n not in keep][-room:])
@@ -165,11 +167,17 @@ def pull_hint(context: SharedContext, previous: Sequence[str]) -> str:
     return "\n".join(lines + _failure_lines(context))
 
 
+def summarises(context: SharedContext, previous: Sequence[str]) -> bool:
+    """Whether push mode shows any entry as a summary (one not of the previous step)."""
+    full = set(previous)  # a set: after a wide group, `in` on the tuple would be O(N²)
+    return any(name not in full for name in context)
+
+
 def push_hint(context: SharedContext, previous: Sequence[str]) -> str:
     """The push-mode context: the previous step in full, earlier steps as summaries."""
     text = context.format_for_prompt(expand=previous)
     note = ""
-    if any(name not in previous for name in context):  # failures are shown whole already
+    if summarises(context, previous):  # failures are shown whole already
         note = (
             "\n\nEntries marked (summary) are shortened; "
             "expand_context(agent_name) reads one in full."

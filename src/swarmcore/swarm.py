@@ -50,6 +50,7 @@ from swarmcore.context_tools import (
     make_pull_tools,
     pull_hint,
     push_hint,
+    summarises,
 )
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
 from swarmcore.events import EventBus, Hook
@@ -109,8 +110,7 @@ class _PushMode:
     def prepare(self, context: SharedContext, previous: Sequence[str]) -> _Prepared:
         if not len(context) and not context.failures():
             return _NOTHING
-        summarised = any(name not in previous for name in context)
-        tools = (make_expand_tool(context),) if summarised else ()
+        tools = (make_expand_tool(context),) if summarises(context, previous) else ()
         return _Prepared(push_hint(context, previous), tools)
 
 
