@@ -355,10 +355,10 @@ class Agent(FlowNode):
             raise
         except AgentError as exc:  # the caller's model is told, and can try something else
             if caller is not None and spent:  # what it spent before failing still counts
-                caller.delegations.append((position, spent[0]))
+                caller.delegations = [*caller.delegations, (position, spent[0])]
             raise _DelegateFailed(f"agent {self.name!r} failed: {exc}") from exc
         if caller is not None:
-            caller.delegations.append((position, result))
+            caller.delegations = [*caller.delegations, (position, result)]
         return result.output
 
     async def run(
@@ -654,9 +654,11 @@ class _RunState:
             and _native(agent.output_protocol, agent.model, "output")
         )
         self.messages: list[llm.Message]  # set by the agent right after: needs this state
-        self.llm_calls: list[LLMCallRecord] = []
-        self.tool_records: list[ToolCallRecord] = []
-        self.delegations: list[tuple[int, AgentResult]] = []
+        # Empty tuples until something lands: a run in flight holds no empty lists (with
+        # thousands in flight, each object held is one more for the collector to walk).
+        self.llm_calls: Sequence[LLMCallRecord] = ()
+        self.tool_records: Sequence[ToolCallRecord] = ()
+        self.delegations: Sequence[tuple[int, AgentResult]] = ()
         self.rejected = 0
 
     def check_turn_budget(self) -> None:
@@ -707,17 +709,16 @@ class _RunState:
             self.messages.append(reply.as_message())
         else:  # an answer, or tool calls written as text: no native tool_calls to keep
             self.messages.append({"role": "assistant", "content": reply.text})
-        self.llm_calls.append(
-            LLMCallRecord(
-                model=reply.model or self.agent.model,
-                duration_seconds=reply.duration_seconds,
-                token_usage=reply.usage,
-                cost=reply.cost,
-                finish_reason=reply.finish_reason,
-                tool_calls=len(calls),
-                attempts=reply.attempts,
-            )
+        record = LLMCallRecord(
+            model=reply.model or self.agent.model,
+            duration_seconds=reply.duration_seconds,
+            token_usage=reply.usage,
+            cost=reply.cost,
+            finish_reason=reply.finish_reason,
+            tool_calls=len(calls),
+            attempts=reply.attempts,
         )
+        self.llm_calls = [*self.llm_calls, record]
 
     async def accept(self, text: str) -> tuple[str, str | None, Any] | None:
         """The answer as (output, summary, parsed), or None once it is sent back for a retry.
@@ -865,7 +866,7 @@ class _RunState:
         return record
 
     def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
-        self.tool_records.extend(records)
+        self.tool_records = [*self.tool_records, *records]
         if self.native_tools:
             for r in records:
                 self.messages.append(
@@ -896,8 +897,8 @@ class _RunState:
             model=calls[-1].model if calls else self.agent.model,
             duration_seconds=duration,
             token_usage=usage,
-            tool_calls=self.tool_records,
-            llm_calls=calls,
+            tool_calls=list(self.tool_records),
+            llm_calls=list(calls),
             messages=self.messages,
             attempts=1,
             parsed=parsed,

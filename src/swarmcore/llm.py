@@ -169,26 +169,54 @@ async def complete(request: LLMRequest) -> LLMReply:
             outlasted the retry policy on every model.
     """
     lit = load_litellm()
-    models = (request.model, *request.fallback_models)
-    for model in models:  # a missing key fails before anything is spent
+    _check_key(lit, request, request.model)
+    for model in request.fallback_models:  # a missing key fails before anything is spent
         _check_key(lit, request, model)
     start = time.perf_counter()
+    # Most calls succeed at once, so the first attempt holds nothing across its await
+    # but the call (no loop iterator, no attempt counter): with thousands of calls in
+    # flight, every object held is one more for the garbage collector to walk.
+    failure: ModelError | None = None
+    response: Any = None
+    try:
+        response = await _call_once(lit, request, request.model, 1)
+    except ModelError as exc:
+        failure = exc
+    if failure is None:
+        model, attempts = request.model, 1
+    else:  # outside the except block: later errors do not chain to this one
+        model, attempts, response = await _after_failure(lit, request, failure)
+    reply = _to_reply(lit, model, response, time.perf_counter() - start, attempts)
+    meter = budget.current_meter()
+    if meter is not None:
+        meter.charge(reply.usage.total_tokens, reply.cost)
+    return reply
+
+
+async def _after_failure(
+    lit: ModuleType, request: LLMRequest, first: ModelError
+) -> tuple[str, int, Any]:
+    """Retries of the first model, then each fallback model: (model, attempts, response)."""
+    models = (request.model, *request.fallback_models)
     attempts = 0
+    response: Any = None
     for index, model in enumerate(models):
         counter = _Attempts(made=1)
         try:
-            # Most calls succeed at once: only a failure pays for building the retry
-            # machinery (~0.4 ms of CPU a call, measured by benchmarks/run.py).
-            first: ModelError | None = None
-            response: Any = None
-            try:
-                response = await _call_once(lit, request, model, 1)
-            except ModelError as exc:
-                if not exc.retryable or request.retry.max_retries == 0:
-                    raise
-                first = exc
-            if first is not None:  # outside the except block: later errors do not chain to it
+            if index == 0:
+                if not first.retryable or request.retry.max_retries == 0:
+                    raise first
                 response = await _retry_after_failure(lit, request, model, counter, first)
+            else:
+                failed: ModelError | None = None
+                try:
+                    response = await _call_once(lit, request, model, 1)
+                except ModelError as exc:
+                    if not exc.retryable or request.retry.max_retries == 0:
+                        raise
+                    failed = exc
+                if failed is not None:  # outside the except block, as in complete()
+                    response = await _retry_after_failure(lit, request, model, counter, failed)
         except ModelError as exc:
             attempts += counter.made
             if not exc.retryable or index == len(models) - 1:
@@ -210,12 +238,7 @@ async def complete(request: LLMRequest) -> LLMReply:
                 error=str(exc),
             )
             continue
-        attempts += counter.made
-        reply = _to_reply(lit, model, response, time.perf_counter() - start, attempts)
-        meter = budget.current_meter()
-        if meter is not None:
-            meter.charge(reply.usage.total_tokens, reply.cost)
-        return reply
+        return model, attempts + counter.made, response
     raise AssertionError("unreachable: the last model either answers or raises")
 
 
@@ -310,7 +333,6 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
 
 
 async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: int) -> Any:
-    kwargs = _kwargs(request, model)
     meter = budget.current_meter()
     if meter is not None:
         meter.check(request.agent_name, model, lambda m: _is_priced(lit, m))
@@ -319,7 +341,8 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     used: int | None = None
     try:
         async with _own_timer(request):
-            response = await lit.acompletion(**kwargs)
+            # Built in the call: no dict of ours held while the call is in flight.
+            response = await lit.acompletion(**_kwargs(request, model))
             if request.stream:
                 response = await _collect_stream(lit, request, response)
         if permit is not None:  # the limiter is told what the call really used

@@ -663,8 +663,7 @@ class Swarm:
             if run.bus is not None:
                 seen, previous = await self._observed_step(run, step, seen, previous, retries)
             elif isinstance(step, Agent):  # the commonest step, with no frame in between
-                await self._run_agent(run, step, seen, previous, retries)
-                seen, previous = (*seen, step.name), (step.name,)
+                seen, previous = await self._run_agent(run, step, seen, previous, retries)
             else:
                 seen, previous = await self._run_step(run, step, seen, previous, retries)
         return seen, previous
@@ -683,6 +682,8 @@ class Swarm:
         """
         if isinstance(member, Flow):
             return self._run_steps(run, member.step_tuple, seen, previous, retries)
+        if isinstance(member, Agent):  # the commonest member: no _run_step frame around it
+            return self._run_agent(run, member, seen, previous, retries)
         return self._run_step(run, member, seen, previous, retries)
 
     async def _run_step(
@@ -695,8 +696,7 @@ class Swarm:
     ) -> _Outcome:
         match step:
             case Agent():
-                await self._run_agent(run, step, seen, previous, retries)
-                return (*seen, step.name), (step.name,)
+                return await self._run_agent(run, step, seen, previous, retries)
             case Group():
                 return await self._run_group(run, step, seen, previous, retries)
             case ControlNode():
@@ -973,9 +973,10 @@ class Swarm:
         failed: list[int] = []
         running: list[asyncio.Task[None]] = []
         reached = False
+        succeeded = 0  # counted as members finish: summing the outcomes each time is O(N²)
 
         async def member(index: int, node: FlowNode | Flow) -> None:
-            nonlocal reached
+            nonlocal reached, succeeded
             try:
                 outcomes[index] = await self._run_member(run, node, seen, previous, retries)
             except (AgentError, GroupError):
@@ -986,7 +987,7 @@ class Swarm:
                 if need is not None and len(group) - len(failed) < need:
                     raise self._quorum_error(run, group, need) from None
                 return
-            succeeded = sum(o is not None for o in outcomes)
+            succeeded += 1
             if need is not None and succeeded >= need and not reached:
                 reached = True
                 for task in running:
@@ -1028,9 +1029,10 @@ class Swarm:
         seen: tuple[str, ...],
         previous: tuple[str, ...],
         retries: int,
-    ) -> None:
+    ) -> _Outcome:
+        """Run one agent step (retrying it as the policy allows); its outcome as a step's."""
         if agent.name in run.results:  # finished before a resume: kept, not paid for again
-            return
+            return (*seen, agent.name), (agent.name,)
         view, prepared = run.view(seen, previous, self._mode)
         attempt = 0
         while True:
@@ -1075,6 +1077,7 @@ class Swarm:
         run.results[agent.name] = result
         summary = result.summary if result.summary != result.output else None
         run.context.set(agent.name, result.output, summary)
+        return (*seen, agent.name), (agent.name,)
 
     def _defaults_retry(self) -> RetryPolicy:
         retry = self._defaults.retry
