@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from swarmcore.agent import normalize_variables
-from swarmcore.errors import SwarmError, UserError
+from swarmcore.errors import SwarmError, UserError, first_error
 
 if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
@@ -166,7 +166,8 @@ class _Batch:
                 for _ in range(workers):
                     group.create_task(self._worker())
         except BaseExceptionGroup as failed:  # only what escapes a worker: surface it unwrapped
-            raise _first_error(failed) from None
+            error = first_error(failed)
+            raise error from error.__cause__
         return [self._outcomes[i] for i in range(len(self._tasks))]
 
     async def _worker(self) -> None:
@@ -306,12 +307,3 @@ def _per_task_variables(
         except UserError as error:
             raise UserError(f"variables[{index}]: {error}") from None
     return per_task
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first real failure in a (possibly nested) exception group."""
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_error(exc)  # pyright: ignore[reportUnknownArgumentType]
-        return exc
-    return group

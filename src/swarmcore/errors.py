@@ -188,3 +188,16 @@ class BudgetExceeded(SwarmError):
         self.spent_tokens = spent_tokens
         self.max_cost = max_cost
         self.max_tokens = max_tokens
+
+
+def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first real failure in a (possibly nested) exception group, for re-raising alone.
+
+    Re-raise it as ``raise error from error.__cause__``: ``from None`` would wipe the
+    cause it already has (a user's own exception behind an AgentError, say).
+    """
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return first_error(exc)  # pyright: ignore[reportUnknownArgumentType]
+        return exc
+    return group

@@ -52,7 +52,7 @@ from swarmcore.context_tools import (
     push_hint,
     summarises,
 )
-from swarmcore.errors import AgentError, GroupError, SwarmError, UserError
+from swarmcore.errors import AgentError, GroupError, SwarmError, UserError, first_error
 from swarmcore.events import EventBus, Hook
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, chain, control_nodes, shape_of
 from swarmcore.models import AgentFailure, AgentResult, Decision, SwarmResult
@@ -644,10 +644,10 @@ class Swarm:
             error.partial = self._result(run, final=False)
             raise
         except BaseExceptionGroup as group:
-            error = _first_error(group)
+            error = first_error(group)
             if isinstance(error, SwarmError):
                 error.partial = self._result(run, final=False)
-            raise error from None
+            raise error from error.__cause__
         return self._result(run, final=True, exits=exits)
 
     async def _run_steps(
@@ -948,7 +948,8 @@ class Swarm:
             else:
                 outcomes = await self._run_tolerant(run, group, seen, previous, retries)
         except BaseExceptionGroup as failed:  # surface the failure itself, not a wrapper
-            raise _first_error(failed) from None
+            error = first_error(failed)
+            raise error from error.__cause__
         # Failed members stay visible (as failed) to later agents, in flow order.
         ran = tuple(
             name
@@ -1038,7 +1039,12 @@ class Swarm:
         while True:
             attempt += 1
             try:
-                result = await self._attempt(run, agent, view, prepared, attempt)
+                try:
+                    result = await self._attempt(run, agent, view, prepared, attempt)
+                except SwarmError:
+                    raise
+                except Exception as exc:  # a bug in a tool wrapper or provider
+                    raise _unexpected(agent, exc) from exc
                 break
             except AgentError as error:
                 if error.retryable and attempt <= retries:
@@ -1089,7 +1095,10 @@ class Swarm:
     ) -> Coroutine[Any, Any, AgentResult]:
         span = events.Span.child()
         if span is None:  # unobserved: the agent's own coroutine, no frame around it
-            return self._attempt_once(run, agent, view, prepared)
+            # (_run_agent turns its unexpected errors into AgentErrors, as _attempt_once does)
+            return start_in_flow(
+                agent, run.task, prepared.hint, prepared.tools, _options(self, run)
+            )
         return self._observed_attempt(span, run, agent, view, prepared, attempt)
 
     async def _observed_attempt(
@@ -1127,20 +1136,13 @@ class Swarm:
     async def _attempt_once(
         self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared
     ) -> AgentResult:
-        options = run.options
-        if options is None:  # the task, variables and approvals were checked with the run
-            options = run.options = RunOptions(
-                defaults=self._defaults, variables=run.variables, approve=self._approve
-            )
+        options = _options(self, run)
         try:
             return await start_in_flow(agent, run.task, prepared.hint, prepared.tools, options)
         except SwarmError:
             raise
         except Exception as exc:  # a bug in a tool wrapper or provider: keep the partial results
-            raise AgentError(
-                f"Agent {agent.name!r} failed with {type(exc).__name__}: {exc}",
-                agent_name=agent.name,
-            ) from exc
+            raise _unexpected(agent, exc) from exc
 
     def _result(self, run: _Run, *, final: bool, exits: tuple[str, ...] = ()) -> SwarmResult:
         history = [run.results[n] for n in run.context.in_order(run.results)]
@@ -1157,6 +1159,25 @@ class Swarm:
             run_id=run.run_id,
             decisions=list(run.decisions),
         )
+
+
+def _options(swarm: Swarm, run: _Run) -> RunOptions:
+    """The run's options for its agents, made on first use (checked with the run)."""
+    options = run.options
+    if options is None:
+        options = run.options = RunOptions(
+            defaults=swarm._defaults,  # pyright: ignore[reportPrivateUsage] -- its own module
+            variables=run.variables,
+            approve=swarm._approve,  # pyright: ignore[reportPrivateUsage] -- its own module
+        )
+    return options
+
+
+def _unexpected(agent: Agent, exc: Exception) -> AgentError:
+    """A bug in a tool wrapper or provider as an AgentError: the run keeps its partials."""
+    return AgentError(
+        f"Agent {agent.name!r} failed with {type(exc).__name__}: {exc}", agent_name=agent.name
+    )
 
 
 class _Recorder:
@@ -1289,15 +1310,6 @@ def _join_outputs(results: list[AgentResult]) -> str:
     if len(results) == 1:
         return results[0].output
     return "\n\n".join(f"## {r.agent_name}\n\n{r.output}" for r in results)
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first real failure in a (possibly nested) exception group."""
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_error(exc)  # pyright: ignore[reportUnknownArgumentType]
-        return exc
-    return group
 
 
 def _check_reserved_tool_names(flow: Flow) -> None:

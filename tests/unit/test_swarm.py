@@ -175,6 +175,30 @@ async def test_failure_keeps_finished_results_as_partial() -> None:
     assert not any(r.system.startswith("d ") for r in model.requests)
 
 
+@pytest.mark.parametrize("observed", [False, True], ids=["unobserved", "observed"])
+async def test_a_bug_in_user_code_fails_its_agent_and_keeps_the_partial_results(
+    observed: bool,
+) -> None:
+    def broken_validator(text: str) -> None:
+        raise KeyError("oops")  # not a rejection (that is ValueError): a bug
+
+    model = echo_model()
+    a = Agent("a", "a writes", model=model.model)
+    b = Agent("b", "b writes", model=model.model, output_validators=[broken_validator])
+    c = Agent("c", "c writes", model=model.model)
+    seen: list[object] = []
+    swarm = Swarm(a >> (b | c), hooks=[seen.append] if observed else [])
+    with pytest.raises(AgentError, match="Agent 'b' failed with KeyError: 'oops'") as info:
+        await swarm.run("go")
+    assert isinstance(info.value.__cause__, KeyError)
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.context["a"] == "a output"
+    assert [f.agent_name for f in partial.failures][:1] == ["b"]
+    assert partial.failures[0].error_type == "AgentError"
+    assert bool(seen) is observed
+
+
 async def test_failure_after_a_group_keeps_the_whole_group() -> None:
     def answer(request: RecordedRequest) -> Reply | Fail:
         who = request.system.split()[0]
