@@ -102,13 +102,13 @@ SETTLE = 0.1
 schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
 W3_ROUNDS = 8
-BOOTSTRAP = 2000
-"""Resamples of the per-repetition ratios behind each paired row's 90 % interval."""
+"""How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
 W3_PROCESSES = 2
 """Worker processes per side that W3's repetitions rotate over (see the W3 section)."""
 ONE_PROCESS_K = 50
 """The K of the W3 check with both sides in the driver's process (``Config.one_process_pairs``)."""
-"""How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
+BOOTSTRAP = 2000
+"""Resamples of the per-repetition ratios behind each paired row's 90 % interval."""
 SETTLE_MAX = 3.0
 """The longest wait for that backlog to drain."""
 

@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["ContextEntry", "SearchHit", "SharedContext", "parse_summary", "shorten"]
 
@@ -23,6 +23,7 @@ SEARCH_MAX_HITS = 20
 SEARCH_TIME_BUDGET = 0.25
 """Seconds of regex work ``search`` allows before it falls back to a literal search."""
 _SEARCH_MAX_LINE = 300
+_V = TypeVar("_V")
 
 
 def parse_summary(text: str) -> tuple[str, str | None]:
@@ -114,18 +115,19 @@ class SharedContext:
     def _ordered(self) -> dict[str, ContextEntry]:
         """The entries in flow order (sorted here, once, after out-of-order arrivals)."""
         if self._unsorted_entries:
-            entries = self._entries
-            # Stable: names without a rank keep the order they were set in.
-            self._entries = {k: entries[k] for k in sorted(entries, key=self._rank)}
+            self._entries = self._by_rank(self._entries)
             self._unsorted_entries = False
         return self._entries
 
     def _ordered_failures(self) -> dict[str, str]:
         if self._unsorted_failures:
-            failures = self._failures
-            self._failures = {k: failures[k] for k in sorted(failures, key=self._rank)}
+            self._failures = self._by_rank(self._failures)
             self._unsorted_failures = False
         return self._failures
+
+    def _by_rank(self, items: dict[str, _V]) -> dict[str, _V]:
+        # Stable: names without a rank keep the order they were set in.
+        return {k: items[k] for k in sorted(items, key=self._rank)}
 
     def _rank(self, key: str) -> tuple[int, ...]:
         return self._order.get(key, (len(self._order),))

@@ -1096,9 +1096,8 @@ class Swarm:
         span = events.Span.child()
         if span is None:  # unobserved: the agent's own coroutine, no frame around it
             # (_run_agent turns its unexpected errors into AgentErrors, as _attempt_once does)
-            return start_in_flow(
-                agent, run.task, prepared.hint, prepared.tools, _options(self, run)
-            )
+            options = self._options(run)
+            return start_in_flow(agent, run.task, prepared.hint, prepared.tools, options)
         return self._observed_attempt(span, run, agent, view, prepared, attempt)
 
     async def _observed_attempt(
@@ -1133,10 +1132,19 @@ class Swarm:
                 )
             )
 
+    def _options(self, run: _Run) -> RunOptions:
+        """The run's options for its agents, made on first use (checked with the run)."""
+        options = run.options
+        if options is None:
+            options = run.options = RunOptions(
+                defaults=self._defaults, variables=run.variables, approve=self._approve
+            )
+        return options
+
     async def _attempt_once(
         self, run: _Run, agent: Agent, view: SharedContext, prepared: _Prepared
     ) -> AgentResult:
-        options = _options(self, run)
+        options = self._options(run)
         try:
             return await start_in_flow(agent, run.task, prepared.hint, prepared.tools, options)
         except SwarmError:
@@ -1159,18 +1167,6 @@ class Swarm:
             run_id=run.run_id,
             decisions=list(run.decisions),
         )
-
-
-def _options(swarm: Swarm, run: _Run) -> RunOptions:
-    """The run's options for its agents, made on first use (checked with the run)."""
-    options = run.options
-    if options is None:
-        options = run.options = RunOptions(
-            defaults=swarm._defaults,  # pyright: ignore[reportPrivateUsage] -- its own module
-            variables=run.variables,
-            approve=swarm._approve,  # pyright: ignore[reportPrivateUsage] -- its own module
-        )
-    return options
 
 
 def _unexpected(agent: Agent, exc: Exception) -> AgentError:
