@@ -177,6 +177,7 @@ class Agent(FlowNode):
     _variables: frozenset[str] = field(init=False, repr=False)
     _reach: tuple[Agent, ...] | None = field(init=False, repr=False, default=None)
     _settings: tuple[AgentDefaults, _Settings] | None = field(init=False, repr=False, default=None)
+    _merged: _MergedTools | None = field(init=False, repr=False, default=None)
     """This agent and those it can call through ``as_tool``: fixed once built, so kept."""
 
     def __post_init__(self) -> None:
@@ -421,7 +422,7 @@ class Agent(FlowNode):
             history=_copy_history(self.name, history),
             chain=(self.name,),
         )
-        return await self._start(task, context_hint, extra_tools, options)
+        return await self._start(task, context_hint, extra_tools, options, context)
 
     def run_sync(self, task: str, **kwargs: Any) -> AgentResult:
         """:meth:`run` for scripts and notebooks: blocks until the result is ready.
@@ -437,12 +438,13 @@ class Agent(FlowNode):
         context_hint: str | None,
         extra_tools: Sequence[Callable[..., Any] | Tool],
         options: RunOptions,
+        context: SharedContext | None = None,
     ) -> Coroutine[Any, Any, AgentResult]:
         """The run, inside an MCP connection scope when the agent has toolsets and none is open.
 
         A plain function handing back the coroutine: one frame less on every run.
         """
-        run = self._run(task, context_hint, extra_tools, options)
+        run = self._run(task, context_hint, extra_tools, options, context)
         if not self._toolsets:
             return run
         from swarmcore import mcp  # only agents with toolsets need it
@@ -457,6 +459,7 @@ class Agent(FlowNode):
         context_hint: str | None,
         extra_tools: Sequence[Callable[..., Any] | Tool],
         options: RunOptions,
+        context: SharedContext | None,
     ) -> AgentResult:
         if self._variables and not self._variables <= options.variables.keys():
             check_variables([self], options.variables)  # delegates check their own when they run
@@ -467,7 +470,7 @@ class Agent(FlowNode):
                 fetched.extend(await toolset.tools())
             extra_tools = [*extra_tools, *fetched]
         tools = self._merge_tools(extra_tools)
-        state = _RunState(self, settings, tools, options)
+        state = _RunState(self, settings, tools, options, context)
         state.messages = self._messages(task, context_hint, state)
         start = time.perf_counter()
         # No timeout, no Timeout object: most runs have none (a few us and objects each).
@@ -535,9 +538,14 @@ class Agent(FlowNode):
     def _merge_tools(self, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:
         if not extra:
             return self._tool_map
-        if all(isinstance(t, Tool) for t in extra):  # a Swarm's context tools, on every run
+        cached = self._merged
+        if cached is not None and cached.extra is extra:  # a Swarm's context tools, every run
+            return cached.tools
+        if all(isinstance(t, Tool) for t in extra):
             merged = {**self._tool_map, **{t.name: t for t in cast("Sequence[Tool]", extra)}}
             if len(merged) == len(self._tool_map) + len(extra):  # no name used twice
+                if isinstance(extra, tuple):  # immutable: the next run may reuse the merge
+                    object.__setattr__(self, "_merged", _MergedTools(extra, merged))
                 return merged
         merged = dict(self._tool_map)  # convert, and say which name is used twice
         for tool in to_tools(extra, owner=f"Agent {self.name!r} (extra_tools)"):
@@ -554,6 +562,29 @@ class Agent(FlowNode):
                 )
             merged[tool.name] = tool
         return merged
+
+
+@dataclass(slots=True)
+class _MergedTools:
+    """An agent's tools merged with a tuple of extra tools (the Swarm's context tools).
+
+    Kept on the agent, with the specs sent to the model, so a step that hands the
+    same tuple again neither merges nor lists specs again. Nothing mutates
+    ``tools``: runs share it as they share the agent's own tool map.
+    """
+
+    extra: tuple[Any, ...]
+    tools: dict[str, Tool]
+    specs: tuple[dict[str, Any], ...] | None = None
+
+
+def _specs_of(agent: Agent, tools: dict[str, Tool]) -> tuple[dict[str, Any], ...]:
+    merged = agent._merged  # pyright: ignore[reportPrivateUsage] -- same module
+    if merged is None or merged.tools is not tools:
+        return tuple(t.spec for t in tools.values())
+    if merged.specs is None:
+        merged.specs = tuple(t.spec for t in tools.values())
+    return merged.specs
 
 
 @dataclass(frozen=True, slots=True)
@@ -610,6 +641,26 @@ class _DelegateFailed(Exception):
 _current_run: ContextVar[_RunState | None] = ContextVar("swarmcore_agent_run", default=None)
 """The agent run whose tools are executing: how a delegate finds its caller."""
 
+
+def run_context() -> SharedContext:
+    """The shared context the running agent sees, from inside one of its tool calls.
+
+    How the Swarm's context tools (one set per process) find the outputs of the
+    agents before the caller's step.
+
+    Raises:
+        RuntimeError: Called outside an agent run's tool call, or in a run
+            given no context.
+    """
+    state = _current_run.get()
+    if state is None or state.context is None:
+        raise RuntimeError(
+            "A context tool ran outside an agent run given a SharedContext; pass the "
+            "context to Agent.run(context=...) or run the agent in a Swarm."
+        )
+    return state.context
+
+
 _call_position: ContextVar[int] = ContextVar("swarmcore_tool_call_position", default=0)
 """The running tool call's place in its agent's run, so delegations keep call order."""
 
@@ -620,6 +671,7 @@ class _RunState:
     __slots__ = (
         "agent",
         "chain",
+        "context",
         "delegations",
         "llm_calls",
         "messages",
@@ -639,14 +691,16 @@ class _RunState:
         settings: _Settings,
         tools: dict[str, Tool],
         options: RunOptions,
+        context: SharedContext | None,
     ) -> None:
         self.agent = agent
         self.settings = settings
         self.tools = tools
         self.options = options
+        self.context = context  # what the context tools read (see run_context)
         self.chain = options.chain or (agent.name,)
         self.native_tools = bool(tools) and _native(agent.tool_protocol, agent.model, "tools")
-        self.specs = tuple(t.spec for t in tools.values()) if self.native_tools else ()
+        self.specs = _specs_of(agent, tools) if self.native_tools else ()
         spec = agent._output  # pyright: ignore[reportPrivateUsage] -- its own agent
         self.native_output = (
             spec is not None
@@ -912,12 +966,14 @@ def start_in_flow(
     context_hint: str | None,
     extra_tools: Sequence[Tool],
     options: RunOptions,
+    context: SharedContext,
 ) -> Coroutine[Any, Any, AgentResult]:
     """Run ``agent`` as one step of a Swarm run: :meth:`Agent.run` without its checks.
 
     The Swarm checked the task, variables and approvals once for all its agents.
+    ``context`` is what this step sees, read by the context tools in ``extra_tools``.
     """
-    return agent._start(task, context_hint, extra_tools, options)  # pyright: ignore[reportPrivateUsage] -- same module
+    return agent._start(task, context_hint, extra_tools, options, context)  # pyright: ignore[reportPrivateUsage] -- same module
 
 
 async def _in_own_scope(run: Coroutine[Any, Any, AgentResult]) -> AgentResult:

@@ -1,10 +1,10 @@
-"""What each context mode hands an agent: run-local tools over one SharedContext, and a hint.
+"""What each context mode hands an agent: tools over the context its run sees, and a hint.
 
 Pull mode gives ``list_context``, ``get_context`` and ``search_context`` plus a
 short, bounded hint; push mode renders the context into the prompt and adds
-``expand_context`` when anything is summarised. The tools' schemas are built
-once per process and bound to each run's context with ``Tool.bind``, so no
-run pays for schema building.
+``expand_context`` when anything is summarised. The tools are built once per
+process and read the context their calling agent run was given, so no run
+pays for schemas, tool objects or closures.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from swarmcore.agent import run_context
 from swarmcore.context import SEARCH_MAX_HITS, SharedContext, shorten
 from swarmcore.tools import Tool, function_tool
 
 __all__ = [
     "CONTEXT_TOOL_NAMES",
-    "make_expand_tool",
-    "make_pull_tools",
     "pull_hint",
+    "pull_tools",
     "push_hint",
+    "push_tools",
     "summarises",
 ]
 
@@ -35,7 +36,7 @@ HINT_SUMMARY_CHARS = 100
 
 
 def _unbound(*_: object) -> str:
-    raise RuntimeError("context tool called without a SharedContext; use make_pull_tools()")
+    raise RuntimeError("context tool prototype called; use pull_tools() or expand_tool()")
 
 
 # The prototypes only lend their signature and docstring to the schema.
@@ -72,44 +73,54 @@ def expand_context(agent_name: str) -> str:
 
 
 @functools.cache
-def _prototypes() -> dict[str, Tool]:
-    return {
-        fn.__name__: function_tool(fn)
-        for fn in (list_context, get_context, search_context, expand_context)
+def _bound() -> dict[str, Tool]:
+    # Bound once per process, not per step: each reads the context its calling agent
+    # run was given (run_context), so a step creates no tools, closures or schemas.
+    impls = {
+        "list_context": _list,
+        "get_context": _read,
+        "search_context": _search,
+        "expand_context": _read,
     }
+    prototypes = (list_context, get_context, search_context, expand_context)
+    return {fn.__name__: function_tool(fn).bind(impls[fn.__name__]) for fn in prototypes}
 
 
-def make_pull_tools(context: SharedContext) -> tuple[Tool, ...]:
-    """``list_context``, ``get_context`` and ``search_context`` over ``context``."""
-    proto = _prototypes()
+@functools.cache
+def pull_tools() -> tuple[Tool, ...]:
+    """``list_context``, ``get_context`` and ``search_context``, over the calling run's context.
 
-    def list_impl() -> str:
-        lines = [f"{len(context)} earlier outputs, in flow order:"]
-        lines += [
-            f"- {e.name} ({len(e.output):,} chars): {shorten(e.summary, HINT_SUMMARY_CHARS)}"
-            for e in context.entries()
-        ]
-        return "\n".join(lines + _failure_lines(context))
-
-    def search_impl(query: str) -> str:
-        hits = context.search(query)
-        if not hits:
-            return f"No lines match {query!r} in: {', '.join(context.keys())}."
-        lines = [f"{h.name}:{h.line_number}: {h.line}" for h in hits]
-        if len(hits) >= SEARCH_MAX_HITS:
-            lines.append(f"(first {SEARCH_MAX_HITS} matches shown; narrow the query for more)")
-        return "\n".join(lines)
-
-    return (
-        proto["list_context"].bind(list_impl),
-        proto["get_context"].bind(functools.partial(_read, context)),
-        proto["search_context"].bind(search_impl),
-    )
+    The same tuple every time: an agent caches its tool set merged with it.
+    """
+    tools = _bound()
+    return tools["list_context"], tools["get_context"], tools["search_context"]
 
 
-def make_expand_tool(context: SharedContext) -> Tool:
-    """``expand_context`` over ``context`` (push mode)."""
-    return _prototypes()["expand_context"].bind(functools.partial(_read, context))
+@functools.cache
+def push_tools() -> tuple[Tool, ...]:
+    """``expand_context`` (push mode, when anything is summarised), over the run's context."""
+    return (_bound()["expand_context"],)
+
+
+def _list() -> str:
+    context = run_context()
+    lines = [f"{len(context)} earlier outputs, in flow order:"]
+    lines += [
+        f"- {e.name} ({len(e.output):,} chars): {shorten(e.summary, HINT_SUMMARY_CHARS)}"
+        for e in context.entries()
+    ]
+    return "\n".join(lines + _failure_lines(context))
+
+
+def _search(query: str) -> str:
+    context = run_context()
+    hits = context.search(query)
+    if not hits:
+        return f"No lines match {query!r} in: {', '.join(context.keys())}."
+    lines = [f"{h.name}:{h.line_number}: {h.line}" for h in hits]
+    if len(hits) >= SEARCH_MAX_HITS:
+        lines.append(f"(first {SEARCH_MAX_HITS} matches shown; narrow the query for more)")
+    return "\n".join(lines)
 
 
 def _failure_lines(context: SharedContext) -> list[str]:
@@ -123,7 +134,8 @@ def _failure_lines(context: SharedContext) -> list[str]:
     return lines
 
 
-def _read(context: SharedContext, agent_name: str) -> str:
+def _read(agent_name: str) -> str:
+    context = run_context()
     output = context.get(agent_name)
     reason = context.failures().get(agent_name)
     if output is None and reason is not None:

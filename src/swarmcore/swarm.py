@@ -46,10 +46,10 @@ from swarmcore.agent import (
 from swarmcore.context import SharedContext
 from swarmcore.context_tools import (
     CONTEXT_TOOL_NAMES,
-    make_expand_tool,
-    make_pull_tools,
     pull_hint,
+    pull_tools,
     push_hint,
+    push_tools,
     summarises,
 )
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError, first_error
@@ -99,7 +99,7 @@ class _PullMode:
     def prepare(self, context: SharedContext, previous: Sequence[str]) -> _Prepared:
         if not len(context) and not context.failures():
             return _NOTHING
-        return _Prepared(pull_hint(context, previous), make_pull_tools(context))
+        return _Prepared(pull_hint(context, previous), pull_tools())
 
 
 class _PushMode:
@@ -110,7 +110,7 @@ class _PushMode:
     def prepare(self, context: SharedContext, previous: Sequence[str]) -> _Prepared:
         if not len(context) and not context.failures():
             return _NOTHING
-        tools = (make_expand_tool(context),) if summarises(context, previous) else ()
+        tools = push_tools() if summarises(context, previous) else ()
         return _Prepared(push_hint(context, previous), tools)
 
 
@@ -1097,7 +1097,7 @@ class Swarm:
         if span is None:  # unobserved: the agent's own coroutine, no frame around it
             # (_run_agent turns its unexpected errors into AgentErrors, as _attempt_once does)
             options = self._options(run)
-            return start_in_flow(agent, run.task, prepared.hint, prepared.tools, options)
+            return start_in_flow(agent, run.task, prepared.hint, prepared.tools, options, view)
         return self._observed_attempt(span, run, agent, view, prepared, attempt)
 
     async def _observed_attempt(
@@ -1146,7 +1146,9 @@ class Swarm:
     ) -> AgentResult:
         options = self._options(run)
         try:
-            return await start_in_flow(agent, run.task, prepared.hint, prepared.tools, options)
+            return await start_in_flow(
+                agent, run.task, prepared.hint, prepared.tools, options, view
+            )
         except SwarmError:
             raise
         except Exception as exc:  # a bug in a tool wrapper or provider: keep the partial results

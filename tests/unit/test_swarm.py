@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from swarmcore import Agent, AgentError, ModelError, Swarm, UserError, chain
+from swarmcore import Agent, AgentError, ModelError, SharedContext, Swarm, UserError, chain
+from swarmcore.context_tools import pull_tools
 from swarmcore.testing import Call, Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
 from tests.helpers import agents, echo_model, rendezvous_model
 
@@ -92,6 +93,54 @@ async def test_parallel_members_see_the_context_as_it_was_when_their_group_start
         assert "- b (" not in seen  # b had finished by then
         assert "1 earlier outputs" in seen
     assert list(result.context) == ["a", "b", "c", "d", "e"]
+
+
+async def test_context_tools_read_their_own_runs_context_when_runs_overlap() -> None:
+    # One set of context tools serves every run: each call reads the context of the
+    # agent run that made it, so two overlapping runs never read each other's outputs.
+    def answer(request: RecordedRequest) -> Reply:
+        name = request.system.split()[0]
+        if name == "b" and not request.tool_results:
+            return Reply(tool_calls=[Call("get_context", {"agent_name": "a"})], delay=0.02)
+        if name == "b":
+            return Reply(text=f"b read: {request.tool_results[0]['content']}")
+        return Reply(text=f"a on {request.user}", delay=0.01)
+
+    model = FunctionModel(answer)
+    a, b = agents(model.model, "a", "b")
+    swarm = Swarm(a >> b, context_mode="pull")
+    one, two = await asyncio.gather(swarm.run("ONE"), swarm.run("TWO"))
+    assert one.context["b"] == "b read: a on ONE"
+    assert two.context["b"] == "b read: a on TWO"
+
+
+async def test_an_agent_run_alone_reads_the_context_it_is_given_through_pull_tools() -> None:
+    def answer(request: RecordedRequest) -> Reply:
+        if not request.tool_results:
+            return Reply(tool_calls=[Call("get_context", {"agent_name": "notes"})])
+        return Reply(text=f"got {request.tool_results[0]['content']}")
+
+    context = SharedContext()
+    context.set("notes", "the sky is green")
+    model = FunctionModel(answer)
+    result = await Agent("reader", "Read.", model=model.model).run(
+        "go", context, extra_tools=pull_tools(), context_hint="Notes are in the context."
+    )
+    assert result.output == "got the sky is green"
+
+
+async def test_a_context_tool_outside_a_run_with_a_context_says_what_to_do() -> None:
+    model = FunctionModel(
+        lambda r: Reply(text="done")
+        if r.tool_results
+        else Reply(tool_calls=[Call("list_context", {})])
+    )
+    result = await Agent("reader", "Read.", model=model.model).run(
+        "go", extra_tools=pull_tools()
+    )
+    error = str(model.requests[1].tool_results[0]["content"])
+    assert "outside an agent run given a SharedContext" in error
+    assert result.tool_calls[0].error is not None
 
 
 async def test_concurrent_runs_of_one_swarm_share_nothing() -> None:
