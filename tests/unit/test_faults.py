@@ -14,6 +14,7 @@ from swarmcore import (
     Agent,
     AgentDefaults,
     AgentError,
+    AgentResult,
     GroupError,
     ModelError,
     Quorum,
@@ -124,6 +125,53 @@ async def test_a_hanging_provider_times_out_per_call_and_retries() -> None:
     result = await Agent("a", "x", model=model.model, call_timeout=0.1, retry=FAST).run("go")
     assert result.output == "ok"
     assert result.llm_calls[0].attempts == 2
+
+
+async def test_concurrent_calls_each_time_out_on_their_own_deadline() -> None:
+    # b starts after a with a shorter call_timeout: its deadline comes first and must
+    # fire on time; a, still within its own, must finish untouched.
+    steady = ScriptedModel([Reply(text="a done", delay=0.3)])
+    hung = ScriptedModel([Reply(text="late", delay=30)])
+    a = Agent("a", "x", model=steady.model, call_timeout=5, retry=0)
+    b = Agent("b", "x", model=hung.model, call_timeout=0.1, retry=0)
+    failed_after: list[float] = []
+
+    async def run_b() -> None:
+        await asyncio.sleep(0.01)
+        start = time.perf_counter()
+        try:
+            await b.run("go")
+        finally:
+            failed_after.append(time.perf_counter() - start)
+
+    results = await asyncio.gather(a.run("go"), run_b(), return_exceptions=True)
+    first = results[0]
+    assert isinstance(first, AgentResult)
+    assert first.output == "a done"
+    assert isinstance(results[1], ModelError)
+    assert "did not answer within 0.1s" in str(results[1])
+    assert failed_after[0] < 2  # not at a's deadline (5 s), nor the reply's (30 s)
+
+
+async def test_cancelling_a_call_from_outside_is_a_cancellation_not_a_timeout() -> None:
+    hung = ScriptedModel([Reply(text="late", delay=30)])
+    task = asyncio.create_task(Agent("a", "x", model=hung.model, call_timeout=5, retry=0).run("go"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The cancelled call's deadline is gone; the next one still fires on time.
+    again = ScriptedModel([Reply(text="late", delay=30)])
+    with pytest.raises(ModelError, match=r"did not answer within 0\.1s"):
+        await Agent("b", "x", model=again.model, call_timeout=0.1, retry=0).run("go")
+
+
+def test_call_timeouts_hold_on_every_event_loop() -> None:
+    # run_sync starts a fresh event loop each time: the deadlines follow the loop.
+    for _ in range(2):
+        hung = ScriptedModel([Reply(text="late", delay=30)])
+        with pytest.raises(ModelError, match=r"did not answer within 0\.1s"):
+            Agent("a", "x", model=hung.model, call_timeout=0.1, retry=0).run_sync("go")
 
 
 async def test_call_timeout_default_comes_from_the_swarm() -> None:

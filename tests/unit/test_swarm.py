@@ -131,13 +131,11 @@ async def test_an_agent_run_alone_reads_the_context_it_is_given_through_pull_too
 
 async def test_a_context_tool_outside_a_run_with_a_context_says_what_to_do() -> None:
     model = FunctionModel(
-        lambda r: Reply(text="done")
-        if r.tool_results
-        else Reply(tool_calls=[Call("list_context", {})])
+        lambda r: (
+            Reply(text="done") if r.tool_results else Reply(tool_calls=[Call("list_context", {})])
+        )
     )
-    result = await Agent("reader", "Read.", model=model.model).run(
-        "go", extra_tools=pull_tools()
-    )
+    result = await Agent("reader", "Read.", model=model.model).run("go", extra_tools=pull_tools())
     error = str(model.requests[1].tool_results[0]["content"])
     assert "outside an agent run given a SharedContext" in error
     assert result.tool_calls[0].error is not None
