@@ -176,9 +176,11 @@ class Agent(FlowNode):
     _output: OutputSpec | None = field(init=False, repr=False)
     _variables: frozenset[str] = field(init=False, repr=False)
     _reach: tuple[Agent, ...] | None = field(init=False, repr=False, default=None)
-    _settings: tuple[AgentDefaults, _Settings] | None = field(init=False, repr=False, default=None)
-    _merged: _MergedTools | None = field(init=False, repr=False, default=None)
     """This agent and those it can call through ``as_tool``: fixed once built, so kept."""
+    _settings: tuple[AgentDefaults, _Settings] | None = field(init=False, repr=False, default=None)
+    """The settings under the last defaults it ran with (see ``_settings_for``)."""
+    _merged: _MergedTools | None = field(init=False, repr=False, default=None)
+    """Its tools merged with the last tuple of extra tools it ran with (see ``_merge_tools``)."""
 
     def __post_init__(self) -> None:
         validate_name(self.name, "Agent")

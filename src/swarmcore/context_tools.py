@@ -36,7 +36,7 @@ HINT_SUMMARY_CHARS = 100
 
 
 def _unbound(*_: object) -> str:
-    raise RuntimeError("context tool prototype called; use pull_tools() or expand_tool()")
+    raise RuntimeError("context tool prototype called; use pull_tools() or push_tools()")
 
 
 # The prototypes only lend their signature and docstring to the schema.
