@@ -530,7 +530,7 @@ class Agent(FlowNode):
             parts.append(f"Answer with only a JSON value that matches the {spec.name} schema.")
         else:
             parts.append(spec.instructions)
-        system: llm.Message = {"role": "system", "content": "\n\n".join(p for p in parts if p)}
+        system: llm.Message = {"role": "system", "content": "\n\n".join(filter(None, parts))}
         question: llm.Message = {"role": "user", "content": task}
         if not state.options.history:
             return [system, question]
@@ -940,7 +940,10 @@ class _RunState:
 
     def result(self, output: str, summary: str | None, parsed: Any, duration: float) -> AgentResult:
         # Validated: pydantic-core's check is faster than model_construct's Python loop (~2x).
-        delegations = [r for _, r in sorted(self.delegations, key=lambda d: d[0])]
+        # Comprehensions are functions of their own in 3.11: none run for the common empty case.
+        delegations = (
+            [r for _, r in sorted(self.delegations, key=lambda d: d[0])] if self.delegations else []
+        )
         calls = self.llm_calls
         if len(calls) == 1 and not delegations:
             usage = calls[0].token_usage  # frozen: shared, not summed

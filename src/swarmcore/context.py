@@ -84,7 +84,10 @@ class SharedContext:
     __slots__ = ("_entries", "_failures", "_order", "_unsorted_entries", "_unsorted_failures")
 
     def __init__(self, order: Iterable[str] = ()) -> None:
-        self._order: dict[str, tuple[int, ...]] = {name: (i,) for i, name in enumerate(order)}
+        # A view (subset) passes no order: skip the comprehension, a call of its own in 3.11.
+        self._order: dict[str, tuple[int, ...]] = (
+            {name: (i,) for i, name in enumerate(order)} if order else {}
+        )
         self._entries: dict[str, ContextEntry] = {}
         self._failures: dict[str, str] = {}
         self._unsorted_entries = False
@@ -184,7 +187,8 @@ class SharedContext:
         view = SharedContext()
         view._order = self._order
         view._entries = {k: e for k, e in self._ordered().items() if k in wanted}
-        view._failures = {k: r for k, r in self._ordered_failures().items() if k in wanted}
+        if self._failures:
+            view._failures = {k: r for k, r in self._ordered_failures().items() if k in wanted}
         return view
 
     def as_dict(self) -> dict[str, str]:

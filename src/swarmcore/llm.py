@@ -542,9 +542,13 @@ def _to_reply(
     choice: Any = response.choices[0]
     message: Any = choice.message
     raw_calls: list[Any] = list(message.tool_calls or [])
-    calls = tuple(
-        ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
-        for c in raw_calls
+    calls = (
+        tuple(
+            ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
+            for c in raw_calls
+        )
+        if raw_calls
+        else ()  # a comprehension is a function call of its own in 3.11, even over nothing
     )
     extra, private = _pydantic_dicts(response)
     usage: Any = extra["usage"] if "usage" in extra else getattr(response, "usage", None)
