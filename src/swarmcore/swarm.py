@@ -130,8 +130,9 @@ class _Run:
     bus: EventBus | None = None
     results: dict[str, AgentResult] = field(default_factory=dict[str, AgentResult])
     failures: dict[str, AgentFailure] = field(default_factory=dict[str, AgentFailure])
-    decisions: list[Decision] = field(default_factory=list[Decision])
-    stored_decisions: list[Decision] = field(default_factory=list[Decision])
+    # Tuples until a control node decides: most runs make no decision and hold no lists.
+    decisions: list[Decision] | tuple[()] = ()
+    stored_decisions: Sequence[Decision] = ()
     """A resumed run's decisions as stored (made again, not stored again)."""
     started: float = field(default_factory=time.perf_counter)
     last_view: tuple[tuple[str, ...], tuple[str, ...], SharedContext, _Prepared] | None = None
@@ -920,6 +921,8 @@ class Swarm:
 
     def _decide(self, run: _Run, decision: Decision) -> None:
         index = len(run.decisions)
+        if not isinstance(run.decisions, list):
+            run.decisions = []
         run.decisions.append(decision)
         # A resumed run makes its stored decisions again: store only the new ones.
         if index < len(run.stored_decisions) and run.stored_decisions[index] == decision:
