@@ -29,10 +29,11 @@ def test_benchmark_prints_its_table_for_the_workloads_asked_for() -> None:
     assert all(re.search(r"\d[\d,]* \(\d[\d,]*\)", line) for line in counted), counted
     # Bytecode counts are deterministic (no timing): a hot-path regression shows here. The
     # total also holds what an agent run makes litellm's stub, asyncio and pydantic do.
+    # Measured: diamond 2,830 (1,822 own), fan-out 2,334 (1,401); ~15 % headroom.
     for line in counted:
         total, own = (int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", line)[-2:])
-        assert own <= 2_500, line
-        assert total <= 4_500, line
+        assert own <= 2_100, line
+        assert total <= 3_300, line
     assert "prompt tokens pull chain=20" in rows
     assert not any(name.startswith(("W2", "W3", "cold import", "floor K=")) for name in rows)
 
