@@ -16,9 +16,9 @@ LiteLLM traps on the pinned release, each handled deliberately:
   and the OpenAI SDK under it retries again, so both are switched off and this
   module owns the one retry policy (with tenacity, declared);
 * ``timeout=`` is ignored for custom providers, and over HTTP it bounds each
-  read rather than the whole call, so every attempt runs inside
-  ``asyncio.timeout`` (LiteLLM's own ``Timeout``, when it fires first, is
-  reported as the call timeout too);
+  read rather than the whole call, so every attempt has a deadline of ours
+  (``_Deadlines``: one timer per event loop; LiteLLM's own ``Timeout``, when it
+  fires first, is reported as the call timeout too);
 * its response cache raises on a hit, so it is never enabled;
 * any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``.
 """
