@@ -17,9 +17,10 @@ swarmcore adds.
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
   model call and peak RSS. Below K=10 the batch runs ``W3_ROUNDS`` times in a row
   per measurement (wall reported per batch), so there is enough CPU to read.
-  Each side runs in long-lived worker processes of its own (``W3_PROCESSES``,
-  the repetitions rotating over them; see the W3 section), so peak RSS is
-  separable, all start equally fresh, and no one process's luck decides a side.
+  Each side runs in long-lived worker processes of its own, a fresh pair of
+  them for each repetition (up to ``W3_PROCESSES``; see the W3 section), so peak
+  RSS is separable, all start equally fresh, and no one process's luck decides
+  a side.
   A full run also reads W3 K=50's CPU per call with both sides in this process
   over 30 pairs: no verdict, a check of how far the noise of W3's rows goes.
 * Cold ``import swarmcore`` (names load on first use) and the import a program
@@ -103,8 +104,8 @@ schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
 W3_ROUNDS = 8
 """How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
-W3_PROCESSES = 2
-"""Worker processes per side that W3's repetitions rotate over (see the W3 section)."""
+W3_PROCESSES = 7
+"""At most this many worker processes per side, one per W3 repetition (see the W3 section)."""
 ONE_PROCESS_K = 50
 """The K of the W3 check with both sides in the driver's process (``Config.one_process_pairs``)."""
 BOOTSTRAP = 2000
@@ -702,9 +703,12 @@ async def chain_token_rows(chains: Sequence[int]) -> list[Row]:
 # so only separate processes give each side its own peak; all workers start equally fresh
 # (same imports, same warm-up), and K rises monotonically, so the peak read after a K is that
 # K's peak. Idle workers wait on their stdin and use no CPU while another one measures.
-# Each side has W3_PROCESSES workers and the repetitions rotate over them: two processes of
-# the same side, running the same code, differ by a few per cent of CPU per call (measured:
-# 1-4 %, from where their memory landed), so one process's luck should not decide a side.
+# Each repetition runs on a pair of workers of its own (the repetitions rotate over the pairs
+# only beyond W3_PROCESSES): two processes running the same code differ by a few per cent of
+# CPU per call, from where their memory landed and their hash seed (measured: 1-4 % for one
+# side; the swarmcore/floor ratio at K=200, both sides in one process, read 1.03-1.08 across
+# 8 processes), so a pair of processes is a sample, as pyperf treats them, and the paired
+# median is taken over as many pairs as there are repetitions.
 
 
 class Worker:
@@ -763,7 +767,7 @@ class Worker:
 
 
 def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[Row]:
-    """``workers`` holds W3_PROCESSES of each side; repetition i runs on pair i mod that."""
+    """``workers`` holds pairs of both sides; repetition i runs on pair i mod their number."""
     try:
         for w in workers:  # all warm up at once: untimed
             w.start(payloads)
@@ -784,7 +788,8 @@ def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[
             growth = {"swarmcore": 0, "floor": 0}  # the largest peak RSS rise of a worker
             for rep in range(cfg.reps):
                 pair = pairs[rep % len(pairs)]
-                first_floor = (rep // len(pairs)) % 2 == 1  # a pair flips on each visit
+                # The sides alternate which runs first, and a revisited pair flips too.
+                first_floor = (rep + rep // len(pairs)) % 2 == 1
                 for w in reversed(pair) if first_floor else pair:
                     sample = w.run(k)
                     best[w.side].add(sample)
@@ -1304,7 +1309,8 @@ def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
         f"load average {load[0]:.2f} at start, {load[1]:.2f} at end; "
         f"event loop {cfg.loop} from asyncio.run (both sides)",
         f"server latency L={cfg.latency:.2f}s; best of {cfg.reps} interleaved repetitions per "
-        f"side (W3's rotate over {W3_PROCESSES} worker processes per side); ratio = swarmcore "
+        f"side (W3's each on a fresh pair of worker processes, up to {W3_PROCESSES}); "
+        "ratio = swarmcore "
         "/ floor of the best repetitions; paired = median of the per-repetition ratios (the "
         "verdict), with a bootstrap 90% interval; spread = (max - min) / min over one side's "
         "repetitions (the noisier side); "
@@ -1389,7 +1395,8 @@ def _main() -> int:
     with running_server(cfg.latency) as server:
         progress(f"server on {server.api_base}; importing litellm here and in the W3 workers")
         sides = ("swarmcore", "floor") if "w3" in cfg.only else ()
-        workers = [Worker(side, server.api_base) for _ in range(W3_PROCESSES) for side in sides]
+        pairs = min(cfg.reps, W3_PROCESSES)
+        workers = [Worker(side, server.api_base) for _ in range(pairs) for side in sides]
         try:
             load_litellm()
             for w in workers:  # nothing is timed until every import is done
