@@ -102,7 +102,7 @@ SETTLE = 0.1
 """Seconds idled after a workload before reading CPU time, so the work litellm
 schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
-W3_ROUNDS = 8
+W3_ROUNDS = 16
 """How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
 W3_PROCESSES = 7
 """At most this many worker processes per side, one per W3 repetition (see the W3 section)."""
@@ -711,6 +711,11 @@ async def chain_token_rows(chains: Sequence[int]) -> list[Row]:
 # median is taken over as many pairs as there are repetitions.
 
 
+def w3_pairs(cfg: Config) -> int:
+    """How many pairs of worker processes W3 starts: one per repetition, up to W3_PROCESSES."""
+    return min(cfg.reps, W3_PROCESSES)
+
+
 class Worker:
     """A W3 worker: started early so its imports overlap this process's; timed only later."""
 
@@ -1301,6 +1306,8 @@ def running_server(latency: float) -> Generator[ServerProcess]:
 
 
 def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
+    fresh = cfg.reps <= w3_pairs(cfg)
+    rotation = "a fresh pair per repetition" if fresh else "the repetitions rotating over them"
     return [
         f"swarmcore {importlib.metadata.version('swarmcore')} vs plain litellm.acompletion + gather"
         f" ({'--quick' if quick else 'full run'})",
@@ -1309,8 +1316,7 @@ def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
         f"load average {load[0]:.2f} at start, {load[1]:.2f} at end; "
         f"event loop {cfg.loop} from asyncio.run (both sides)",
         f"server latency L={cfg.latency:.2f}s; best of {cfg.reps} interleaved repetitions per "
-        f"side (W3's each on a fresh pair of worker processes, up to {W3_PROCESSES}); "
-        "ratio = swarmcore "
+        f"side (W3's on {w3_pairs(cfg)} pairs of worker processes, {rotation}); ratio = swarmcore "
         "/ floor of the best repetitions; paired = median of the per-repetition ratios (the "
         "verdict), with a bootstrap 90% interval; spread = (max - min) / min over one side's "
         "repetitions (the noisier side); "
@@ -1395,8 +1401,7 @@ def _main() -> int:
     with running_server(cfg.latency) as server:
         progress(f"server on {server.api_base}; importing litellm here and in the W3 workers")
         sides = ("swarmcore", "floor") if "w3" in cfg.only else ()
-        pairs = min(cfg.reps, W3_PROCESSES)
-        workers = [Worker(side, server.api_base) for _ in range(pairs) for side in sides]
+        workers = [Worker(side, server.api_base) for _ in range(w3_pairs(cfg)) for side in sides]
         try:
             load_litellm()
             for w in workers:  # nothing is timed until every import is done

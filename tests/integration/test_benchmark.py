@@ -48,3 +48,20 @@ def test_benchmark_refuses_an_unknown_workload() -> None:
     )
     assert done.returncode == 2
     assert "name workloads from" in done.stderr
+
+
+def test_benchmark_runs_w3_on_a_fresh_pair_of_worker_processes_per_repetition() -> None:
+    args = ["--quick", "--reps", "3", "--only", "w3", "--concurrency", "1", "--latency", "0.05"]
+    done = subprocess.run(
+        [sys.executable, str(BENCH), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "W3's on 3 pairs of worker processes, a fresh pair per repetition" in done.stdout
+    rows = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
+    assert re.search(r"\d\.\d\d s +\d\.\d\d s +0\.15 s", rows["W3 K=1 wall"]), rows
+    assert re.search(r"\d\.\d\d ms +\d\.\d\d ms", rows["W3 K=1 CPU/call"]), rows
+    assert re.search(r"\d+ MB \(\+\d+\) +\d+ MB \(\+\d+\)", rows["W3 K=1 peak RSS"]), rows
