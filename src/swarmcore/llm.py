@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import logging
 import math
 import os
@@ -336,7 +337,8 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
 async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: int) -> Any:
     meter = budget.current_meter()
     if meter is not None:
-        meter.check(request.agent_name, model, lambda m: _is_priced(lit, m))
+        # A partial, not a lambda: a lambda would make ``lit`` a cell this frame holds.
+        meter.check(request.agent_name, model, functools.partial(_is_priced, lit))
     limiter = limits.limiter_for(model)
     permit = await limiter.acquire(_estimate_tokens(request)) if limiter is not None else None
     used: int | None = None

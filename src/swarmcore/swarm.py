@@ -574,13 +574,7 @@ class Swarm:
         *,
         text_deltas: bool = False,
     ) -> SwarmResult:
-        subscribers = [*self._hooks, *extra]
-        if self._store is not None:
-            subscribers.append((_Recorder(self._store, self, run), ()))
-        if events.run_logger.isEnabledFor(logging.INFO):
-            subscribers.append((events.log_event, ()))
-        if subscribers:
-            run.bus = EventBus(run.run_id, subscribers, text_deltas=text_deltas)
+        run.bus = self._bus(run, extra, text_deltas)
         max_cost, max_tokens, allow_unpriced = self._budget
         meter = None
         if max_cost is not None or max_tokens is not None:
@@ -609,6 +603,19 @@ class Swarm:
 
                 await scope.close()
                 mcp.exit_scope(scope_token)
+
+    def _bus(
+        self, run: _Run, extra: Sequence[tuple[Hook, tuple[type[Event], ...]]], text_deltas: bool
+    ) -> EventBus | None:
+        """The run's event bus, or None when nothing listens (a helper: no list held in a frame)."""
+        subscribers = [*self._hooks, *extra]
+        if self._store is not None:
+            subscribers.append((_Recorder(self._store, self, run), ()))
+        if events.run_logger.isEnabledFor(logging.INFO):
+            subscribers.append((events.log_event, ()))
+        if not subscribers:
+            return None
+        return EventBus(run.run_id, subscribers, text_deltas=text_deltas)
 
     async def _observed_walk(self, run: _Run, bus: EventBus) -> SwarmResult:
         span = events.Span(bus, None)
@@ -940,28 +947,23 @@ class Swarm:
     ) -> _Outcome:
         if group.retries is not None:
             retries = group.retries
+        # Loops, not comprehensions, over run, seen and the rest: a comprehension would
+        # make each name a cell, objects this frame holds while the group runs.
         try:
             if group.policy == "all":
+                running: list[asyncio.Task[_Outcome]] = []
                 async with asyncio.TaskGroup() as tasks:
-                    running = [
-                        tasks.create_task(self._run_member(run, m, seen, previous, retries))
-                        for m in group
-                    ]
+                    for member in group:
+                        coro = self._run_member(run, member, seen, previous, retries)
+                        running.append(tasks.create_task(coro))
                 outcomes: list[_Outcome | None] = [task.result() for task in running]
             else:
                 outcomes = await self._run_tolerant(run, group, seen, previous, retries)
         except BaseExceptionGroup as failed:  # surface the failure itself, not a wrapper
             error = first_error(failed)
             raise error from error.__cause__
-        # Failed members stay visible (as failed) to later agents, in flow order.
-        ran = tuple(
-            name
-            for member in group
-            for name in _names(member)
-            if name in run.results or name in run.failures
-        )
         exits = tuple(name for o in outcomes if o is not None for name in o[1])
-        return (*seen, *ran), exits
+        return (*seen, *_finished(run, group)), exits
 
     async def _run_tolerant(
         self,
@@ -1280,6 +1282,16 @@ def _names(member: FlowNode | Flow) -> tuple[str, ...]:
     if isinstance(member, ControlNode):
         return tuple(a.name for a in member.inner_agents())
     return member.names if isinstance(member, Flow) else (member.name,)
+
+
+def _finished(run: _Run, group: Group) -> tuple[str, ...]:
+    """The group's agents that finished or failed, in flow order: later agents see both."""
+    return tuple(
+        name
+        for member in group
+        for name in _names(member)
+        if name in run.results or name in run.failures
+    )
 
 
 def _renamed(node: FlowNode, iteration: int) -> FlowNode:
