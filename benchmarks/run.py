@@ -1007,6 +1007,7 @@ def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:
     ).stdout
     measured: dict[str, dict[str, float]] = json.loads(out.split(PROTOCOL, 1)[1])
     rows: list[Row] = []
+    held = measured["held"]
     for label, shape, _ in STUB_SHAPES:
         us = measured[shape]["us"]
         floor_ms = floor_cpu.get(shape)
@@ -1022,6 +1023,15 @@ def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:
         own, total = measured[shape]["own"], measured[shape]["total"]
         label = "  ...Python bytecodes per run (swarmcore's own)"
         rows.append(Row(label, f"{total:,.0f} ({own:,.0f})"))
+        if shape == "diamond":
+            stages = ("a", "b|c", "d")
+            ours, theirs = (
+                " / ".join(f"{held[f'{side} {s}']:.0f}" for s in stages)
+                for side in ("swarmcore", "floor")
+            )
+            extra = statistics.mean(held[f"swarmcore {s}"] - held[f"floor {s}"] for s in stages)
+            label = f"  ...GC-tracked objects per call in flight, a / b|c / d (K={HELD_K})"
+            rows.append(Row(label, ours, theirs, ratio=f"+{extra:.1f}/call"))
     return rows
 
 
@@ -1083,7 +1093,70 @@ async def _stub_worker() -> None:
         total, own = await _count_bytecodes(work)
         us = statistics.median(samples)
         results[shape] = {"us": us, "total": total / runs, "own": own / runs}
+    results["held"] = await _held_in_flight(lit, reply, api)
     print(PROTOCOL + json.dumps(results), flush=True)
+
+
+HELD_K = 50
+
+
+async def _held_in_flight(lit: ModuleType, reply: Any, api: str) -> dict[str, float]:
+    """Objects the garbage collector tracks per model call in flight, by W3 diamond stage.
+
+    With thousands of calls in flight every object held across a call is one more
+    for each collection to walk, so this counts them: ``HELD_K`` diamonds run with
+    every call parked at the stub, and at each stage (``a``, then ``b | c``, then
+    ``d``) the tracked objects are counted against those before the batch. Both
+    sides: swarmcore, and the floor's code over the same stub, holding the kwargs
+    swarmcore sent. Each call answers a fresh copy of the reply, so a finished
+    call's response is held until the diamond ends, as a real one is. Counts, no
+    timing: the same code counts the same on any machine.
+    """
+    parked: list[asyncio.Future[None]] = []
+    expected = [0]  # calls the stage parks; all_parked is set when the last one arrives
+    all_parked = asyncio.Event()
+    payloads: Payloads = {}
+
+    async def park(**kwargs: Any) -> Any:
+        key = kwargs["messages"][0]["content"].split("\n", 1)[0]
+        payloads.setdefault(key, {"messages": kwargs["messages"], "tools": kwargs.get("tools", [])})
+        waiting = asyncio.get_running_loop().create_future()
+        parked.append(waiting)
+        if len(parked) == expected[0]:
+            all_parked.set()
+        await waiting
+        return reply.model_copy(deep=True)
+
+    cast(Any, lit).acompletion = park
+    swarm = diamond_swarm(api)
+    floor = Floor(lit, api, payloads)
+    sides: dict[str, Callable[[], Awaitable[object]]] = {
+        "swarmcore": lambda: swarm.run(TASK),
+        "floor": floor.diamond,
+    }
+    held: dict[str, float] = {}
+
+    async def count(side: str, one: Callable[[], Awaitable[object]]) -> None:
+        for _ in range(3):  # the last batch's callbacks, still queued, hold its results
+            await asyncio.sleep(0)
+        gc.collect()
+        before = len(gc.get_objects())
+        batch = asyncio.gather(*(one() for _ in range(HELD_K)))
+        for stage, calls in (("a", HELD_K), ("b|c", 2 * HELD_K), ("d", HELD_K)):
+            expected[0] = calls
+            await all_parked.wait()
+            all_parked.clear()
+            gc.collect()
+            # The batch's own gather and list of tasks count too, once for K diamonds.
+            held[f"{side} {stage}"] = (len(gc.get_objects()) - before) / calls
+            for waiting in parked:
+                waiting.set_result(None)
+            parked.clear()
+        await batch  # its results go with this frame, before the next count starts
+
+    for side, one in [*sides.items(), *sides.items()]:  # the first pass warms both up
+        await count(side, one)
+    return held
 
 
 async def _count_bytecodes(work: Callable[[], Awaitable[None]]) -> tuple[int, int]:
