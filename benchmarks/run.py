@@ -1,7 +1,8 @@
 """swarmcore against its floor: plain ``litellm.acompletion`` + ``asyncio.gather``.
 
     uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 7] [--profile]
-        [--only w1,w2,w3,alone,settings,tokens,import] [--fan-outs 500] [--concurrency 200]
+        [--only w1,w2,w3,alone,settings,instructions,tokens,import] [--fan-outs 500]
+        [--concurrency 200]
 
 A local OpenAI-compatible server (``benchmarks/_server.py``, its own process, on
 127.0.0.1) answers every chat request after a fixed latency L. Each workload runs
@@ -31,7 +32,15 @@ swarmcore adds.
 * swarmcore alone: CPU per agent run of W3 (K=200) and W2 (N=500) with litellm's
   ``acompletion`` replaced by an instant stub, in a process of its own: what
   swarmcore itself spends around each call, garbage collection included, without
-  litellm's cost or the network's noise (medians of 15 repetitions).
+  litellm's cost or the network's noise (medians of 15 repetitions). Then two
+  counts no machine's noise moves: the Python bytecodes an agent run executes,
+  and the objects the garbage collector tracks that each side holds per model
+  call in flight (W3 K=50, every call parked at the stub, by diamond stage).
+* Instructions: machine instructions per model call at W3 K=50 (``CG_K``) under
+  valgrind's cachegrind, each side in processes of its own, by difference of
+  one batch and three. The CPU question without the noise of a shared machine
+  (and without what the instructions cost in cache misses). Not with
+  ``--quick`` unless named in ``--only``; skipped when valgrind is missing.
 * Below the floor: the floor's W3 (K=50) in fresh processes, once with litellm's
   defaults and once per global setting that could spare per-call work (logging,
   message logging, token counting, the httpx transport instead of aiohttp):
@@ -69,6 +78,7 @@ import os
 import platform
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -531,7 +541,7 @@ def render(rows: Sequence[Row]) -> str:
 # --- workloads in this process: W1, W2, prompt tokens -----------------------------------
 
 
-WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "tokens", "import"})
+WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "instructions", "tokens", "import"})
 
 
 @dataclass(slots=True)
@@ -983,6 +993,106 @@ async def _settings_worker(index: int, api_base: str, payloads: Payloads) -> Non
     settle_gc()
     samples = [(await measure(batch, 4 * SETTINGS_K)).cpu_ms_per_call for _ in range(4)]
     print(PROTOCOL + json.dumps(samples), flush=True)
+
+
+# --- instructions: the CPU question without the machine's noise ---------------------------
+
+CG_K = 50
+CG_ROUNDS = (1, 3)
+"""Batches of K diamonds each side runs under cachegrind: the difference is what two cost."""
+
+
+def instruction_rows(api_base: str, payloads: Payloads, k: int = CG_K) -> list[Row]:
+    """Machine instructions per model call at W3 K=``k``, counted by valgrind's cachegrind.
+
+    CPU time on a shared machine moves by several per cent between runs and between
+    processes; an instruction count barely moves (pyperf's and CodSpeed's reason to use
+    one). Each side runs in processes of its own under cachegrind, one process with one
+    batch of K diamonds and one with three, both sides at once; the difference is two
+    batches' instructions, free of start-up, imports and warm-up. What an instruction
+    costs (cache misses, stalls) is left out: the CPU rows carry that.
+    """
+    label = f"W3 K={k} instructions/call (cachegrind)"
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return [Row(label, "no valgrind", ratio="skipped")]
+    sides = ("swarmcore", "floor")
+    counts: dict[tuple[str, int], int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        payloads_path = Path(tmp, "payloads.json")
+        payloads_path.write_text(json.dumps(payloads))
+        for rounds in CG_ROUNDS:
+            progress(f"cachegrind: {rounds} batch(es) of K={k} diamonds, both sides")
+            running = {
+                side: subprocess.Popen(
+                    [
+                        valgrind,
+                        "--tool=cachegrind",
+                        "--cache-sim=no",
+                        f"--cachegrind-out-file={Path(tmp, f'{side}.{rounds}')}",
+                        sys.executable,
+                        str(Path(__file__).resolve()),
+                        "--instructions-worker",
+                        side,
+                        "--concurrency",
+                        str(k),
+                        "--rounds",
+                        str(rounds),
+                        "--api-base",
+                        api_base,
+                        "--payloads",
+                        str(payloads_path),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dicts both times
+                )
+                for side in sides
+            }
+            for side, proc in running.items():
+                _, err = proc.communicate()
+                if proc.returncode != 0:
+                    raise RuntimeError(f"cachegrind {side} worker failed:\n{err[-2000:]}")
+                counts[side, rounds] = cachegrind_total(Path(tmp, f"{side}.{rounds}"))
+    calls = 4 * k * (CG_ROUNDS[1] - CG_ROUNDS[0])
+    sc, fl = ((counts[s, CG_ROUNDS[1]] - counts[s, CG_ROUNDS[0]]) / calls / 1e6 for s in sides)
+    return [ratio_row(label, sc, fl, "M", limit=None, digits=3)]
+
+
+def cachegrind_total(path: Path) -> int:
+    """The instructions (``Ir``) a cachegrind output file counts in all."""
+    events: list[str] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("summary:"):
+            return int(line.split()[1:][events.index("Ir")])
+    raise ValueError(f"{path}: no cachegrind summary line")
+
+
+def instructions_worker_main(
+    side: str, k: int, rounds: int, api_base: str, payloads_path: str
+) -> None:
+    payloads: Payloads = json.loads(Path(payloads_path).read_text())
+    asyncio.run(_instructions_worker(side, k, rounds, api_base, payloads))
+
+
+async def _instructions_worker(
+    side: str, k: int, rounds: int, api_base: str, payloads: Payloads
+) -> None:
+    lit = load_litellm()
+    await warm_up(lit, api_base)
+    if side == "swarmcore":
+        swarm = diamond_swarm(api_base)
+        one: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)  # noqa: E731
+    else:
+        one = Floor(lit, api_base, payloads).diamond
+    await asyncio.gather(*(one() for _ in range(k)))  # both processes run this batch
+    settle_gc()
+    for _ in range(rounds):
+        await asyncio.gather(*(one() for _ in range(k)))
+    print(PROTOCOL + json.dumps({"batches": rounds + 1}), flush=True)
 
 
 # --- swarmcore alone: the model call stubbed out -----------------------------------------
@@ -1445,6 +1555,8 @@ def _main() -> int:
     parser.add_argument("--stub-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--settings-worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--payloads", help=argparse.SUPPRESS)
+    parser.add_argument("--instructions-worker", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker, args.api_base)
@@ -1454,6 +1566,12 @@ def _main() -> int:
         return 0
     if args.settings_worker is not None:
         settings_worker_main(args.settings_worker, args.api_base, args.payloads)
+        return 0
+    if args.instructions_worker:
+        k = args.concurrency[-1]
+        instructions_worker_main(
+            args.instructions_worker, k, args.rounds, args.api_base, args.payloads
+        )
         return 0
     cfg = Config(
         latency=args.latency,
@@ -1484,6 +1602,10 @@ def _main() -> int:
             rows = process_rows + w3 + rows
             if "settings" in cfg.only and not args.quick:
                 rows += settings_rows(server.api_base, payloads)
+            if "instructions" in cfg.only and (not args.quick or cfg.only != WORKLOADS):
+                # --concurrency names K here too (a small one for a quicker count).
+                k = args.concurrency[-1] if args.concurrency else CG_K
+                rows += instruction_rows(server.api_base, payloads, k)
         finally:
             for w in workers:
                 w.stop()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).parents[2] / "benchmarks" / "run.py"
 
@@ -73,3 +78,56 @@ def test_benchmark_runs_w3_on_a_fresh_pair_of_worker_processes_per_repetition() 
     assert re.search(r"\d\.\d\d s +\d\.\d\d s +0\.15 s", rows["W3 K=1 wall"]), rows
     assert re.search(r"\d\.\d\d ms +\d\.\d\d ms", rows["W3 K=1 CPU/call"]), rows
     assert re.search(r"\d+ MB \(\+\d+\) +\d+ MB \(\+\d+\)", rows["W3 K=1 peak RSS"]), rows
+
+
+def _instructions(env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    args = ["--quick", "--reps", "1", "--only", "instructions", "--concurrency", "2"]
+    return subprocess.run(
+        [sys.executable, str(BENCH), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=env,
+    )
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_benchmark_counts_each_sides_instructions_per_call_under_cachegrind() -> None:
+    done = _instructions()  # ~100 s: both sides import litellm under valgrind, twice
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "instructions/call" in line)
+    assert row.startswith("W3 K=2 instructions/call (cachegrind)"), row
+    swarmcore, floor = (float(m) for m in re.findall(r"(\d+\.\d{3}) M", row))
+    # A real call costs LiteLLM millions of instructions; swarmcore adds a few per cent
+    # (1.4-1.6 % measured). A broken difference (a batch not run, a start-up counted)
+    # lands far outside this.
+    assert 5 < floor < 100, row
+    assert 1.0 < swarmcore / floor < 1.05, row
+
+
+def test_benchmark_says_when_it_cannot_count_instructions() -> None:
+    # No valgrind on PATH (the interpreter is named by its full path, so it still runs).
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    done = _instructions(env)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "instructions/call" in line)
+    assert "no valgrind" in row, row
+    assert "skipped" in row, row
+
+
+def test_cachegrind_totals_are_read_from_the_summary_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("bench_run", BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_run", bench)  # its dataclasses look it up
+    spec.loader.exec_module(bench)
+    out = tmp_path / "cachegrind.out"
+    out.write_text("desc: I1 cache\ncmd: python\nevents: Dr Ir\nfl=x.c\n1 5 7\nsummary: 40 1234\n")
+    assert bench.cachegrind_total(out) == 1234
+    out.write_text("events: Ir\n")
+    with pytest.raises(ValueError, match="no cachegrind summary"):
+        bench.cachegrind_total(out)
