@@ -15,6 +15,7 @@ swarmcore adds.
 
 * W1: the diamond ``a >> (b | c) >> d``; floor: a, gather(b, c), d. Ideal 3 x L.
 * W2: ``parallel(*N agents) >> merge``; floor: gather N calls, then one. Ideal 2 x L.
+  Measured in W3's worker processes, after W3 (so W3's peak RSS stays its own).
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
   model call and peak RSS. Below K=10 the batch runs ``W3_ROUNDS`` times in a row
   per measurement (wall reported per batch), so there is enough CPU to read.
@@ -562,8 +563,11 @@ class Config:
     """Pairs of W3 K=50 batches run with both sides in the driver's process (0: none)."""
 
 
-async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Payloads, str]:
-    """W1, W2, chain tokens (and the profile), on one loop; also returns the diamond's payloads."""
+async def in_process(
+    server: ServerProcess, cfg: Config
+) -> tuple[list[Row], Payloads, dict[str, Payloads], str]:
+    """W1, chain tokens (and the profile), on one loop; returns the rows and the payloads
+    swarmcore sent in the diamond and in each W2 fan-out (by N), for the floor to replay."""
     cfg.loop = type(asyncio.get_running_loop()).__name__
     lit = load_litellm()
     from swarmcore import llm
@@ -574,6 +578,7 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
     settle_gc()
     L = cfg.latency
     rows: list[Row] = []
+    fan_outs: dict[str, Payloads] = {}
 
     diamond = diamond_swarm(api)
     payloads = await capture(server, lambda: diamond.run(TASK))
@@ -593,31 +598,9 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
             )
         )
 
-    for n in cfg.fan_outs if "w2" in cfg.only else ():
-        progress(f"W2 fan-out N={n}")
+    for n in cfg.fan_outs if "w2" in cfg.only else ():  # W2 runs in the workers, with W3
         swarm = fan_out_swarm(api, n)
-        names = worker_names(n)
-        fan_floor = Floor(lit, api, await capture(server, lambda s=swarm: s.run(TASK)))
-        await fan_floor.fan_out(names)
-        sc, fl = await interleaved(
-            cfg.reps,
-            lambda s=swarm: s.run(TASK),
-            lambda f=fan_floor, w=names: f.fan_out(w),
-            n + 1,
-        )
-        walls = (sc.walls, fl.walls)
-        rows.append(
-            ratio_row(f"W2 N={n} wall", sc.wall, fl.wall, "s", ideal=f"{2 * L:.2f} s", series=walls)
-        )
-        if n >= 100:  # a smaller fan-out spends too little CPU to measure it well
-            cpus = (sc.cpus, fl.cpus)
-            cpu = ratio_row(
-                f"W2 N={n} CPU/call", sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus
-            )
-            rows.append(cpu)
-            if n == STUB_SIZES["fan_out"]:
-                cfg.floor_cpu["fan_out"] = fl.cpu_ms_per_call
-            rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
+        fan_outs[str(n)] = await capture(server, lambda s=swarm: s.run(TASK))
 
     if "w3" in cfg.only and cfg.one_process_pairs:
         # The W3 CPU question with the least noise: both sides in one process (no
@@ -643,7 +626,7 @@ async def in_process(server: ServerProcess, cfg: Config) -> tuple[list[Row], Pay
         rows.extend(await chain_token_rows(cfg.chains))
         progress("chains done")
     profile = await profile_w3(server, payloads, 50) if cfg.profile else ""
-    return rows, payloads, profile
+    return rows, payloads, fan_outs, profile
 
 
 def chain_answer(request: RecordedRequest) -> str:
@@ -706,7 +689,7 @@ async def chain_token_rows(chains: Sequence[int]) -> list[Row]:
     return rows
 
 
-# --- W3: K concurrent diamonds, in worker processes of each side ---------------------------
+# --- W3 and W2: K concurrent diamonds, N-wide fan-outs, in worker processes of each side ----
 #
 # Each side runs in long-lived worker processes (this script with --worker), and the driver
 # alternates the sides command by command. Why: ru_maxrss is a per-process high-water mark,
@@ -746,9 +729,9 @@ class Worker:
             process_group=0,  # Ctrl-C reaches only the driver, which stops the workers
         )
 
-    def start(self, payloads: Payloads) -> None:
-        """Hand over the diamond's payloads; the worker warms up (see ``ready``)."""
-        self.send({"payloads": payloads})
+    def start(self, payloads: Payloads, fan_outs: Mapping[str, Payloads]) -> None:
+        """Hand over the diamond's and the fan-outs' payloads; the worker warms up (``ready``)."""
+        self.send({"payloads": payloads, "fan_outs": fan_outs})
 
     def ready(self) -> int:
         """Wait for the warm-up to end; returns the RSS (KB) before the workload first ran."""
@@ -767,8 +750,9 @@ class Worker:
                 return answer
         raise RuntimeError(f"W3 {self.side} worker exited (code {self._proc.wait()})")
 
-    def run(self, k: int) -> Sample:
-        self.send({"k": k})
+    def run(self, workload: Mapping[str, int]) -> Sample:
+        """One measurement: ``{"k": K}`` (W3) or ``{"n": N}`` (W2)."""
+        self.send(dict(workload))
         return Sample(**self.receive())
 
     def stop(self) -> None:
@@ -781,24 +765,25 @@ class Worker:
                 self._proc.wait()
 
 
-def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[Row]:
-    """``workers`` holds pairs of both sides; repetition i runs on pair i mod their number."""
+def worker_rows(
+    cfg: Config, workers: Sequence[Worker], payloads: Payloads, fan_outs: Mapping[str, Payloads]
+) -> tuple[list[Row], list[Row]]:
+    """W2's and W3's rows, measured in ``workers`` (pairs of both sides): repetition i of
+    every workload runs on pair i mod their number. W3 goes first, so its peak RSS rows
+    are its own, not a fan-out's."""
     try:
         for w in workers:  # all warm up at once: untimed
-            w.start(payloads)
+            w.start(payloads, fan_outs)
         baseline = {id(w): w.ready() for w in workers}
-        pairs = [
-            (sc, fl)
-            for sc, fl in zip(
+        pairs = list(
+            zip(
                 [w for w in workers if w.side == "swarmcore"],
                 [w for w in workers if w.side == "floor"],
                 strict=True,
             )
-        ]
-        rows: list[Row] = []
-        L = cfg.latency
-        for k in cfg.concurrency:
-            progress(f"W3 K={k}")
+        )
+
+        def measure_on_pairs(workload: Mapping[str, int]) -> tuple[Best, Best, dict[str, int]]:
             best = {"swarmcore": Best(), "floor": Best()}
             growth = {"swarmcore": 0, "floor": 0}  # the largest peak RSS rise of a worker
             for rep in range(cfg.reps):
@@ -806,59 +791,84 @@ def w3_rows(cfg: Config, workers: Sequence[Worker], payloads: Payloads) -> list[
                 # The sides alternate which runs first, and a revisited pair flips too.
                 first_floor = (rep + rep // len(pairs)) % 2 == 1
                 for w in reversed(pair) if first_floor else pair:
-                    sample = w.run(k)
+                    sample = w.run(workload)
                     best[w.side].add(sample)
-                    rise = sample.maxrss_kb - baseline[id(w)]
-                    growth[w.side] = max(growth[w.side], rise)
-            sc, fl = best["swarmcore"], best["floor"]
-            rows.append(
-                ratio_row(
-                    f"W3 K={k} wall",
-                    sc.wall,
-                    fl.wall,
-                    "s",
-                    ideal=f"{3 * L:.2f} s",
-                    series=(sc.walls, fl.walls),
-                )
-            )
-            rows.append(
-                ratio_row(
-                    f"W3 K={k} runs/s",
-                    k / sc.wall,
-                    k / fl.wall,
-                    "/s",
-                    ideal=f"{k / (3 * L):.1f} /s",
-                    limit=None,
-                    digits=1,
-                )
-            )
-            rows.append(
-                ratio_row(
-                    f"W3 K={k} CPU/call",
-                    sc.cpu_ms_per_call,
-                    fl.cpu_ms_per_call,
-                    "ms",
-                    series=(sc.cpus, fl.cpus),
-                )
-            )
-            rows.append(gc_row(f"W3 K={k} of which GC", sc, fl))
-            if k == STUB_SIZES["diamond"]:
-                cfg.floor_cpu["diamond"] = fl.cpu_ms_per_call
-            sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
-            row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
-            rows.append(
-                Row(
-                    row.workload,
-                    f"{row.swarmcore} (+{growth['swarmcore'] / 1024:.0f})",
-                    f"{row.floor} (+{growth['floor'] / 1024:.0f})",
-                    row.ideal,
-                    row.ratio,
-                )
-            )
-        return rows
+                    growth[w.side] = max(growth[w.side], sample.maxrss_kb - baseline[id(w)])
+            return best["swarmcore"], best["floor"], growth
+
+        w3: list[Row] = []
+        for k in cfg.concurrency if "w3" in cfg.only else ():
+            progress(f"W3 K={k}")
+            sc, fl, growth = measure_on_pairs({"k": k})
+            w3 += w3_rows(cfg, k, sc, fl, growth)
+        w2: list[Row] = []
+        for n in cfg.fan_outs if "w2" in cfg.only else ():
+            progress(f"W2 fan-out N={n}")
+            sc, fl, _ = measure_on_pairs({"n": n})
+            w2 += w2_rows(cfg, n, sc, fl)
+        return w2, w3
     finally:
         for w in workers:
             w.stop()
+
+
+def w2_rows(cfg: Config, n: int, sc: Best, fl: Best) -> list[Row]:
+    walls = (sc.walls, fl.walls)
+    ideal = f"{2 * cfg.latency:.2f} s"
+    rows = [ratio_row(f"W2 N={n} wall", sc.wall, fl.wall, "s", ideal=ideal, series=walls)]
+    if n >= 100:  # a smaller fan-out spends too little CPU to measure it well
+        cpus = (sc.cpus, fl.cpus)
+        label = f"W2 N={n} CPU/call"
+        rows.append(ratio_row(label, sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus))
+        if n == STUB_SIZES["fan_out"]:
+            cfg.floor_cpu["fan_out"] = fl.cpu_ms_per_call
+        rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
+    return rows
+
+
+def w3_rows(cfg: Config, k: int, sc: Best, fl: Best, growth: Mapping[str, int]) -> list[Row]:
+    L = cfg.latency
+    rows = [
+        ratio_row(
+            f"W3 K={k} wall",
+            sc.wall,
+            fl.wall,
+            "s",
+            ideal=f"{3 * L:.2f} s",
+            series=(sc.walls, fl.walls),
+        ),
+        ratio_row(
+            f"W3 K={k} runs/s",
+            k / sc.wall,
+            k / fl.wall,
+            "/s",
+            ideal=f"{k / (3 * L):.1f} /s",
+            limit=None,
+            digits=1,
+        ),
+        ratio_row(
+            f"W3 K={k} CPU/call",
+            sc.cpu_ms_per_call,
+            fl.cpu_ms_per_call,
+            "ms",
+            series=(sc.cpus, fl.cpus),
+        ),
+        gc_row(f"W3 K={k} of which GC", sc, fl),
+    ]
+    if k == STUB_SIZES["diamond"]:
+        cfg.floor_cpu["diamond"] = fl.cpu_ms_per_call
+    sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
+    row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
+    rows.append(
+        Row(
+            row.workload,
+            f"{row.swarmcore} (+{growth['swarmcore'] / 1024:.0f})",
+            f"{row.floor} (+{growth['floor'] / 1024:.0f})",
+            row.ideal,
+            row.ratio,
+        )
+    )
+    return rows
 
 
 def worker_main(side: str, api_base: str) -> None:
@@ -881,29 +891,15 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
     message = await command()
     if message.get("quit"):
         return
-    payloads: Payloads = message["payloads"]
     await warm_up(lit, api_base)
-    if side == "swarmcore":
-        swarm = diamond_swarm(api_base)
-        one: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)  # noqa: E731
-    else:
-        one = Floor(lit, api_base, payloads).diamond
+    loads = _WorkerLoads(lit, side, api_base, message["payloads"], message["fan_outs"])
     settle_gc()
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for _ in range(2):  # untimed runs of the workload itself
-        await one()
+        await loads.diamond()
     reply({"rss_kb": baseline})
     while not (message := await command()).get("quit"):
-        k = int(message["k"])
-        # A lone diamond is 4 calls, too little CPU to read against the noise: at small K
-        # the batch runs several times in a row, and wall is reported per batch.
-        rounds = W3_ROUNDS if k < 10 else 1
-
-        async def batches(k: int = k, rounds: int = rounds) -> None:
-            for _ in range(rounds):
-                await asyncio.gather(*(one() for _ in range(k)))
-
-        sample = await measure(batches, 4 * k * rounds)
+        sample, rounds = await loads.measure(message)
         reply(
             {
                 "wall": sample.wall / rounds,
@@ -913,6 +909,57 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
                 "gc_cpu": sample.gc_cpu,
             }
         )
+
+
+class _WorkerLoads:
+    """A worker's workloads: the W3 diamond, and W2's fan-outs built on first use."""
+
+    def __init__(
+        self,
+        lit: ModuleType,
+        side: str,
+        api_base: str,
+        payloads: Payloads,
+        fan_out_payloads: dict[str, Payloads],
+    ) -> None:
+        self._lit, self._side, self._api = lit, side, api_base
+        self._fan_out_payloads = fan_out_payloads
+        self._fan_outs: dict[int, Callable[[], Awaitable[object]]] = {}
+        if side == "swarmcore":
+            swarm = diamond_swarm(api_base)
+            self.diamond: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)
+        else:
+            self.diamond = Floor(lit, api_base, payloads).diamond
+
+    async def measure(self, message: Mapping[str, Any]) -> tuple[Sample, int]:
+        """One measurement, ``{"k": K}`` (W3) or ``{"n": N}`` (W2), and the rounds it ran."""
+        if "n" in message:  # W2: one fan-out of n agents and its merge
+            n = int(message["n"])
+            return await measure(await self._fan_out(n), n + 1), 1
+        k = int(message["k"])
+        # A lone diamond is 4 calls, too little CPU to read against the noise: at small K
+        # the batch runs several times in a row, and wall is reported per batch.
+        rounds = W3_ROUNDS if k < 10 else 1
+
+        async def batches() -> None:
+            for _ in range(rounds):
+                await asyncio.gather(*(self.diamond() for _ in range(k)))
+
+        return await measure(batches, 4 * k * rounds), rounds
+
+    async def _fan_out(self, n: int) -> Callable[[], Awaitable[object]]:
+        """W2's workload of width n, run once untimed on first use: after W3, whose peak
+        RSS it would otherwise raise."""
+        if n not in self._fan_outs:
+            if self._side == "swarmcore":
+                wide = fan_out_swarm(self._api, n)
+                self._fan_outs[n] = lambda: wide.run(TASK)
+            else:
+                floor = Floor(self._lit, self._api, self._fan_out_payloads[str(n)])
+                names = worker_names(n)
+                self._fan_outs[n] = lambda: floor.fan_out(names)
+            await self._fan_outs[n]()
+        return self._fan_outs[n]
 
 
 # --- below the floor: litellm's own settings ---------------------------------------------
@@ -1499,7 +1546,8 @@ def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
         f"load average {load[0]:.2f} at start, {load[1]:.2f} at end; "
         f"event loop {cfg.loop} from asyncio.run (both sides)",
         f"server latency L={cfg.latency:.2f}s; best of {cfg.reps} interleaved repetitions per "
-        f"side (W3's on {w3_pairs(cfg)} pairs of worker processes, {rotation}); ratio = swarmcore "
+        f"side (W2's and W3's on {w3_pairs(cfg)} pairs of worker processes, {rotation}); "
+        "ratio = swarmcore "
         "/ floor of the best repetitions; paired = median of the per-repetition ratios (the "
         "verdict), with a bootstrap 90% interval; spread = (max - min) / min over one side's "
         "repetitions (the noisier side); "
@@ -1591,15 +1639,18 @@ def _main() -> int:
         rows = cold_import_rows()
     with running_server(cfg.latency) as server:
         progress(f"server on {server.api_base}; importing litellm here and in the W3 workers")
-        sides = ("swarmcore", "floor") if "w3" in cfg.only else ()
+        in_workers = "w2" in cfg.only or "w3" in cfg.only
+        sides = ("swarmcore", "floor") if in_workers else ()
         workers = [Worker(side, server.api_base) for _ in range(w3_pairs(cfg)) for side in sides]
         try:
             load_litellm()
             for w in workers:  # nothing is timed until every import is done
                 w.receive()
-            process_rows, payloads, profile = asyncio.run(in_process(server, cfg))
-            w3 = w3_rows(cfg, workers, payloads) if "w3" in cfg.only else []
-            rows = process_rows + w3 + rows
+            process_rows, payloads, fan_outs, profile = asyncio.run(in_process(server, cfg))
+            w2, w3 = worker_rows(cfg, workers, payloads, fan_outs) if in_workers else ([], [])
+            w1 = [r for r in process_rows if r.workload.startswith("W1 ")]
+            others = [r for r in process_rows if r not in w1]
+            rows = w1 + w2 + others + w3 + rows
             if "settings" in cfg.only and not args.quick:
                 rows += settings_rows(server.api_base, payloads)
             if "instructions" in cfg.only and (not args.quick or cfg.only != WORKLOADS):

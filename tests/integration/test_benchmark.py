@@ -63,8 +63,9 @@ def test_benchmark_refuses_an_unknown_workload() -> None:
     assert "name workloads from" in done.stderr
 
 
-def test_benchmark_runs_w3_on_a_fresh_pair_of_worker_processes_per_repetition() -> None:
-    args = ["--quick", "--reps", "3", "--only", "w3", "--concurrency", "1", "--latency", "0.05"]
+def test_benchmark_runs_w2_and_w3_on_a_fresh_pair_of_worker_processes_per_repetition() -> None:
+    args = ["--quick", "--reps", "3", "--only", "w2,w3", "--latency", "0.05"]
+    args += ["--concurrency", "1", "--fan-outs", "100"]
     done = subprocess.run(
         [sys.executable, str(BENCH), *args],
         capture_output=True,
@@ -73,11 +74,17 @@ def test_benchmark_runs_w3_on_a_fresh_pair_of_worker_processes_per_repetition() 
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "W3's on 3 pairs of worker processes, a fresh pair per repetition" in done.stdout
+    assert (
+        "W2's and W3's on 3 pairs of worker processes, a fresh pair per repetition" in done.stdout
+    )
     rows = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
     assert re.search(r"\d\.\d\d s +\d\.\d\d s +0\.15 s", rows["W3 K=1 wall"]), rows
     assert re.search(r"\d\.\d\d ms +\d\.\d\d ms", rows["W3 K=1 CPU/call"]), rows
     assert re.search(r"\d+ MB \(\+\d+\) +\d+ MB \(\+\d+\)", rows["W3 K=1 peak RSS"]), rows
+    assert re.search(r"\d\.\d\d s +\d\.\d\d s +0\.10 s", rows["W2 N=100 wall"]), rows
+    assert re.search(r"\d\.\d\d ms +\d\.\d\d ms", rows["W2 N=100 CPU/call"]), rows
+    # W2 runs in the workers once W3 is done there (a fan-out would raise W3's peak RSS).
+    assert done.stderr.index("W3 K=1") < done.stderr.index("W2 fan-out N=100"), done.stderr
 
 
 def _instructions(env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
