@@ -1584,7 +1584,7 @@ def main() -> int:
 
 def _main() -> int:
     parser = argparse.ArgumentParser(description="swarmcore overhead against plain litellm")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, well under a minute")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, ~2 minutes")
     parser.add_argument("--latency", type=float, default=0.2, help="server latency in seconds")
     parser.add_argument(
         "--reps", type=int, help="interleaved repetitions per side (default 3 quick, 7 full)"
@@ -1638,7 +1638,7 @@ def _main() -> int:
         progress("cold import")
         rows = cold_import_rows()
     with running_server(cfg.latency) as server:
-        progress(f"server on {server.api_base}; importing litellm here and in the W3 workers")
+        progress(f"server on {server.api_base}; importing litellm here and in the workers")
         in_workers = "w2" in cfg.only or "w3" in cfg.only
         sides = ("swarmcore", "floor") if in_workers else ()
         workers = [Worker(side, server.api_base) for _ in range(w3_pairs(cfg)) for side in sides]
