@@ -276,6 +276,16 @@ def diamond_swarm(api_base: str) -> Swarm:
     return Swarm(a >> (b | c) >> d)
 
 
+def diamond_of(
+    side: str, lit: ModuleType, api_base: str, payloads: Payloads
+) -> Callable[[], Awaitable[object]]:
+    """One side's diamond: a Swarm run, or the floor replaying swarmcore's payloads."""
+    if side == "swarmcore":
+        swarm = diamond_swarm(api_base)
+        return lambda: swarm.run(TASK)
+    return Floor(lit, api_base, payloads).diamond
+
+
 def worker_names(n: int) -> list[str]:
     return [f"worker_{i:03d}" for i in range(1, n + 1)]
 
@@ -489,6 +499,12 @@ def ratio_row(
     )
 
 
+def wall_row(workload: str, sc: Best, fl: Best, ideal: float) -> Row:
+    """Best wall time of each side against the ideal (the latency the workload must wait)."""
+    series = (sc.walls, fl.walls)
+    return ratio_row(workload, sc.wall, fl.wall, "s", ideal=f"{ideal:.2f} s", series=series)
+
+
 def gc_row(workload: str, sc: Best, fl: Best) -> Row:
     """CPU per call the cyclic GC took (median repetition): part of the CPU/call row above."""
     return ratio_row(workload, sc.gc_ms_per_call, fl.gc_ms_per_call, "ms", limit=None)
@@ -587,16 +603,7 @@ async def in_process(
     if "w1" in cfg.only:
         progress("W1 diamond")
         sc, fl = await interleaved(cfg.reps, lambda: diamond.run(TASK), floor.diamond, 4)
-        rows.append(
-            ratio_row(
-                f"W1 diamond wall (L={L:.2f}s)",
-                sc.wall,
-                fl.wall,
-                "s",
-                ideal=f"{3 * L:.2f} s",
-                series=(sc.walls, fl.walls),
-            )
-        )
+        rows.append(wall_row(f"W1 diamond wall (L={L:.2f}s)", sc, fl, 3 * L))
 
     for n in cfg.fan_outs if "w2" in cfg.only else ():  # W2 runs in the workers, with W3
         swarm = fan_out_swarm(api, n)
@@ -813,9 +820,7 @@ def worker_rows(
 
 
 def w2_rows(cfg: Config, n: int, sc: Best, fl: Best) -> list[Row]:
-    walls = (sc.walls, fl.walls)
-    ideal = f"{2 * cfg.latency:.2f} s"
-    rows = [ratio_row(f"W2 N={n} wall", sc.wall, fl.wall, "s", ideal=ideal, series=walls)]
+    rows = [wall_row(f"W2 N={n} wall", sc, fl, 2 * cfg.latency)]
     if n >= 100:  # a smaller fan-out spends too little CPU to measure it well
         cpus = (sc.cpus, fl.cpus)
         label = f"W2 N={n} CPU/call"
@@ -829,14 +834,7 @@ def w2_rows(cfg: Config, n: int, sc: Best, fl: Best) -> list[Row]:
 def w3_rows(cfg: Config, k: int, sc: Best, fl: Best, growth: Mapping[str, int]) -> list[Row]:
     L = cfg.latency
     rows = [
-        ratio_row(
-            f"W3 K={k} wall",
-            sc.wall,
-            fl.wall,
-            "s",
-            ideal=f"{3 * L:.2f} s",
-            series=(sc.walls, fl.walls),
-        ),
+        wall_row(f"W3 K={k} wall", sc, fl, 3 * L),
         ratio_row(
             f"W3 K={k} runs/s",
             k / sc.wall,
@@ -925,11 +923,7 @@ class _WorkerLoads:
         self._lit, self._side, self._api = lit, side, api_base
         self._fan_out_payloads = fan_out_payloads
         self._fan_outs: dict[int, Callable[[], Awaitable[object]]] = {}
-        if side == "swarmcore":
-            swarm = diamond_swarm(api_base)
-            self.diamond: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)
-        else:
-            self.diamond = Floor(lit, api_base, payloads).diamond
+        self.diamond = diamond_of(side, lit, api_base, payloads)
 
     async def measure(self, message: Mapping[str, Any]) -> tuple[Sample, int]:
         """One measurement, ``{"k": K}`` (W3) or ``{"n": N}`` (W2), and the rounds it ran."""
@@ -1130,11 +1124,7 @@ async def _instructions_worker(
 ) -> None:
     lit = load_litellm()
     await warm_up(lit, api_base)
-    if side == "swarmcore":
-        swarm = diamond_swarm(api_base)
-        one: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)  # noqa: E731
-    else:
-        one = Floor(lit, api_base, payloads).diamond
+    one = diamond_of(side, lit, api_base, payloads)
     await asyncio.gather(*(one() for _ in range(k)))  # both processes run this batch
     settle_gc()
     for _ in range(rounds):
