@@ -191,6 +191,19 @@ class SharedContext:
             view._failures = {k: r for k, r in self._ordered_failures().items() if k in wanted}
         return view
 
+    @classmethod
+    def ranked(cls, ranks: Mapping[str, tuple[int, ...]]) -> SharedContext:
+        """An empty context ordered by ``ranks`` (name to rank, as :meth:`place` takes).
+
+        How a Swarm starts each run: it keeps one rank map for its flow, and the copy
+        made here shares its tuples. Once the garbage collector has seen those tuples
+        (holding only ints, it stops tracking them), it tracks no copy either: one
+        container less held for the whole of every run.
+        """
+        context = cls()
+        context._order = dict(ranks)
+        return context
+
     def as_dict(self) -> dict[str, str]:
         """Agent name to full output, in flow order."""
         return {k: e.output for k, e in self._ordered().items()}

@@ -205,9 +205,12 @@ class Swarm:
         "_defaults",
         "_flow",
         "_hooks",
+        "_metered",
         "_mode",
         "_needs_approval",
+        "_plain_options",
         "_positions",
+        "_ranks",
         "_step_retries",
         "_store",
         "_uses_toolsets",
@@ -242,6 +245,9 @@ class Swarm:
             raise UserError(f"step_retries must be 0 or more, got {step_retries!r}.")
         self._flow = flow
         self._positions = {name: i for i, name in enumerate(flow.names)}
+        # Each run's context copies these ranks: built once, and untracked by the garbage
+        # collector once it has seen their tuples, so are the runs' copies (see ranked).
+        self._ranks = {name: (i,) for i, name in enumerate(flow.names)}
         self._mode = mode
         self._defaults = defaults or AgentDefaults()
         self._step_retries = step_retries
@@ -249,6 +255,7 @@ class Swarm:
         # Validated now (Meter checks its limits); a fresh meter is made per run.
         budget.Meter(max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced)
         self._budget = (max_cost, max_tokens, allow_unpriced)
+        self._metered = max_cost is not None or max_tokens is not None
         self._store = None
         if store is not None:
             from swarmcore.store import open_store  # sqlite3 is loaded only for runs that store
@@ -262,6 +269,8 @@ class Swarm:
         if approve is not None and not callable(approve):
             raise UserError(f"approve must be a function, got {type(approve).__name__}.")
         self._approve = approve
+        # What the agent runs of a run with no variables share: one object, not one a run.
+        self._plain_options = RunOptions(defaults=self._defaults, variables={}, approve=approve)
 
     @property
     def approve(self) -> Approver | None:
@@ -392,7 +401,7 @@ class Swarm:
             check_approvals(self._agents)
         run = _Run(
             task=record.task,
-            context=SharedContext(order=self._flow.names),
+            context=SharedContext.ranked(self._ranks),
             run_id=record.run_id,
             metadata=record.settings.get("metadata") or {},
             variables=normalize_variables(record.settings.get("variables")),
@@ -472,7 +481,7 @@ class Swarm:
             check_approvals(self._agents)
         return _Run(
             task=task,
-            context=SharedContext(order=self._flow.names),
+            context=SharedContext.ranked(self._ranks),
             metadata=dict(metadata or {}),
             variables=values,
         )
@@ -567,14 +576,32 @@ class Swarm:
             )
         return DryRunReport(agents=estimates)
 
-    async def _execute(
+    def _execute(
         self,
         run: _Run,
         extra: Sequence[tuple[Hook, tuple[type[Event], ...]]],
         *,
         text_deltas: bool = False,
-    ) -> SwarmResult:
+    ) -> Coroutine[Any, Any, SwarmResult]:
+        """The run's coroutine: the walk itself when nothing is set up around it.
+
+        A plain function handing back the coroutine. A run with no listener, budget,
+        outer budget or MCP server (the common one) gets no frame of its own above the
+        walk: with thousands of runs in flight, every object held is one more for the
+        garbage collector to walk.
+        """
         run.bus = self._bus(run, extra, text_deltas)
+        if (
+            run.bus is None
+            and not self._metered
+            and not self._uses_toolsets
+            and budget.current_meter() is None
+        ):
+            return self._walk(run)
+        return self._execute_around(run)
+
+    async def _execute_around(self, run: _Run) -> SwarmResult:
+        """The run inside its budget meter and MCP connection scope, observed or not."""
         max_cost, max_tokens, allow_unpriced = self._budget
         meter = None
         if max_cost is not None or max_tokens is not None:
@@ -667,7 +694,10 @@ class Swarm:
         retries: int,
     ) -> _Outcome:
         """Run ``steps`` in order; returns the names now visible and the last step's exits."""
-        for step in steps:
+        # By index: a range iterator is not tracked by the garbage collector, a tuple's is,
+        # and this frame holds its iterator for the whole run.
+        for i in range(len(steps)):
+            step = steps[i]
             if run.bus is not None:
                 seen, previous = await self._observed_step(run, step, seen, previous, retries)
             elif isinstance(step, Agent):  # the commonest step, with no frame in between
@@ -1141,8 +1171,10 @@ class Swarm:
         """The run's options for its agents, made on first use (checked with the run)."""
         options = run.options
         if options is None:
-            options = run.options = RunOptions(
-                defaults=self._defaults, variables=run.variables, approve=self._approve
+            options = run.options = (
+                RunOptions(defaults=self._defaults, variables=run.variables, approve=self._approve)
+                if run.variables
+                else self._plain_options
             )
         return options
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from swarmcore import Agent, BudgetExceeded, ModelError, RetryPolicy, Swarm, UserError
+from swarmcore import Agent, BudgetExceeded, ModelError, RetryPolicy, Swarm, UserError, chain
 from swarmcore.events import (
     AgentFinished,
     AgentStarted,
@@ -213,6 +213,37 @@ async def test_one_budget_is_shared_by_parallel_branches() -> None:
     with pytest.raises(BudgetExceeded):
         await Swarm(flow, max_tokens=250).run("go")
     assert len(model.requests) == 5  # the four started together, then "last" was refused
+
+
+async def test_a_run_inside_a_budgeted_runs_tool_is_not_charged_to_that_budget() -> None:
+    inner_model = tokens_model()  # 100 tokens a call: three calls, beyond the outer budget
+    inner = Swarm(chain(*agents(inner_model.model, "i1", "i2", "i3")))
+
+    async def research(topic: str) -> str:
+        """Run the inner flow.
+
+        Args:
+            topic: What to research.
+        """
+        return (await inner.run(topic)).output
+
+    def outer_reply(request: RecordedRequest) -> Reply:
+        done = any(m["role"] == "tool" for m in request.messages)
+        return Reply(
+            text="ok" if done else None,
+            tool_calls=() if done else Reply.tool("research", topic="tea").tool_calls,
+            prompt_tokens=60,
+            completion_tokens=40,
+        )
+
+    outer_model = FunctionModel(outer_reply)
+    boss = Agent("boss", "boss delegates.", model=outer_model.model, tools=[research])
+    # The inner run has no budget of its own: it hides the outer meter, which counts
+    # only the outer agent's two calls (200 tokens; the second started at 100 < 150).
+    result = await Swarm(boss, max_tokens=150).run("go")
+    assert result.output == "ok"
+    assert len(inner_model.requests) == 3
+    assert result.token_usage.total_tokens == 200
 
 
 async def test_cost_budget_fails_closed_on_unpriced_models() -> None:
