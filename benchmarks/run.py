@@ -491,7 +491,7 @@ def ratio_row(
         f"{fl:.{digits}f} {unit}",
         ideal,
         f"{ratio:.2f}",
-        f"{pair:.2f}" if pair is not None else "-",
+        f"{pair:.3f}" if pair is not None else "-",  # the verdict's own number, not rounded past it
         f"{low:.2f}-{high:.2f}" if low is not None and high is not None else "-",
         f"{spread(*series):.0%}" if series else "-",
         target,
