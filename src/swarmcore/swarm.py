@@ -245,8 +245,8 @@ class Swarm:
             raise UserError(f"step_retries must be 0 or more, got {step_retries!r}.")
         self._flow = flow
         self._positions = {name: i for i, name in enumerate(flow.names)}
-        # Each run's context copies these ranks: built once, and untracked by the garbage
-        # collector once it has seen their tuples, so are the runs' copies (see ranked).
+        # Each run's context copies these ranks (SharedContext.ranked). Built once, they
+        # shed the collector's tracking once it has seen them, and so do the copies.
         self._ranks = {name: (i,) for i, name in enumerate(flow.names)}
         self._mode = mode
         self._defaults = defaults or AgentDefaults()
