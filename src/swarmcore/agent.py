@@ -442,20 +442,26 @@ class Agent(FlowNode):
         options: RunOptions,
         context: SharedContext | None = None,
     ) -> Coroutine[Any, Any, AgentResult]:
-        """The run, inside an MCP connection scope when the agent has toolsets and none is open.
+        """The run: its state is made here, its turns run in the coroutine handed back.
 
-        A plain function handing back the coroutine: one frame less on every run.
+        A plain function, so that while the model is out no frame holds what the run
+        was given (the run state keeps what it needs): with thousands of calls in
+        flight, each object held is one more for the garbage collector to walk. An
+        agent with toolsets fetches their tools first, inside an MCP connection scope
+        when none is open. For other agents bad input (a missing variable, a tool name
+        used twice) raises here, when the run starts rather than when it is awaited;
+        every caller does both in one place.
         """
-        run = self._run(task, context_hint, extra_tools, options, context)
-        if not self._toolsets:
-            return run
-        from swarmcore import mcp  # only agents with toolsets need it
+        if self._toolsets:
+            run = self._fetch_and_run(task, context_hint, extra_tools, options, context)
+            from swarmcore import mcp  # only agents with toolsets need it
 
-        if mcp.current_scope() is not None:  # a Swarm run: its connections outlive this agent
-            return run
-        return _in_own_scope(run)
+            if mcp.current_scope() is not None:  # a Swarm run: its connections outlive it
+                return run
+            return _in_own_scope(run)
+        return self._run(self._prepare(task, context_hint, extra_tools, options, context))
 
-    async def _run(
+    async def _fetch_and_run(
         self,
         task: str,
         context_hint: str | None,
@@ -463,59 +469,74 @@ class Agent(FlowNode):
         options: RunOptions,
         context: SharedContext | None,
     ) -> AgentResult:
+        fetched: list[Tool] = []
+        for toolset in self._toolsets:
+            fetched.extend(await toolset.tools())
+        state = self._prepare(task, context_hint, [*extra_tools, *fetched], options, context)
+        return await self._run(state)
+
+    def _prepare(
+        self,
+        task: str,
+        context_hint: str | None,
+        extra_tools: Sequence[Callable[..., Any] | Tool],
+        options: RunOptions,
+        context: SharedContext | None,
+    ) -> _RunState:
         if self._variables and not self._variables <= options.variables.keys():
             check_variables([self], options.variables)  # delegates check their own when they run
         settings = self._settings_for(options.defaults)
-        if self._toolsets:
-            fetched: list[Tool] = []
-            for toolset in self._toolsets:
-                fetched.extend(await toolset.tools())
-            extra_tools = [*extra_tools, *fetched]
-        tools = self._merge_tools(extra_tools)
-        state = _RunState(self, settings, tools, options, context)
+        state = _RunState(self, settings, self._merge_tools(extra_tools), options, context)
         state.messages = self._messages(task, context_hint, state)
+        return state
+
+    def _run(self, state: _RunState) -> Coroutine[Any, Any, AgentResult]:
+        # No timeout, no Timeout object and no frame for one: most runs have none.
+        timeout = state.settings.timeout
+        return self._turns(state) if timeout is None else self._timed(state, timeout)
+
+    async def _timed(self, state: _RunState, seconds: float) -> AgentResult:
         start = time.perf_counter()
-        # No timeout, no Timeout object: most runs have none (a few us and objects each).
-        deadline = asyncio.timeout(settings.timeout) if settings.timeout is not None else None
+        deadline = asyncio.timeout(seconds)
         try:
-            if deadline is None:
-                output, summary, parsed = await self._loop(state)
-            else:
-                async with deadline:
-                    output, summary, parsed = await self._loop(state)
+            async with deadline:
+                return await self._turns(state)
         except TimeoutError as exc:
-            if deadline is None or not deadline.expired():
-                state.keep_partial(exc, time.perf_counter() - start)
+            if not deadline.expired():  # raised inside the run (which kept what it spent)
                 raise
             error = AgentError(
-                f"Agent {self.name!r} did not finish within timeout={settings.timeout:g}s "
+                f"Agent {self.name!r} did not finish within timeout={seconds:g}s "
                 f"({len(state.llm_calls)} model calls made); raise timeout or simplify the task.",
                 agent_name=self.name,
                 retryable=True,
             )
             state.keep_partial(error, time.perf_counter() - start)
             raise error from exc
-        except Exception as exc:
+
+    async def _turns(self, state: _RunState) -> AgentResult:
+        """Model calls, and the tool calls they ask for, until an answer is accepted."""
+        start = time.perf_counter()
+        try:
+            while True:
+                state.check_turn_budget()
+                span = events.Span.child()
+                if span is None:  # unobserved: no coroutine around the call
+                    reply = await llm.complete(state.request())
+                    calls = state.calls_of(reply)
+                else:
+                    reply, calls = await state.observed_call(span)
+                state.record(reply, calls)
+                if calls:
+                    state.add_tool_results(await state.run_tools(calls))
+                    continue
+                answer = await state.accept(reply.text or "")
+                if answer is not None:
+                    break
+        except Exception as exc:  # the timeout's cancellation is not one: _timed keeps that
             state.keep_partial(exc, time.perf_counter() - start)
             raise
+        output, summary, parsed = answer
         return state.result(output, summary, parsed, time.perf_counter() - start)
-
-    async def _loop(self, state: _RunState) -> tuple[str, str | None, Any]:
-        while True:
-            state.check_turn_budget()
-            span = events.Span.child()
-            if span is None:  # unobserved: no coroutine around the call
-                reply = await llm.complete(state.request())
-                calls = state.calls_of(reply)
-            else:
-                reply, calls = await state.observed_call(span)
-            state.record(reply, calls)
-            if calls:
-                state.add_tool_results(await state.run_tools(calls))
-                continue
-            answer = await state.accept(reply.text or "")
-            if answer is not None:
-                return answer
 
     def _messages(self, task: str, hint: str | None, state: _RunState) -> list[llm.Message]:
         parts = [render(self.instructions, state.options.variables).strip(), (hint or "").strip()]

@@ -342,6 +342,40 @@ async def test_a_chain_of_delegations_within_max_depth_succeeds() -> None:
     assert len(leaf_model.requests) == 1
 
 
+async def test_a_delegate_that_runs_out_of_time_is_listed_with_what_it_spent() -> None:
+    # Its first call answers (a tool call, 100 tokens spent); its second outlasts timeout.
+    worker_model = ScriptedModel(
+        [
+            Reply(tool_calls=Reply.tool("note", text="a").tool_calls, completion_tokens=40),
+            Reply(text="late", delay=2),
+        ]
+    )
+
+    def note(text: str) -> str:
+        """Take a note.
+
+        Args:
+            text: The note.
+        """
+        return "noted"
+
+    worker = Agent("worker", "Works.", model=worker_model.model, tools=[note], timeout=0.3)
+    boss_model = ScriptedModel(
+        [Reply.tool("worker", task="try this"), Reply(text="answered without the worker")]
+    )
+    boss = Agent("boss", "Leads.", model=boss_model.model, tools=[worker.as_tool()])
+
+    result = await Swarm(boss).run("go")
+
+    assert result.output == "answered without the worker"
+    assert "did not finish within timeout=0.3s" in (result["boss"].tool_calls[0].error or "")
+    (late,) = result["boss"].delegations
+    assert late.output.startswith("(failed) AgentError")
+    assert late.token_usage.completion_tokens == 40  # its first call, kept
+    assert len(late.llm_calls) == 1
+    assert result.token_usage.completion_tokens >= 40
+
+
 async def test_a_failing_delegate_is_a_tool_error_and_the_caller_still_answers() -> None:
     worker_model = ScriptedModel([Fail(400, "the worker's request was bad")])
     worker = Agent("worker", "Works.", model=worker_model.model, retry=0)
