@@ -52,7 +52,9 @@ swarmcore adds.
 
 Fairness rules: litellm is warmed up (plain call, call with tools, one untimed
 run of each side) before anything is timed, then the surviving heap is frozen
-out of the GC (``settle_gc``) in every process; both sides run on the same event
+out of the GC (``settle_gc``) in every process, and a worker process leaves the
+collector running between measurements, as a long-running program does (see
+``measure``); both sides run on the same event
 loop policy (asyncio's default) with the same litellm settings (none beyond
 what swarmcore's loader sets); swarmcore and floor alternate (order flipped
 every repetition). Two ratios are shown: best of ``--reps`` on each side, and
@@ -379,8 +381,24 @@ def settle_gc() -> None:
     gc.freeze()
 
 
-async def measure(work: Callable[[], Awaitable[object]], calls: int) -> Sample:
-    gc.collect()
+async def measure(
+    work: Callable[[], Awaitable[object]], calls: int, *, collect: bool = True
+) -> Sample:
+    """One timed run of ``work``: its wall time, and the CPU (and GC) time per call.
+
+    ``collect`` runs a full collection first, untimed, so that one side's garbage is
+    not collected on the other's clock: for two sides in one process. A worker
+    process runs one side only and passes ``collect=False``: there, a collection
+    before each measurement would take one full collection off the clock and
+    restart the collector's schedule, so a batch would get its full collections at
+    fixed points of its own allocations, one or two depending on which side of
+    such a point it ends, where a long-running process pays them in proportion to
+    what it allocates. (W3 K=200, 14 batches a side: 1.6 full collections a batch
+    for swarmcore against 1.2 for the floor with a collection first, 2.0 against
+    1.9 without; each costs ~1.5 % of the batch's CPU.)
+    """
+    if collect:
+        gc.collect()
     cpu0, t0, gc0 = time.process_time(), time.perf_counter(), GC_CLOCK.total
     await work()
     wall = time.perf_counter() - t0
@@ -929,7 +947,7 @@ class _WorkerLoads:
         """One measurement, ``{"k": K}`` (W3) or ``{"n": N}`` (W2), and the rounds it ran."""
         if "n" in message:  # W2: one fan-out of n agents and its merge
             n = int(message["n"])
-            return await measure(await self._fan_out(n), n + 1), 1
+            return await measure(await self._fan_out(n), n + 1, collect=False), 1
         k = int(message["k"])
         # A lone diamond is 4 calls, too little CPU to read against the noise: at small K
         # the batch runs several times in a row, and wall is reported per batch.
@@ -939,7 +957,7 @@ class _WorkerLoads:
             for _ in range(rounds):
                 await asyncio.gather(*(self.diamond() for _ in range(k)))
 
-        return await measure(batches, 4 * k * rounds), rounds
+        return await measure(batches, 4 * k * rounds, collect=False), rounds
 
     async def _fan_out(self, n: int) -> Callable[[], Awaitable[object]]:
         """W2's workload of width n, run once untimed on first use: after W3, whose peak
@@ -1032,7 +1050,9 @@ async def _settings_worker(index: int, api_base: str, payloads: Payloads) -> Non
 
     await batch()  # untimed
     settle_gc()
-    samples = [(await measure(batch, 4 * SETTINGS_K)).cpu_ms_per_call for _ in range(4)]
+    samples = [
+        (await measure(batch, 4 * SETTINGS_K, collect=False)).cpu_ms_per_call for _ in range(4)
+    ]
     print(PROTOCOL + json.dumps(samples), flush=True)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import importlib.util
 import os
 import re
@@ -9,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,18 +128,50 @@ def test_benchmark_says_when_it_cannot_count_instructions() -> None:
     assert "skipped" in row, row
 
 
-def test_cachegrind_totals_are_read_from_the_summary_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _bench_module(monkeypatch: pytest.MonkeyPatch) -> Any:
     spec = importlib.util.spec_from_file_location("bench_run", BENCH)
     assert spec is not None
     assert spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "bench_run", bench)  # its dataclasses look it up
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_cachegrind_totals_are_read_from_the_summary_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = _bench_module(monkeypatch)
     out = tmp_path / "cachegrind.out"
     out.write_text("desc: I1 cache\ncmd: python\nevents: Dr Ir\nfl=x.c\n1 5 7\nsummary: 40 1234\n")
     assert bench.cachegrind_total(out) == 1234
     out.write_text("events: Ir\n")
     with pytest.raises(ValueError, match="no cachegrind summary"):
         bench.cachegrind_total(out)
+
+
+def test_a_worker_measurement_leaves_the_collectors_schedule_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two sides in one process collect first (no side's garbage on the other's clock);
+    # a worker, one side alone, does not, so each batch pays the full collections its
+    # allocations bring on, as in a long-running program.
+    bench = _bench_module(monkeypatch)
+    full: list[str] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(phase)
+
+    async def nothing() -> None:
+        pass
+
+    gc.callbacks.append(seen)
+    try:
+        asyncio.run(bench.measure(nothing, 1))
+        assert len(full) == 1
+        full.clear()
+        asyncio.run(bench.measure(nothing, 1, collect=False))
+        assert full == []
+    finally:
+        gc.callbacks.remove(seen)
