@@ -16,6 +16,8 @@ swarmcore adds.
 * W1: the diamond ``a >> (b | c) >> d``; floor: a, gather(b, c), d. Ideal 3 x L.
 * W2: ``parallel(*N agents) >> merge``; floor: gather N calls, then one. Ideal 2 x L.
   Measured in W3's worker processes, after W3 (so W3's peak RSS stays its own).
+  At 100 <= N < 500 a measurement runs ``W2_ROUNDS`` fan-outs in a row (wall per
+  fan-out), so its CPU row reads ~400 calls (N=500's ~500), not ~100.
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
   model call and peak RSS. Below K=10 the batch runs ``W3_ROUNDS`` times in a row
   per measurement (wall reported per batch), so there is enough CPU to read.
@@ -117,6 +119,9 @@ schedules after a call returns (its logging worker) is charged to the side that
 caused it rather than to whichever side runs next."""
 W3_ROUNDS = 16
 """How many times in a row W3 runs a batch of fewer than 10 diamonds within one measurement."""
+W2_ROUNDS = 4
+"""How many fan-outs in a row W2 runs per measurement at 100 <= N < 500: one of 101 calls
+is ~0.3 s of CPU, the smallest sample behind any CPU row (wall is reported per fan-out)."""
 W3_PROCESSES = 7
 """At most this many worker processes per side, one per W3 repetition (see the W3 section)."""
 ONE_PROCESS_K = 50
@@ -945,9 +950,16 @@ class _WorkerLoads:
 
     async def measure(self, message: Mapping[str, Any]) -> tuple[Sample, int]:
         """One measurement, ``{"k": K}`` (W3) or ``{"n": N}`` (W2), and the rounds it ran."""
-        if "n" in message:  # W2: one fan-out of n agents and its merge
+        if "n" in message:  # W2: a fan-out of n agents and its merge
             n = int(message["n"])
-            return await measure(await self._fan_out(n), n + 1, collect=False), 1
+            fan_out = await self._fan_out(n)
+            rounds = W2_ROUNDS if 100 <= n < 500 else 1  # only its CPU row needs them
+
+            async def fan_outs() -> None:
+                for _ in range(rounds):
+                    await fan_out()
+
+            return await measure(fan_outs, (n + 1) * rounds, collect=False), rounds
         k = int(message["k"])
         # A lone diamond is 4 calls, too little CPU to read against the noise: at small K
         # the batch runs several times in a row, and wall is reported per batch.
