@@ -990,7 +990,10 @@ class _WorkerLoads:
 
 LITELLM_SETTINGS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("defaults", {}),
-    ("logging=False", {"logging": False}),
+    # The defaults in a process of their own, measured like a setting: how far these rows
+    # move when nothing changes. (``litellm.logging = False``, once a row here, is read
+    # nowhere in litellm 1.106: it was such a control, reading 0.82-0.97.)
+    ("defaults again (a control)", {}),
     ("turn_off_message_logging=True", {"turn_off_message_logging": True}),
     (
         "token counter, end-user cost off",
@@ -999,17 +1002,25 @@ LITELLM_SETTINGS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("httpx, not aiohttp", {"disable_aiohttp_transport": True}),
 )
 SETTINGS_K = 50
-SETTINGS_ROUNDS = 2
+SETTINGS_ROUNDS = 4
+"""Rounds of one fresh process per setting; each round starts at a different setting."""
 
 
 def settings_rows(api_base: str, payloads: Payloads) -> list[Row]:
-    """The floor under each litellm setting, each in a fresh process (clients are cached)."""
+    """The floor under each litellm setting, each in a fresh process (clients are cached).
+
+    Each round runs every setting once, in an order rotated by one per round
+    (``settings_order``): with the defaults always first, ``logging=False``, which
+    changes nothing, read 0.82-0.97 of them in three runs, so whatever running first
+    costs is spread over all settings. Rows: ``settings_table``.
+    """
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(payloads, f)
     try:
-        cpu: dict[str, list[float]] = {label: [] for label, _ in LITELLM_SETTINGS}
-        for _ in range(SETTINGS_ROUNDS):  # rounds interleave the settings against drift
-            for index, (label, _) in enumerate(LITELLM_SETTINGS):
+        rounds: dict[str, list[list[float]]] = {label: [] for label, _ in LITELLM_SETTINGS}
+        for r in range(SETTINGS_ROUNDS):
+            for index in settings_order(r, len(LITELLM_SETTINGS)):
+                label = LITELLM_SETTINGS[index][0]
                 progress(f"floor under litellm setting: {label}")
                 out = subprocess.run(
                     [
@@ -1026,20 +1037,40 @@ def settings_rows(api_base: str, payloads: Payloads) -> list[Row]:
                     text=True,
                     check=True,
                 ).stdout
-                cpu[label] += json.loads(out.split(PROTOCOL, 1)[1])
+                rounds[label].append(json.loads(out.split(PROTOCOL, 1)[1]))
     finally:
         os.unlink(f.name)
-    base = statistics.median(cpu["defaults"])
+    return settings_table(rounds)
+
+
+def settings_order(round_index: int, count: int) -> list[int]:
+    """The settings' indexes in the order round ``round_index`` runs them: rotated by one
+    a round, so no setting always runs first."""
+    shift = round_index % count
+    return [*range(shift, count), *range(shift)]
+
+
+def settings_table(rounds: Mapping[str, Sequence[Sequence[float]]]) -> list[Row]:
+    """One row per setting from its CPU ms per call (``rounds[label][r]``: round r's
+    samples). ``paired`` is the median over rounds of the setting's median over the
+    defaults' median in the same round; ``ratio`` compares medians of all samples."""
+    defaults = [statistics.median(samples) for samples in rounds["defaults"]]
+    base = statistics.median(ms for samples in rounds["defaults"] for ms in samples)
     rows: list[Row] = []
-    for label, samples in cpu.items():
-        ms = statistics.median(samples)
+    for label, per_round in rounds.items():
+        medians = [statistics.median(samples) for samples in per_round]
+        ms = statistics.median(x for samples in per_round for x in samples)
+        control = label == "defaults"
+        low, high = paired_interval(medians, defaults)
         rows.append(
             Row(
                 f"floor K={SETTINGS_K}, litellm {label}",
                 f"{ms:.2f} ms/call",
                 f"{base:.2f} ms/call",
                 ratio=f"{ms / base:.2f}",
-                spread=f"{spread(samples):.0%}",
+                paired="-" if control else f"{paired(medians, defaults):.3f}",
+                interval="-" if control else f"{low:.2f}-{high:.2f}",
+                spread=f"{spread([x for samples in per_round for x in samples]):.0%}",
             )
         )
     return rows

@@ -175,3 +175,27 @@ def test_a_worker_measurement_leaves_the_collectors_schedule_running(
         assert full == []
     finally:
         gc.callbacks.remove(seen)
+
+
+def test_litellm_settings_rotate_their_order_and_pair_each_round_with_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bench = _bench_module(monkeypatch)
+    # Every setting runs once a round, and each round starts at a different one.
+    orders = [bench.settings_order(r, 3) for r in range(4)]
+    assert orders == [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]
+    # A setting that halves CPU in round 0 only: paired is the median of the per-round
+    # ratios (0.5, 1.0, 1.0); ratio compares the medians of all samples (2.0 and 3.0).
+    rounds = {
+        "defaults": [[4.0, 4.0], [2.0, 2.0], [3.0, 3.0]],
+        "fast": [[2.0, 2.0], [2.0, 2.0], [3.0, 3.0]],
+    }
+    defaults, fast = bench.settings_table(rounds)
+    assert defaults.workload.endswith("litellm defaults")
+    assert (defaults.paired, defaults.interval) == ("-", "-")
+    assert fast.paired == "1.000"
+    assert fast.swarmcore == "2.00 ms/call"
+    assert fast.floor == "3.00 ms/call"
+    assert fast.ratio == "0.67"
+    rounds["fast"] = [[2.0, 2.0], [1.0, 1.0], [3.0, 3.0]]
+    assert bench.settings_table(rounds)[1].paired == "0.500"
