@@ -377,10 +377,11 @@ GC_CLOCK = GCClock()
 def settle_gc() -> None:
     """Collect, then freeze what survives (litellm's ~2,600 modules) out of the GC's sight.
 
-    Applied once per process after the warm-up, so to both sides alike: a full
-    collection over litellm's heap costs ~0.2 s, and one landing inside a single
-    measurement would swamp a 0.6 s workload. Objects the workloads create are
-    collected as usual.
+    Applied in every process after the warm-up, and again once a workload is set up
+    (a W2 fan-out, the one-process row), to both sides alike: a full collection over
+    litellm's heap costs ~0.2 s, and one landing inside a single measurement would
+    swamp a 0.6 s workload. Objects the workloads create while timed are collected as
+    usual.
     """
     gc.collect()
     gc.freeze()
@@ -645,6 +646,7 @@ async def in_process(
         async def fl_batch() -> None:
             await asyncio.gather(*(floor.diamond() for _ in range(k)))
 
+        settle_gc()  # the swarms and payloads set up since the first freeze, as in a worker
         sc, fl = await interleaved(pairs, sc_batch, fl_batch, 4 * k)
         label = f"W3 K={k} CPU/call, one process, {pairs} pairs"
         cpus = (sc.cpus, fl.cpus)
@@ -973,7 +975,10 @@ class _WorkerLoads:
 
     async def _fan_out(self, n: int) -> Callable[[], Awaitable[object]]:
         """W2's workload of width n, run once untimed on first use: after W3, whose peak
-        RSS it would otherwise raise."""
+        RSS it would otherwise raise. What it set up is then frozen out of the collector's
+        sight, as W3's diamond was before W3 (a Swarm of 101 agents is thousands of
+        objects each full collection would walk, where a program's collections also walk
+        litellm's ~300,000)."""
         if n not in self._fan_outs:
             if self._side == "swarmcore":
                 wide = fan_out_swarm(self._api, n)
@@ -983,6 +988,7 @@ class _WorkerLoads:
                 names = worker_names(n)
                 self._fan_outs[n] = lambda: floor.fan_out(names)
             await self._fan_outs[n]()
+            settle_gc()
         return self._fan_outs[n]
 
 
