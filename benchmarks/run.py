@@ -44,10 +44,11 @@ swarmcore adds.
   one batch and three. The CPU question without the noise of a shared machine
   (and without what the instructions cost in cache misses). Not with
   ``--quick`` unless named in ``--only``; skipped when valgrind is missing.
-* Below the floor: the floor's W3 (K=50) in fresh processes, once with litellm's
-  defaults and once per global setting that could spare per-call work (logging,
-  message logging, token counting, the httpx transport instead of aiohttp):
-  CPU per call and the ratio to the defaults. Not with ``--quick``.
+* Below the floor: the floor's W3 (K=50) in fresh processes, per round once with
+  litellm's defaults, once more with them (a control) and once per global setting
+  that could spare per-call work (message logging, token counting, the httpx
+  transport instead of aiohttp): CPU per call and the ratio to the defaults of the
+  same round. Not with ``--quick``.
 * Prompt tokens of the k-th agent of 5-, 20- and 50-agent chains in pull and
   push mode, on the in-process FunctionModel (no server), read from
   ``ModelCallFinished`` events.
