@@ -177,8 +177,8 @@ class Agent(FlowNode):
     _variables: frozenset[str] = field(init=False, repr=False)
     _reach: tuple[Agent, ...] | None = field(init=False, repr=False, default=None)
     """This agent and those it can call through ``as_tool``: fixed once built, so kept."""
-    _settings: tuple[AgentDefaults, _Settings] | None = field(init=False, repr=False, default=None)
-    """The settings under the last defaults it ran with (see ``_settings_for``)."""
+    _plan: _Plan | None = field(init=False, repr=False, default=None)
+    """What its runs under the last defaults and tools shared (see ``_plan_for``)."""
     _merged: _MergedTools | None = field(init=False, repr=False, default=None)
     """Its tools merged with the last tuple of extra tools it ran with (see ``_merge_tools``)."""
 
@@ -264,14 +264,20 @@ class Agent(FlowNode):
         """The toolsets (MCP servers) among ``tools``, whose tools are fetched at run time."""
         return self._toolsets
 
-    def _settings_for(self, defaults: AgentDefaults) -> _Settings:
-        """This agent's settings under ``defaults``; the last pair is kept (both are frozen)."""
-        cached = self._settings
-        if cached is not None and cached[0] is defaults:
-            return cached[1]
-        settings = _Settings.of(self, defaults)
-        object.__setattr__(self, "_settings", (defaults, settings))
-        return settings
+    def _plan_for(self, defaults: AgentDefaults, tools: dict[str, Tool]) -> _Plan:
+        """What every run under ``defaults`` with ``tools`` shares; the last one is kept.
+
+        Kept only for tool maps that come back (its own, or its merge with a Swarm's
+        context tools): a map made for one run would only push the kept plan out.
+        """
+        cached = self._plan
+        if cached is not None and cached.defaults is defaults and cached.tools is tools:
+            return cached
+        plan = _Plan.of(self, defaults, tools)
+        merged = self._merged
+        if tools is self._tool_map or (merged is not None and merged.tools is tools):
+            object.__setattr__(self, "_plan", plan)
+        return plan
 
     @property
     def variables(self) -> frozenset[str]:
@@ -291,6 +297,7 @@ class Agent(FlowNode):
         twin = copy.copy(self)
         object.__setattr__(twin, "name", name)
         object.__setattr__(twin, "_reach", None)  # the cached walk names the original
+        object.__setattr__(twin, "_plan", None)  # its call spec names the original
         return twin
 
     def as_tool(
@@ -485,8 +492,8 @@ class Agent(FlowNode):
     ) -> _RunState:
         if self._variables and not self._variables <= options.variables.keys():
             check_variables([self], options.variables)  # delegates check their own when they run
-        settings = self._settings_for(options.defaults)
-        state = _RunState(self, settings, self._merge_tools(extra_tools), options, context)
+        plan = self._plan_for(options.defaults, self._merge_tools(extra_tools))
+        state = _RunState(self, plan, options, context)
         state.messages = self._messages(task, context_hint, state)
         return state
 
@@ -539,18 +546,11 @@ class Agent(FlowNode):
         return state.result(output, summary, parsed, time.perf_counter() - start)
 
     def _messages(self, task: str, hint: str | None, state: _RunState) -> list[llm.Message]:
-        parts = [render(self.instructions, state.options.variables).strip(), (hint or "").strip()]
-        if state.tools and not state.native_tools:
-            from swarmcore.structured import text_tool_instructions
-
-            parts.append(text_tool_instructions([t.spec for t in state.tools.values()]))
-        spec = self._output
-        if spec is None:
-            parts.append(SUMMARY_INSTRUCTION)
-        elif state.native_output:
-            parts.append(f"Answer with only a JSON value that matches the {spec.name} schema.")
-        else:
-            parts.append(spec.instructions)
+        plan = state.plan
+        head = plan.head
+        if head is None:  # instructions with variables: rendered for each run
+            head = render(self.instructions, state.options.variables).strip()
+        parts = (head, hint.strip() if hint else "", plan.tail)
         system: llm.Message = {"role": "system", "content": "\n\n".join(filter(None, parts))}
         question: llm.Message = {"role": "user", "content": task}
         if not state.options.history:
@@ -591,23 +591,13 @@ class Agent(FlowNode):
 class _MergedTools:
     """An agent's tools merged with a tuple of extra tools (the Swarm's context tools).
 
-    Kept on the agent, with the specs sent to the model, so a step that hands the
-    same tuple again neither merges nor lists specs again. Nothing mutates
+    Kept on the agent, so a step that hands the same tuple again does not merge
+    again, and its runs share one plan (see ``Agent._plan_for``). Nothing mutates
     ``tools``: runs share it as they share the agent's own tool map.
     """
 
     extra: tuple[Any, ...]
     tools: dict[str, Tool]
-    specs: tuple[dict[str, Any], ...] | None = None
-
-
-def _specs_of(agent: Agent, tools: dict[str, Tool]) -> tuple[dict[str, Any], ...]:
-    merged = agent._merged  # pyright: ignore[reportPrivateUsage] -- same module
-    if merged is None or merged.tools is not tools:
-        return tuple(t.spec for t in tools.values())
-    if merged.specs is None:
-        merged.specs = tuple(t.spec for t in tools.values())
-    return merged.specs
 
 
 @dataclass(frozen=True, slots=True)
@@ -637,6 +627,64 @@ class _Settings:
             tool_timeout=pick("tool_timeout"),
             max_tool_result_chars=pick("max_tool_result_chars"),
             max_parallel_tools=pick("max_parallel_tools") or 1,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What every run of an agent under one set of defaults and tools shares.
+
+    Made once and kept on the agent (see ``Agent._plan_for``), so a run does not
+    look up the model's capabilities, list the tool specs, build the call's fixed
+    arguments or render instructions that have no variables again.
+    """
+
+    defaults: AgentDefaults
+    tools: dict[str, Tool]
+    settings: _Settings
+    native_tools: bool
+    call: llm.CallSpec
+    head: str | None
+    """The instructions, rendered and stripped; None when they have variables to fill."""
+    tail: str
+    """What follows the context hint in the system prompt: tool protocol, answer format."""
+
+    @classmethod
+    def of(cls, agent: Agent, defaults: AgentDefaults, tools: dict[str, Tool]) -> _Plan:
+        settings = _Settings.of(agent, defaults)
+        native_tools = bool(tools) and _native(agent.tool_protocol, agent.model, "tools")
+        spec = agent._output  # pyright: ignore[reportPrivateUsage] -- same module
+        native_output = (
+            spec is not None
+            and spec.is_object
+            and _native(agent.output_protocol, agent.model, "output")
+        )
+        call = llm.CallSpec(
+            agent_name=agent.name,
+            model=agent.model,
+            tools=tuple(t.spec for t in tools.values()) if native_tools else (),
+            settings=agent.model_settings,
+            retry=settings.retry,
+            call_timeout=settings.call_timeout,
+            fallback_models=agent.fallback_models,
+            api_base=agent.api_base,
+            api_key=agent.api_key,
+            response_format=spec.response_format if native_output and spec else None,
+        )
+        tail: list[str] = []
+        if tools and not native_tools:
+            from swarmcore.structured import text_tool_instructions
+
+            tail.append(text_tool_instructions([t.spec for t in tools.values()]))
+        if spec is None:
+            tail.append(SUMMARY_INSTRUCTION)
+        elif native_output:
+            tail.append(f"Answer with only a JSON value that matches the {spec.name} schema.")
+        else:
+            tail.append(spec.instructions)
+        head = None if agent.variables else render(agent.instructions, {}).strip()
+        return cls(
+            defaults, tools, settings, native_tools, call, head, "\n\n".join(filter(None, tail))
         )
 
 
@@ -698,12 +746,11 @@ class _RunState:
         "delegations",
         "llm_calls",
         "messages",
-        "native_output",
         "native_tools",
         "options",
+        "plan",
         "rejected",
         "settings",
-        "specs",
         "tool_records",
         "tools",
     )
@@ -711,25 +758,18 @@ class _RunState:
     def __init__(
         self,
         agent: Agent,
-        settings: _Settings,
-        tools: dict[str, Tool],
+        plan: _Plan,
         options: RunOptions,
         context: SharedContext | None,
     ) -> None:
         self.agent = agent
-        self.settings = settings
-        self.tools = tools
+        self.plan = plan
+        self.settings = plan.settings
+        self.tools = plan.tools
+        self.native_tools = plan.native_tools
         self.options = options
         self.context = context  # what the context tools read (see run_context)
         self.chain = options.chain or (agent.name,)
-        self.native_tools = bool(tools) and _native(agent.tool_protocol, agent.model, "tools")
-        self.specs = _specs_of(agent, tools) if self.native_tools else ()
-        spec = agent._output  # pyright: ignore[reportPrivateUsage] -- its own agent
-        self.native_output = (
-            spec is not None
-            and spec.is_object
-            and _native(agent.output_protocol, agent.model, "output")
-        )
         self.messages: list[llm.Message]  # set by the agent right after: needs this state
         # Empty tuples until something lands: a run in flight holds no empty lists (with
         # thousands in flight, each object held is one more for the collector to walk).
@@ -749,21 +789,7 @@ class _RunState:
             )
 
     def request(self, stream: bool = False) -> llm.LLMRequest:
-        a = self.agent
-        return llm.LLMRequest(
-            agent_name=a.name,
-            model=a.model,
-            messages=self.messages,
-            tools=self.specs,
-            settings=a.model_settings,
-            retry=self.settings.retry,
-            call_timeout=self.settings.call_timeout,
-            fallback_models=a.fallback_models,
-            api_base=a.api_base,
-            api_key=a.api_key,
-            stream=stream,
-            response_format=a._output.response_format if self.native_output and a._output else None,  # pyright: ignore[reportPrivateUsage] -- its own agent
-        )
+        return llm.LLMRequest(self.plan.call, self.messages, stream)
 
     def calls_of(self, reply: llm.LLMReply) -> Sequence[llm.ToolCall]:
         """The tool calls of a reply to run: native ones, JSON ones (text protocol), or none."""

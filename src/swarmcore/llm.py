@@ -45,6 +45,7 @@ from swarmcore.models import TokenUsage
 from swarmcore.policies import RetryPolicy
 
 __all__ = [
+    "CallSpec",
     "LLMReply",
     "LLMRequest",
     "Message",
@@ -116,14 +117,16 @@ class ToolCall:
         }
 
 
-# Not frozen: a frozen __init__ sets each field through object.__setattr__, on every call.
-@dataclass(slots=True)
-class LLMRequest:
-    """One model call: what to send and how hard to try."""
+@dataclass(frozen=True, slots=True, eq=False)
+class CallSpec:
+    """What every model call of one agent sends besides the conversation.
+
+    Built once per agent, settings and tools, and shared by all their calls: with
+    the request's fixed keyword arguments made here, a call only adds its messages.
+    """
 
     agent_name: str
     model: str
-    messages: Sequence[Message]
     tools: Sequence[Mapping[str, Any]] = ()
     settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -131,10 +134,39 @@ class LLMRequest:
     fallback_models: Sequence[str] = ()
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    stream: bool = False
-    """Stream the reply, publishing ``TextDelta`` events; the result is the same."""
     response_format: Mapping[str, Any] | None = None
     """A native JSON-schema response format, for models that support one."""
+    kwargs: Mapping[str, Any] = field(init=False, repr=False)
+    """The keyword arguments of every call to ``model``, but the messages (and tools)."""
+
+    def __post_init__(self) -> None:
+        kwargs: dict[str, Any] = {
+            **self.settings,
+            "model": self.model,
+            # One retry policy (ours): switch off litellm's and the OpenAI SDK's.
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if self.response_format is not None:
+            kwargs["response_format"] = self.response_format
+        if self.api_base is not None:
+            kwargs["api_base"] = self.api_base
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        if self.call_timeout is not None:
+            kwargs["timeout"] = self.call_timeout
+        object.__setattr__(self, "kwargs", kwargs)
+
+
+# Not frozen: a frozen __init__ sets each field through object.__setattr__, on every call.
+@dataclass(slots=True)
+class LLMRequest:
+    """One model call: the agent's call spec and the conversation so far."""
+
+    call: CallSpec
+    messages: Sequence[Message]
+    stream: bool = False
+    """Stream the reply, publishing ``TextDelta`` events; the result is the same."""
 
 
 @dataclass(slots=True)  # not frozen, as LLMRequest
@@ -171,8 +203,9 @@ async def complete(request: LLMRequest) -> LLMReply:
             outlasted the retry policy on every model.
     """
     lit = load_litellm()
-    _check_key(lit, request, request.model)
-    for model in request.fallback_models:  # a missing key fails before anything is spent
+    call = request.call
+    _check_key(lit, request, call.model)
+    for model in call.fallback_models:  # a missing key fails before anything is spent
         _check_key(lit, request, model)
     start = time.perf_counter()
     # Most calls succeed at once, so the first attempt holds nothing across its await
@@ -181,11 +214,11 @@ async def complete(request: LLMRequest) -> LLMReply:
     failure: ModelError | None = None
     response: Any = None
     try:
-        response = await _call_once(lit, request, request.model, 1)
+        response = await _call_once(lit, request, call.model, 1)
     except ModelError as exc:
         failure = exc
     if failure is None:
-        model, attempts = request.model, 1
+        model, attempts = call.model, 1
     else:  # outside the except block: later errors do not chain to this one
         model, attempts, response = await _after_failure(lit, request, failure)
     reply = _to_reply(lit, model, response, time.perf_counter() - start, attempts)
@@ -199,14 +232,14 @@ async def _after_failure(
     lit: ModuleType, request: LLMRequest, first: ModelError
 ) -> tuple[str, int, Any]:
     """Retries of the first model, then each fallback model: (model, attempts, response)."""
-    models = (request.model, *request.fallback_models)
+    models = (request.call.model, *request.call.fallback_models)
     attempts = 0
     response: Any = None
     for index, model in enumerate(models):
         counter = _Attempts(made=1)
         try:
             if index == 0:
-                if not first.retryable or request.retry.max_retries == 0:
+                if not first.retryable or request.call.retry.max_retries == 0:
                     raise first
                 response = await _retry_after_failure(lit, request, model, counter, first)
             else:
@@ -214,7 +247,7 @@ async def _after_failure(
                 try:
                     response = await _call_once(lit, request, model, 1)
                 except ModelError as exc:
-                    if not exc.retryable or request.retry.max_retries == 0:
+                    if not exc.retryable or request.call.retry.max_retries == 0:
                         raise
                     failed = exc
                 if failed is not None:  # outside the except block, as in complete()
@@ -225,16 +258,16 @@ async def _after_failure(
                 raise
             logger.warning(
                 "agent %s: %s failed %d times (%s); falling back to %s",
-                request.agent_name,
+                request.call.agent_name,
                 model,
                 counter.made,
                 exc,
                 models[index + 1],
-                extra={"agent_name": request.agent_name},
+                extra={"agent_name": request.call.agent_name},
             )
             events.emit(
                 events.ModelFallback,
-                agent_name=request.agent_name,
+                agent_name=request.call.agent_name,
                 from_model=model,
                 to_model=models[index + 1],
                 error=str(exc),
@@ -254,7 +287,7 @@ async def _retry_after_failure(
 ) -> Any:
     from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-    policy = request.retry
+    policy = request.call.retry
     replay: list[ModelError] = [first]
 
     def failure(state: RetryCallState) -> ModelError | None:
@@ -273,17 +306,17 @@ async def _retry_after_failure(
     def log_retry(state: RetryCallState) -> None:
         logger.warning(
             "agent %s: %s failed (%s); retry %d of %d in %.1fs",
-            request.agent_name,
+            request.call.agent_name,
             model,
             failure(state),
             state.attempt_number,
             policy.max_retries,
             state.upcoming_sleep,
-            extra={"agent_name": request.agent_name},
+            extra={"agent_name": request.call.agent_name},
         )
         events.emit(
             events.RetryScheduled,
-            agent_name=request.agent_name,
+            agent_name=request.call.agent_name,
             scope="model_call",
             attempt=state.attempt_number,
             delay_seconds=state.upcoming_sleep,
@@ -310,24 +343,13 @@ async def _retry_after_failure(
 
 
 def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {
-        **request.settings,
-        "model": model,
-        "messages": list(request.messages),
-        # One retry policy (ours): switch off litellm's and the OpenAI SDK's.
-        "num_retries": 0,
-        "max_retries": 0,
-    }
-    if request.tools:
-        kwargs["tools"] = list(request.tools)
-    if request.response_format is not None:
-        kwargs["response_format"] = request.response_format
-    if request.api_base is not None:
-        kwargs["api_base"] = request.api_base
-    if request.api_key is not None:
-        kwargs["api_key"] = request.api_key
-    if request.call_timeout is not None:
-        kwargs["timeout"] = request.call_timeout
+    call = request.call
+    # Fresh lists: what LiteLLM is handed is never what a later call sends.
+    kwargs = {**call.kwargs, "messages": list(request.messages)}
+    if model != call.model:  # a fallback
+        kwargs["model"] = model
+    if call.tools:
+        kwargs["tools"] = list(call.tools)
     if request.stream:
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
@@ -338,7 +360,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     meter = budget.current_meter()
     if meter is not None:
         # A partial, not a lambda: a lambda would make ``lit`` a cell this frame holds.
-        meter.check(request.agent_name, model, functools.partial(_is_priced, lit))
+        meter.check(request.call.agent_name, model, functools.partial(_is_priced, lit))
     limiter = limits.limiter_for(model)
     permit = await limiter.acquire(_estimate_tokens(request)) if limiter is not None else None
     used: int | None = None
@@ -347,9 +369,10 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     # the call, so a server that trickles its reply would outlast it.
     deadlines: _Deadlines | None = None
     task: asyncio.Task[Any] | None = None
-    if request.call_timeout is not None:
+    timeout = request.call.call_timeout
+    if timeout is not None:
         deadlines = _Deadlines.here()
-        task = deadlines.add(request.call_timeout)
+        task = deadlines.add(timeout)
     try:
         # Built in the call: no dict of ours held while the call is in flight.
         response = await lit.acompletion(**_kwargs(request, model))
@@ -365,7 +388,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
         if not isinstance(exc, Exception):
             raise  # a cancellation that is not our deadline's, KeyboardInterrupt, SystemExit
         timed_out = isinstance(exc, TimeoutError) or (
-            isinstance(exc, lit.Timeout) and request.call_timeout is not None
+            isinstance(exc, lit.Timeout) and request.call.call_timeout is not None
         )
         error = _timed_out(request, model, attempt) if timed_out else None
         error = error or _classify(lit, exc, request, model, attempt)
@@ -458,11 +481,12 @@ _DEADLINE_SLACK = 1e-3
 
 
 def _timed_out(request: LLMRequest, model: str, attempt: int) -> ModelError:
+    call = request.call
     return ModelError(
-        f"Agent {request.agent_name!r}: {model} did not answer within "
-        f"{request.call_timeout}s (attempt {attempt} of {request.retry.max_retries + 1}); "
+        f"Agent {call.agent_name!r}: {model} did not answer within "
+        f"{call.call_timeout}s (attempt {attempt} of {call.retry.max_retries + 1}); "
         "raise the agent's call_timeout or retry.",
-        agent_name=request.agent_name,
+        agent_name=call.agent_name,
         model=model,
         retryable=True,
     )
@@ -476,7 +500,7 @@ async def _collect_stream(lit: ModuleType, request: LLMRequest, stream: Any) -> 
         choices: Any = getattr(chunk, "choices", None) or []
         text = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
         if text:
-            events.emit(events.TextDelta, agent_name=request.agent_name, text=text)
+            events.emit(events.TextDelta, agent_name=request.call.agent_name, text=text)
     return lit.stream_chunk_builder(chunks, messages=list(request.messages))
 
 
@@ -533,8 +557,9 @@ def _is_priced(lit: ModuleType, model: str) -> bool:
 def _estimate_tokens(request: LLMRequest) -> int:
     """A cheap upper-ish estimate for the tokens-per-minute limiter: ~4 characters a token."""
     chars = sum(len(str(m.get("content") or "")) for m in request.messages)
-    chars += sum(len(str(t)) for t in request.tools)
-    completion = request.settings.get("max_tokens") or request.settings.get("max_completion_tokens")
+    chars += sum(len(str(t)) for t in request.call.tools)
+    settings = request.call.settings
+    completion = settings.get("max_tokens") or settings.get("max_completion_tokens")
     return chars // 4 + (int(completion) if isinstance(completion, int) else 0)
 
 
@@ -621,14 +646,14 @@ def _classify(
 ) -> ModelError | None:
     """Turn a litellm exception into a ModelError that says what to do; None if not litellm's."""
     status: int | None = getattr(exc, "status_code", None)
-    detail = redact(_first_line(str(exc)), request.api_key)
-    who = f"Agent {request.agent_name!r}: {model}"
+    detail = redact(_first_line(str(exc)), request.call.api_key)
+    who = f"Agent {request.call.agent_name!r}: {model}"
     retry_after = _retry_after(exc)
 
     def error(text: str, *, retryable: bool = False) -> ModelError:
         return ModelError(
             text,
-            agent_name=request.agent_name,
+            agent_name=request.call.agent_name,
             model=model,
             status_code=status,
             retryable=retryable,
@@ -660,13 +685,13 @@ def _classify(
     if isinstance(exc, lit.RateLimitError | lit.Timeout | lit.APIConnectionError) or (
         status is not None and status >= 500
     ):
-        limit = request.retry.max_retry_after
+        limit = request.call.retry.max_retry_after
         wait = ""
         if retry_after is not None:
             wait = f" The provider asked to wait {retry_after:g}s"
             wait += f", longer than max_retry_after={limit:g}s." if retry_after > limit else "."
         return error(
-            f"{who} failed on attempt {attempt} of {request.retry.max_retries + 1} "
+            f"{who} failed on attempt {attempt} of {request.call.retry.max_retries + 1} "
             f"({type(exc).__name__}, status {status}): {detail}.{wait} This is transient: "
             "retry later, raise the agent's retry, add fallback_models, or limit the "
             "model's requests with swarmcore.limit_model().",
@@ -724,14 +749,14 @@ _keys_found: set[str] = set()
 
 def _check_key(lit: ModuleType, request: LLMRequest, model: str) -> None:
     """Fail before the call when the provider's key is missing (LiteLLM calls it a 500)."""
-    if request.api_key is not None or model in _keys_found:
+    if request.call.api_key is not None or model in _keys_found:
         return
     missing = [k for k in _missing_keys(lit, model) if "KEY" in k or "TOKEN" in k]
     if missing:
         raise ModelError(
-            f"Agent {request.agent_name!r}: {model} needs an API key and none was "
+            f"Agent {request.call.agent_name!r}: {model} needs an API key and none was "
             f"found: set {' or '.join(missing)}, or pass api_key= to the Agent.",
-            agent_name=request.agent_name,
+            agent_name=request.call.agent_name,
             model=model,
         )
     _keys_found.add(model)  # only a positive answer is cached: a key may be set later
@@ -747,7 +772,9 @@ def _missing_keys(lit: ModuleType, model: str) -> list[str]:
 
 def _key_hint(lit: ModuleType, request: LLMRequest, model: str) -> str:
     """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
-    names = [k for k in _missing_keys(lit, model) if "KEY" in k] if request.api_key is None else []
+    names = (
+        [k for k in _missing_keys(lit, model) if "KEY" in k] if request.call.api_key is None else []
+    )
     if names:
         return f"No key was found: set {' or '.join(names)}."
     return "Check the key passed as api_key= or set in the provider's environment variable."
