@@ -133,7 +133,8 @@ class SharedContext:
         return {k: items[k] for k in sorted(items, key=self._rank)}
 
     def _rank(self, key: str) -> tuple[int, ...]:
-        return self._order.get(key, (len(self._order),))
+        rank = self._order.get(key)  # no default tuple built for the names that have one
+        return rank if rank is not None else (len(self._order),)
 
     def place(self, ranks: Mapping[str, tuple[int, ...]]) -> None:
         """Give names that appear at run time (loop iterations, planned agents) their order.

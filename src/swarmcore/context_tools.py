@@ -13,7 +13,7 @@ import functools
 from collections.abc import Sequence
 
 from swarmcore.agent import run_context
-from swarmcore.context import SEARCH_MAX_HITS, SharedContext, shorten
+from swarmcore.context import SEARCH_MAX_HITS, ContextEntry, SharedContext, shorten
 from swarmcore.tools import Tool, function_tool
 
 __all__ = [
@@ -155,28 +155,32 @@ def pull_hint(context: SharedContext, previous: Sequence[str]) -> str:
     with its size and a one-line summary, and says how many more outputs
     ``list_context`` can show.
     """
-    names = context.keys()
-    before = set(previous)  # a wide previous step: a tuple's `in` made this O(N²)
-    keep = set([n for n in names if n in before][:HINT_MAX_NAMED])
-    room = min(HINT_RECENT, HINT_MAX_NAMED - len(keep))
-    if room > 0:
-        keep.update([n for n in names if n not in keep][-room:])
-    shown = [n for n in names if n in keep]
+    entries = context.entries()
+    # No more entries than the recent ones named anyway: every one is shown.
+    shown = entries if len(entries) <= HINT_RECENT else _chosen(entries, previous)
     lines = [
         "## Shared context",
         "Earlier agents' outputs are not in this prompt. Read them with the tools "
         "list_context(), get_context(agent_name) and search_context(query).",
-        "Most recent:" if len(shown) < len(names) else "Available:",
+        "Most recent:" if len(shown) < len(entries) else "Available:",
     ]
-    for name in shown:
-        entry = context.entry(name)
-        if entry is not None:
-            summary = shorten(entry.summary, HINT_SUMMARY_CHARS)
-            lines.append(f"- {name} ({len(entry.output):,} chars): {summary}")
-    hidden = len(names) - len(shown)
+    for entry in shown:
+        summary = shorten(entry.summary, HINT_SUMMARY_CHARS)
+        lines.append(f"- {entry.name} ({len(entry.output):,} chars): {summary}")
+    hidden = len(entries) - len(shown)
     if hidden:
         lines.append(f"{hidden} earlier outputs are not listed here; list_context() shows them.")
     return "\n".join(lines + _failure_lines(context))
+
+
+def _chosen(entries: list[ContextEntry], previous: Sequence[str]) -> list[ContextEntry]:
+    """The previous step's entries (at most HINT_MAX_NAMED) and the most recent others."""
+    before = set(previous)  # a wide previous step: a tuple's `in` made this O(N²)
+    keep = set([e.name for e in entries if e.name in before][:HINT_MAX_NAMED])
+    room = min(HINT_RECENT, HINT_MAX_NAMED - len(keep))
+    if room > 0:
+        keep.update([e.name for e in entries if e.name not in keep][-room:])
+    return [e for e in entries if e.name in keep]
 
 
 def summarises(context: SharedContext, previous: Sequence[str]) -> bool:

@@ -568,7 +568,7 @@ def _to_reply(
 ) -> LLMReply:
     choice: Any = response.choices[0]
     message: Any = choice.message
-    raw_calls: list[Any] = list(message.tool_calls or [])
+    raw_calls: list[Any] | None = message.tool_calls
     calls = (
         tuple(
             ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
