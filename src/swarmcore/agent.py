@@ -264,16 +264,21 @@ class Agent(FlowNode):
         """The toolsets (MCP servers) among ``tools``, whose tools are fetched at run time."""
         return self._toolsets
 
-    def _plan_for(self, defaults: AgentDefaults, tools: dict[str, Tool]) -> _Plan:
-        """What every run under ``defaults`` with ``tools`` shares; the last one is kept.
+    def _plan_for(
+        self, defaults: AgentDefaults, extra: Sequence[Callable[..., Any] | Tool]
+    ) -> _Plan:
+        """What every run under ``defaults`` with ``extra`` tools shares; the last one is kept.
 
         Kept only for tool maps that come back (its own, or its merge with a Swarm's
         context tools): a map made for one run would only push the kept plan out.
         """
         cached = self._plan
+        if cached is not None and cached.defaults is defaults and cached.extra is extra:
+            return cached  # a Swarm's step, every run: no merge to look up either
+        tools = self._merge_tools(extra)
         if cached is not None and cached.defaults is defaults and cached.tools is tools:
             return cached
-        plan = _Plan.of(self, defaults, tools)
+        plan = _Plan.of(self, defaults, extra, tools)
         merged = self._merged
         if tools is self._tool_map or (merged is not None and merged.tools is tools):
             object.__setattr__(self, "_plan", plan)
@@ -492,7 +497,7 @@ class Agent(FlowNode):
     ) -> _RunState:
         if self._variables and not self._variables <= options.variables.keys():
             check_variables([self], options.variables)  # delegates check their own when they run
-        plan = self._plan_for(options.defaults, self._merge_tools(extra_tools))
+        plan = self._plan_for(options.defaults, extra_tools)
         state = _RunState(self, plan, options, context)
         state.messages = self._messages(task, context_hint, state)
         return state
@@ -640,6 +645,9 @@ class _Plan:
     """
 
     defaults: AgentDefaults
+    extra: tuple[Callable[..., Any] | Tool, ...] | None
+    """The extra tools it was made for (a Swarm's context tools), when a tuple: a list
+    could change under the same identity."""
     tools: dict[str, Tool]
     settings: _Settings
     native_tools: bool
@@ -650,7 +658,13 @@ class _Plan:
     """What follows the context hint in the system prompt: tool protocol, answer format."""
 
     @classmethod
-    def of(cls, agent: Agent, defaults: AgentDefaults, tools: dict[str, Tool]) -> _Plan:
+    def of(
+        cls,
+        agent: Agent,
+        defaults: AgentDefaults,
+        extra: Sequence[Callable[..., Any] | Tool],
+        tools: dict[str, Tool],
+    ) -> _Plan:
         settings = _Settings.of(agent, defaults)
         native_tools = bool(tools) and _native(agent.tool_protocol, agent.model, "tools")
         spec = agent._output  # pyright: ignore[reportPrivateUsage] -- same module
@@ -684,7 +698,14 @@ class _Plan:
             tail.append(spec.instructions)
         head = None if agent.variables else render(agent.instructions, {}).strip()
         return cls(
-            defaults, tools, settings, native_tools, call, head, "\n\n".join(filter(None, tail))
+            defaults,
+            extra if isinstance(extra, tuple) else None,
+            tools,
+            settings,
+            native_tools,
+            call,
+            head,
+            "\n\n".join(filter(None, tail)),
         )
 
 

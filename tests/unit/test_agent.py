@@ -13,6 +13,7 @@ from swarmcore import (
     MaxTurnsExceeded,
     ModelError,
     SharedContext,
+    Tool,
     UserError,
     function_tool,
 )
@@ -188,6 +189,25 @@ async def test_extra_tools_and_hint_are_run_local() -> None:
         await agent.run("go", extra_tools=[function_tool(add)])
     with pytest.raises(UserError, match="two tools named 'secret'"):
         await agent.run("go", extra_tools=[function_tool(secret), function_tool(secret)])
+
+
+async def test_what_runs_share_is_kept_only_for_what_it_was_made_for() -> None:
+    # An agent keeps what its runs share (tool specs, the call's fixed arguments, its name
+    # in errors): a list of extra tools filled in after a run, or a renamed twin, gets its own.
+    def secret() -> str:
+        """Tell the secret."""
+        return "42"
+
+    model = ScriptedModel(["one", Reply.tool("secret"), "two", Fail(401, "bad key")])
+    agent = Agent("e", "Extra.", model=model.model, tools=[add])
+    extra: list[Tool] = []
+    await agent.run("go", extra_tools=extra)
+    extra.append(function_tool(secret))
+    await agent.run("go", extra_tools=extra)
+    assert model.requests[0].tool_names == ["add"]
+    assert model.requests[1].tool_names == ["add", "secret"]
+    with pytest.raises(ModelError, match="^Agent 'e#2': "):
+        await agent.renamed("e#2").run("go")
 
 
 async def test_context_without_hint_is_rendered_in_full() -> None:
