@@ -371,8 +371,7 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
     task: asyncio.Task[Any] | None = None
     timeout = request.call.call_timeout
     if timeout is not None:
-        deadlines = _Deadlines.here()
-        task = deadlines.add(timeout)
+        deadlines, task = _Deadlines.start(timeout)
     try:
         # Built in the call: no dict of ours held while the call is in flight.
         response = await lit.acompletion(**_kwargs(request, model))
@@ -427,28 +426,27 @@ class _Deadlines:
         self._at = math.inf
 
     @classmethod
-    def here(cls) -> _Deadlines:
-        """The running loop's deadlines (one loop per thread at a time)."""
+    def start(cls, seconds: float) -> tuple[_Deadlines, asyncio.Task[Any]]:
+        """Start the current task's deadline, ``seconds`` from now, on the running loop.
+
+        Returns the loop's deadlines (one loop per thread at a time) and the task.
+        """
         loop = asyncio.get_running_loop()
         deadlines: _Deadlines | None = getattr(cls._local, "deadlines", None)
         if deadlines is None or deadlines._loop is not loop:
             deadlines = cls._local.deadlines = cls(loop)
-        return deadlines
-
-    def add(self, seconds: float) -> asyncio.Task[Any]:
-        """Start the current task's deadline, ``seconds`` from now; returns the task."""
-        task = asyncio.current_task()
+        task = asyncio.current_task(loop)
         if task is None:  # not inside a task: nothing to cancel
             raise RuntimeError("a model call must run inside an asyncio task")
-        when = self._loop.time() + seconds
+        when = loop.time() + seconds
         # What cancelled the task before: a cancellation that is not ours stays one.
-        self._due[task] = (when, task.cancelling())
-        if when < self._at:  # an earlier deadline than the timer's: bring the timer forward
-            if self._timer is not None:
-                self._timer.cancel()
-            self._at = when
-            self._timer = self._loop.call_at(when, self._fire)
-        return task
+        deadlines._due[task] = (when, task.cancelling())
+        if when < deadlines._at:  # an earlier deadline than the timer's: bring the timer forward
+            if deadlines._timer is not None:
+                deadlines._timer.cancel()
+            deadlines._at = when
+            deadlines._timer = loop.call_at(when, deadlines._fire)
+        return deadlines, task
 
     def remove(self, task: asyncio.Task[Any]) -> None:
         """The call ended: forget its deadline; undo a cancellation it made but never reported."""
