@@ -259,6 +259,10 @@ def check_types(types: tuple[object, ...]) -> tuple[type[Event], ...]:
     Raises:
         UserError: Something else was passed.
     """
+    # From their module: the module __getattr__ that loads the event classes on first
+    # use serves `events.Event`, never a global name read inside this module.
+    from swarmcore._event_types import Event
+
     for kind in types:
         if not (isinstance(kind, type) and issubclass(kind, Event)):
             raise UserError(
@@ -285,6 +289,17 @@ def log_event(event: Event) -> None:
 
 
 def _describe(event: Event) -> tuple[int, str]:
+    from swarmcore._event_types import (  # see check_types
+        AgentFinished,
+        AgentStarted,
+        ModelCallFinished,
+        ModelFallback,
+        RetryScheduled,
+        RunFinished,
+        RunStarted,
+        ToolCallFinished,
+    )
+
     match event:
         case RunStarted():
             return logging.INFO, f"run {event.run_id[:8]} started: {event.flow}"

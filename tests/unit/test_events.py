@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -362,3 +365,33 @@ async def test_offline_models_stream_text_and_tool_calls_with_the_same_results()
     assert streamed["a"].tool_calls[0].result == "tea facts"
     assert streamed.token_usage == plain.token_usage
     assert streamed_model.requests[0].params.get("stream") is True
+
+
+def test_event_classes_load_for_dry_runs_and_logging_in_a_fresh_process() -> None:
+    # The event classes load on first use, through the module's __getattr__, which code
+    # inside swarmcore.events never goes through: in a process where nothing had named
+    # them yet, dry_run's hook check and the DEBUG log of each event raised NameError.
+    code = """
+import asyncio, logging
+logging.basicConfig(level=logging.DEBUG, format="%(name)s %(message)s")
+logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+from swarmcore import Agent, Swarm
+from swarmcore.testing import ScriptedModel
+
+async def main():
+    report = await Swarm(Agent("a", "x")).dry_run("go")
+    print("dry run:", type(report).__name__)
+    model = ScriptedModel(["hi"])
+    result = await Swarm(Agent("b", "x", model=model.model)).run("go")
+    print("run:", result.output)
+
+asyncio.run(main())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "dry run: DryRunReport" in done.stdout
+    assert "run: hi" in done.stdout
+    assert "NameError" not in done.stderr, done.stderr
+    assert re.search(r"agent b: .* answered in ", done.stderr), done.stderr
