@@ -541,9 +541,13 @@ class Agent(FlowNode):
                 if calls:
                     state.add_tool_results(await state.run_tools(calls))
                     continue
-                answer = await state.accept(reply.text or "")
-                if answer is not None:
+                text = reply.text or ""
+                answer, checked, feedback = state.parse_answer(text)
+                if feedback is None and self.output_validators:  # no coroutine for the rest
+                    feedback = await state.validate(checked)
+                if feedback is None:
                     break
+                state.reject(text, feedback)
         except Exception as exc:  # the timeout's cancellation is not one: _timed keeps that
             state.keep_partial(exc, time.perf_counter() - start)
             raise
@@ -844,30 +848,33 @@ class _RunState:
         )
         self.llm_calls = [*self.llm_calls, record]
 
-    async def accept(self, text: str) -> tuple[str, str | None, Any] | None:
-        """The answer as (output, summary, parsed), or None once it is sent back for a retry.
+    def parse_answer(self, text: str) -> tuple[tuple[str, str | None, Any], Any, str | None]:
+        """The answer as (output, summary, parsed), what validators check, and why it fails.
+
+        The last is None when the answer parsed (the output validators have yet to see it).
+        """
+        spec = self.agent._output  # pyright: ignore[reportPrivateUsage] -- its own agent
+        if spec is None:
+            output, summary = parse_summary(text)
+            return (output, summary, None), output, None
+        parsed, feedback = spec.parse(text)
+        output = spec.dump(parsed) if feedback is None else text
+        return (output, None, parsed), parsed, feedback
+
+    async def validate(self, checked: Any) -> str | None:
+        """Feedback from the first output validator that rejects the answer, or None."""
+        from swarmcore.structured import run_validators
+
+        return await run_validators(self.agent.output_validators, checked)
+
+    def reject(self, text: str, feedback: str) -> None:
+        """Send the answer back for a retry, with why it was rejected.
 
         Raises:
-            OutputValidationError: It was rejected and no retries are left.
+            OutputValidationError: No retries are left.
         """
         agent = self.agent
         spec = agent._output  # pyright: ignore[reportPrivateUsage] -- its own agent
-        parsed: Any = None
-        summary: str | None = None
-        if spec is None:
-            output, summary = parse_summary(text)
-            feedback = None
-            checked: Any = output
-        else:
-            parsed, feedback = spec.parse(text)
-            output = spec.dump(parsed) if feedback is None else text
-            checked = parsed
-        if feedback is None and agent.output_validators:
-            from swarmcore.structured import run_validators
-
-            feedback = await run_validators(agent.output_validators, checked)
-        if feedback is None:
-            return output, summary, parsed
         if self.rejected >= agent.output_retries:
             raise OutputValidationError(
                 f"Agent {agent.name!r}: the answer was rejected {self.rejected + 1} times; "
@@ -883,7 +890,6 @@ class _RunState:
         self.messages.append(
             {"role": "user", "content": f"Your answer was rejected: {feedback}. Reply with {fix}."}
         )
-        return None
 
     async def observed_call(self, span: events.Span) -> tuple[llm.LLMReply, Sequence[llm.ToolCall]]:
         """One turn's model call and the tool calls to run, reported to the event stream."""
