@@ -206,7 +206,7 @@ async def test_what_runs_share_is_kept_only_for_what_it_was_made_for() -> None:
     await agent.run("go", extra_tools=extra)
     assert model.requests[0].tool_names == ["add"]
     assert model.requests[1].tool_names == ["add", "secret"]
-    with pytest.raises(ModelError, match="^Agent 'e#2': "):
+    with pytest.raises(ModelError, match=r"^Agent 'e#2': "):
         await agent.renamed("e#2").run("go")
 
 
