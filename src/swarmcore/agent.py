@@ -166,7 +166,9 @@ class Agent(FlowNode):
     max_parallel_tools: int | None = None
     """The most tool calls of one reply run at once. None: the Swarm's default (8)."""
     model_settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
-    """Extra arguments for the model call: ``temperature``, ``max_tokens``, ``seed``..."""
+    """Extra arguments for the model call: ``temperature``, ``max_tokens``, ``seed``...
+    Copied when the agent is built; change them with :meth:`clone`, not in place (its
+    runs keep the call arguments they built from them)."""
     api_base: str | None = None
     """The provider endpoint, for OpenAI-compatible servers."""
     api_key: str | None = field(default=None, repr=False)
