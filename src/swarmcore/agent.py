@@ -181,8 +181,6 @@ class Agent(FlowNode):
     """This agent and those it can call through ``as_tool``: fixed once built, so kept."""
     _plan: _Plan | None = field(init=False, repr=False, default=None)
     """What its runs under the last defaults and tools shared (see ``_plan_for``)."""
-    _merged: _MergedTools | None = field(init=False, repr=False, default=None)
-    """Its tools merged with the last tuple of extra tools it ran with (see ``_merge_tools``)."""
 
     def __post_init__(self) -> None:
         validate_name(self.name, "Agent")
@@ -271,18 +269,19 @@ class Agent(FlowNode):
     ) -> _Plan:
         """What every run under ``defaults`` with ``extra`` tools shares; the last one is kept.
 
-        Kept only for tool maps that come back (its own, or its merge with a Swarm's
-        context tools): a map made for one run would only push the kept plan out.
+        Kept only for extra tools that come back: none, or a tuple (a Swarm's context
+        tools, the same tuple every run). A list can change under the same identity,
+        and a plan made for one run would only push the kept plan out. Nothing mutates
+        a plan's tool map: runs share it as they share the agent's own.
         """
         cached = self._plan
         if cached is not None and cached.defaults is defaults and cached.extra is extra:
-            return cached  # a Swarm's step, every run: no merge to look up either
+            return cached  # a Swarm's step, every run: no merge either
         tools = self._merge_tools(extra)
         if cached is not None and cached.defaults is defaults and cached.tools is tools:
-            return cached
+            return cached  # no extra tools, in a new empty sequence
         plan = _Plan.of(self, defaults, extra, tools)
-        merged = self._merged
-        if tools is self._tool_map or (merged is not None and merged.tools is tools):
+        if tools is self._tool_map or isinstance(extra, tuple):
             object.__setattr__(self, "_plan", plan)
         return plan
 
@@ -572,14 +571,9 @@ class Agent(FlowNode):
     def _merge_tools(self, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:
         if not extra:
             return self._tool_map
-        cached = self._merged
-        if cached is not None and cached.extra is extra:  # a Swarm's context tools, every run
-            return cached.tools
         if all(isinstance(t, Tool) for t in extra):
             merged = {**self._tool_map, **{t.name: t for t in cast("Sequence[Tool]", extra)}}
             if len(merged) == len(self._tool_map) + len(extra):  # no name used twice
-                if isinstance(extra, tuple):  # immutable: the next run may reuse the merge
-                    object.__setattr__(self, "_merged", _MergedTools(extra, merged))
                 return merged
         merged = dict(self._tool_map)  # convert, and say which name is used twice
         for tool in to_tools(extra, owner=f"Agent {self.name!r} (extra_tools)"):
@@ -596,19 +590,6 @@ class Agent(FlowNode):
                 )
             merged[tool.name] = tool
         return merged
-
-
-@dataclass(slots=True)
-class _MergedTools:
-    """An agent's tools merged with a tuple of extra tools (the Swarm's context tools).
-
-    Kept on the agent, so a step that hands the same tuple again does not merge
-    again, and its runs share one plan (see ``Agent._plan_for``). Nothing mutates
-    ``tools``: runs share it as they share the agent's own tool map.
-    """
-
-    extra: tuple[Any, ...]
-    tools: dict[str, Tool]
 
 
 @dataclass(frozen=True, slots=True)
