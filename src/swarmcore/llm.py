@@ -204,9 +204,9 @@ async def complete(request: LLMRequest) -> LLMReply:
     """
     lit = load_litellm()
     call = request.call
-    _check_key(lit, request, call.model)
+    _check_key(lit, call, call.model)
     for model in call.fallback_models:  # a missing key fails before anything is spent
-        _check_key(lit, request, model)
+        _check_key(lit, call, model)
     start = time.perf_counter()
     # Most calls succeed at once, so the first attempt holds nothing across its await
     # but the call (no loop iterator, no attempt counter): with thousands of calls in
@@ -383,14 +383,14 @@ async def _call_once(lit: ModuleType, request: LLMRequest, model: str, attempt: 
         return response
     except BaseException as exc:
         if deadlines is not None and task is not None and deadlines.expired(task):
-            raise _timed_out(request, model, attempt) from None
+            raise _timed_out(request.call, model, attempt) from None
         if not isinstance(exc, Exception):
             raise  # a cancellation that is not our deadline's, KeyboardInterrupt, SystemExit
         timed_out = isinstance(exc, TimeoutError) or (
             isinstance(exc, lit.Timeout) and request.call.call_timeout is not None
         )
-        error = _timed_out(request, model, attempt) if timed_out else None
-        error = error or _classify(lit, exc, request, model, attempt)
+        error = _timed_out(request.call, model, attempt) if timed_out else None
+        error = error or _classify(lit, exc, request.call, model, attempt)
         if error is None:
             raise
         # Not chained: the provider's own exception can echo the API key, and a chained
@@ -478,8 +478,7 @@ class _Deadlines:
 _DEADLINE_SLACK = 1e-3
 
 
-def _timed_out(request: LLMRequest, model: str, attempt: int) -> ModelError:
-    call = request.call
+def _timed_out(call: CallSpec, model: str, attempt: int) -> ModelError:
     return ModelError(
         f"Agent {call.agent_name!r}: {model} did not answer within "
         f"{call.call_timeout}s (attempt {attempt} of {call.retry.max_retries + 1}); "
@@ -640,18 +639,18 @@ def redact(text: str, secret: str | None = None) -> str:
 
 
 def _classify(
-    lit: ModuleType, exc: Exception, request: LLMRequest, model: str, attempt: int
+    lit: ModuleType, exc: Exception, call: CallSpec, model: str, attempt: int
 ) -> ModelError | None:
     """Turn a litellm exception into a ModelError that says what to do; None if not litellm's."""
     status: int | None = getattr(exc, "status_code", None)
-    detail = redact(_first_line(str(exc)), request.call.api_key)
-    who = f"Agent {request.call.agent_name!r}: {model}"
+    detail = redact(_first_line(str(exc)), call.api_key)
+    who = f"Agent {call.agent_name!r}: {model}"
     retry_after = _retry_after(exc)
 
     def error(text: str, *, retryable: bool = False) -> ModelError:
         return ModelError(
             text,
-            agent_name=request.call.agent_name,
+            agent_name=call.agent_name,
             model=model,
             status_code=status,
             retryable=retryable,
@@ -670,7 +669,7 @@ def _classify(
     ):
         return error(f"{who} refused the request under its content policy ({status}): {detail}")
     if isinstance(exc, lit.AuthenticationError):
-        return error(f"{who} rejected the API key ({status}). {_key_hint(lit, request, model)}")
+        return error(f"{who} rejected the API key ({status}). {_key_hint(lit, call, model)}")
     if isinstance(exc, lit.PermissionDeniedError):
         return error(
             f"{who} denied permission ({status}): {detail}. Check that the key may use this model."
@@ -683,13 +682,13 @@ def _classify(
     if isinstance(exc, lit.RateLimitError | lit.Timeout | lit.APIConnectionError) or (
         status is not None and status >= 500
     ):
-        limit = request.call.retry.max_retry_after
+        limit = call.retry.max_retry_after
         wait = ""
         if retry_after is not None:
             wait = f" The provider asked to wait {retry_after:g}s"
             wait += f", longer than max_retry_after={limit:g}s." if retry_after > limit else "."
         return error(
-            f"{who} failed on attempt {attempt} of {request.call.retry.max_retries + 1} "
+            f"{who} failed on attempt {attempt} of {call.retry.max_retries + 1} "
             f"({type(exc).__name__}, status {status}): {detail}.{wait} This is transient: "
             "retry later, raise the agent's retry, add fallback_models, or limit the "
             "model's requests with swarmcore.limit_model().",
@@ -745,16 +744,16 @@ def _retry_after(exc: Exception) -> float | None:
 _keys_found: set[str] = set()
 
 
-def _check_key(lit: ModuleType, request: LLMRequest, model: str) -> None:
+def _check_key(lit: ModuleType, call: CallSpec, model: str) -> None:
     """Fail before the call when the provider's key is missing (LiteLLM calls it a 500)."""
-    if request.call.api_key is not None or model in _keys_found:
+    if call.api_key is not None or model in _keys_found:
         return
     missing = [k for k in _missing_keys(lit, model) if "KEY" in k or "TOKEN" in k]
     if missing:
         raise ModelError(
-            f"Agent {request.call.agent_name!r}: {model} needs an API key and none was "
+            f"Agent {call.agent_name!r}: {model} needs an API key and none was "
             f"found: set {' or '.join(missing)}, or pass api_key= to the Agent.",
-            agent_name=request.call.agent_name,
+            agent_name=call.agent_name,
             model=model,
         )
     _keys_found.add(model)  # only a positive answer is cached: a key may be set later
@@ -768,11 +767,9 @@ def _missing_keys(lit: ModuleType, model: str) -> list[str]:
         return []
 
 
-def _key_hint(lit: ModuleType, request: LLMRequest, model: str) -> str:
+def _key_hint(lit: ModuleType, call: CallSpec, model: str) -> str:
     """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
-    names = (
-        [k for k in _missing_keys(lit, model) if "KEY" in k] if request.call.api_key is None else []
-    )
+    names = [k for k in _missing_keys(lit, model) if "KEY" in k] if call.api_key is None else []
     if names:
         return f"No key was found: set {' or '.join(names)}."
     return "Check the key passed as api_key= or set in the provider's environment variable."
