@@ -27,6 +27,9 @@ swarmcore adds.
   a side.
   A full run also reads W3 K=50's CPU per call with both sides in this process
   over 30 pairs: no verdict, a check of how far the noise of W3's rows goes.
+  So does a control at W3's largest K, with two or more pairs of workers: the
+  floor against itself (each pair's floor worker against the next pair's),
+  measured as the W3 rows are: what it reads beside 1.00 is this run's noise.
 * Cold ``import swarmcore`` (names load on first use) and the import a program
   really does (``from swarmcore import Agent, Swarm, ...``) against its own
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
@@ -816,24 +819,37 @@ def worker_rows(
             )
         )
 
-        def measure_on_pairs(workload: Mapping[str, int]) -> tuple[Best, Best, dict[str, int]]:
-            best = {"swarmcore": Best(), "floor": Best()}
-            growth = {"swarmcore": 0, "floor": 0}  # the largest peak RSS rise of a worker
+        def measure_on_pairs(
+            workload: Mapping[str, int], on: Sequence[tuple[Worker, Worker]] = pairs
+        ) -> tuple[Best, Best, dict[str, int]]:
+            """The first workers' repetitions, the second ones', and each side's RSS rise."""
+            best = (Best(), Best())
+            growth = [0, 0]  # the largest peak RSS rise of a worker, by place in the pair
             for rep in range(cfg.reps):
-                pair = pairs[rep % len(pairs)]
+                pair = on[rep % len(on)]
                 # The sides alternate which runs first, and a revisited pair flips too.
-                first_floor = (rep + rep // len(pairs)) % 2 == 1
-                for w in reversed(pair) if first_floor else pair:
-                    sample = w.run(workload)
-                    best[w.side].add(sample)
-                    growth[w.side] = max(growth[w.side], sample.maxrss_kb - baseline[id(w)])
-            return best["swarmcore"], best["floor"], growth
+                second_first = (rep + rep // len(on)) % 2 == 1
+                for place in (1, 0) if second_first else (0, 1):
+                    sample = pair[place].run(workload)
+                    best[place].add(sample)
+                    rise = sample.maxrss_kb - baseline[id(pair[place])]
+                    growth[place] = max(growth[place], rise)
+            return best[0], best[1], {"swarmcore": growth[0], "floor": growth[1]}
 
         w3: list[Row] = []
         for k in cfg.concurrency if "w3" in cfg.only else ():
             progress(f"W3 K={k}")
             sc, fl, growth = measure_on_pairs({"k": k})
             w3 += w3_rows(cfg, k, sc, fl, growth)
+        if "w3" in cfg.only and len(pairs) > 1:
+            # The floor against itself: each pair's floor worker against the next pair's,
+            # measured as the rows above. What it reads beside 1.00 is this run's noise.
+            k = max(cfg.concurrency)
+            progress(f"W3 K={k}, the floor against itself (a control)")
+            floors = [floor for _, floor in pairs]
+            against = list(zip(floors, floors[1:] + floors[:1], strict=True))
+            a, b, _ = measure_on_pairs({"k": k}, against)
+            w3.append(control_row(k, a, b))
         w2: list[Row] = []
         for n in cfg.fan_outs if "w2" in cfg.only else ():
             progress(f"W2 fan-out N={n}")
@@ -893,6 +909,14 @@ def w3_rows(cfg: Config, k: int, sc: Best, fl: Best, growth: Mapping[str, int]) 
         )
     )
     return rows
+
+
+def control_row(k: int, a: Best, b: Best) -> Row:
+    """W3's CPU row with the floor on both sides, in different processes: no target, as
+    its ratio is 1 but for the noise the swarmcore rows' verdicts read through."""
+    label = f"W3 K={k} CPU/call, the floor against itself (a control)"
+    series = (a.cpus, b.cpus)
+    return ratio_row(label, a.cpu_ms_per_call, b.cpu_ms_per_call, "ms", limit=None, series=series)
 
 
 def worker_main(side: str, api_base: str) -> None:

@@ -89,8 +89,12 @@ def test_benchmark_runs_w2_and_w3_on_a_fresh_pair_of_worker_processes_per_repeti
     assert re.search(r"\d+ MB \(\+\d+\) +\d+ MB \(\+\d+\)", rows["W3 K=1 peak RSS"]), rows
     assert re.search(r"\d\.\d\d s +\d\.\d\d s +0\.10 s", rows["W2 N=100 wall"]), rows
     assert re.search(r"\d\.\d\d ms +\d\.\d\d ms", rows["W2 N=100 CPU/call"]), rows
+    # The floor against itself, in two of its workers: the noise W3's verdicts read through.
+    control = rows["W3 K=1 CPU/call, the floor against itself (a control)"]
+    assert re.search(r"\d\.\d\d ms +\d\.\d\d ms +- +\d\.\d\d +\d\.\d{3} ", control), control
     # W2 runs in the workers once W3 is done there (a fan-out would raise W3's peak RSS).
-    assert done.stderr.index("W3 K=1") < done.stderr.index("W2 fan-out N=100"), done.stderr
+    stages = [done.stderr.index(s) for s in ("W3 K=1", "the floor against", "W2 fan-out N=100")]
+    assert stages == sorted(stages), done.stderr
 
 
 def _instructions(env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
