@@ -28,8 +28,8 @@ swarmcore adds.
   A full run also reads W3 K=50's CPU per call with both sides in this process
   over 30 pairs: no verdict, a check of how far the noise of W3's rows goes.
   So does a control at W3's largest K, with two or more pairs of workers: the
-  floor against itself (each pair's floor worker against the next pair's),
-  measured as the W3 rows are: what it reads beside 1.00 is this run's noise.
+  floor against itself (each pair's floor worker against the next pair's, after
+  W2), measured as the W3 rows are: what it reads beside 1.00 is this run's noise.
 * Cold ``import swarmcore`` (names load on first use) and the import a program
   really does (``from swarmcore import Agent, Swarm, ...``) against its own
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
@@ -806,7 +806,7 @@ def worker_rows(
 ) -> tuple[list[Row], list[Row]]:
     """W2's and W3's rows, measured in ``workers`` (pairs of both sides): repetition i of
     every workload runs on pair i mod their number. W3 goes first, so its peak RSS rows
-    are its own, not a fan-out's."""
+    are its own, not a fan-out's; the floor's control (a W3 row) goes last."""
     try:
         for w in workers:  # all warm up at once: untimed
             w.start(payloads, fan_outs)
@@ -841,20 +841,21 @@ def worker_rows(
             progress(f"W3 K={k}")
             sc, fl, growth = measure_on_pairs({"k": k})
             w3 += w3_rows(cfg, k, sc, fl, growth)
+        w2: list[Row] = []
+        for n in cfg.fan_outs if "w2" in cfg.only else ():
+            progress(f"W2 fan-out N={n}")
+            sc, fl, _ = measure_on_pairs({"n": n})
+            w2 += w2_rows(cfg, n, sc, fl)
         if "w3" in cfg.only and len(pairs) > 1:
-            # The floor against itself: each pair's floor worker against the next pair's,
-            # measured as the rows above. What it reads beside 1.00 is this run's noise.
+            # The floor against itself, last (so W2's floor workers ran what swarmcore's
+            # did): each pair's floor worker against the next pair's, measured as W3's
+            # rows are. What it reads beside 1.00 is this run's noise.
             k = max(cfg.concurrency)
             progress(f"W3 K={k}, the floor against itself (a control)")
             floors = [floor for _, floor in pairs]
             against = list(zip(floors, floors[1:] + floors[:1], strict=True))
             a, b, _ = measure_on_pairs({"k": k}, against)
             w3.append(control_row(k, a, b))
-        w2: list[Row] = []
-        for n in cfg.fan_outs if "w2" in cfg.only else ():
-            progress(f"W2 fan-out N={n}")
-            sc, fl, _ = measure_on_pairs({"n": n})
-            w2 += w2_rows(cfg, n, sc, fl)
         return w2, w3
     finally:
         for w in workers:
