@@ -81,17 +81,3 @@ def test_import_swarmcore_loads_its_names_on_first_use() -> None:
     assert listed.startswith("True ")
     assert same == "True"
     assert missing == "module 'swarmcore' has no attribute 'NotAThing'"
-
-
-def test_event_classes_load_on_first_use() -> None:
-    out = run_python(
-        """
-        import sys
-        from swarmcore import Agent, Swarm
-        Swarm(Agent("a", "x") >> Agent("b", "y"))
-        before = "swarmcore._event_types" in sys.modules
-        from swarmcore.events import Event, ToolCallFinished
-        print(before, "swarmcore._event_types" in sys.modules, issubclass(ToolCallFinished, Event))
-        """
-    )
-    assert out == "False True True"

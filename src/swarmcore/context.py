@@ -84,10 +84,7 @@ class SharedContext:
     __slots__ = ("_entries", "_failures", "_order", "_unsorted_entries", "_unsorted_failures")
 
     def __init__(self, order: Iterable[str] = ()) -> None:
-        # A view (subset) passes no order: skip the comprehension, a call of its own in 3.11.
-        self._order: dict[str, tuple[int, ...]] = (
-            {name: (i,) for i, name in enumerate(order)} if order else {}
-        )
+        self._order: dict[str, tuple[int, ...]] = {name: (i,) for i, name in enumerate(order)}
         self._entries: dict[str, ContextEntry] = {}
         self._failures: dict[str, str] = {}
         self._unsorted_entries = False
@@ -191,19 +188,6 @@ class SharedContext:
         if self._failures:
             view._failures = {k: r for k, r in self._ordered_failures().items() if k in wanted}
         return view
-
-    @classmethod
-    def ranked(cls, ranks: Mapping[str, tuple[int, ...]]) -> SharedContext:
-        """An empty context ordered by ``ranks`` (name to rank, as :meth:`place` takes).
-
-        How a Swarm starts each run: it keeps one rank map for its flow, and the copy
-        made here shares its tuples. Once the garbage collector has seen those tuples
-        (holding only ints, it stops tracking them), it tracks no copy either: one
-        container less held for the whole of every run.
-        """
-        context = cls()
-        context._order = dict(ranks)
-        return context
 
     def as_dict(self) -> dict[str, str]:
         """Agent name to full output, in flow order."""

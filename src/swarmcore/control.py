@@ -2,7 +2,7 @@
 
 Each node is a FlowNode, so ``a >> route({...}, by=...) >> d`` is an ordinary
 three-step flow. The nodes are data: what to choose between, what to repeat,
-whom to ask; the Swarm's walker runs them. The agents inside a node (a
+whom to ask; :func:`execute` runs them for the walk. The agents inside a node (a
 router, branches, a loop body, a judge, a planner and the agents it may use)
 are agents of the flow: their names are unique and ``flow.agents`` lists them.
 
@@ -19,7 +19,10 @@ are agents of the flow: their names are unique and ``flow.agents`` lists them.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
+import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,12 +31,15 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from typing_extensions import override
 
+from swarmcore import events
 from swarmcore.errors import UserError
 from swarmcore.flow import ControlNode, Flow, FlowNode, chain, control_nodes, mermaid_steps
+from swarmcore.models import AgentResult, Decision
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
     from swarmcore.context import SharedContext
+    from swarmcore.walk import Position, Walk
 
 __all__ = ["Loop", "Plan", "PlanAnswer", "Route", "Verdict", "loop", "plan", "route"]
 
@@ -534,3 +540,149 @@ def _describe_agent(agent: Any) -> str:
 def _describe_flow(flow: Flow) -> str:
     first = flow.agents[0]
     return f"{flow.expression()} ({_describe_agent(first)})"
+
+
+# --- running a control step (the walk hands each one here) ----------------------------
+
+
+async def execute(node: ControlNode, walk: Walk, at: Position) -> Position:
+    """Run a route, loop or plan at ``at`` of ``walk``; the position after it.
+
+    Raises:
+        UserError: A predicate raised or chose no branch, or ``node`` is no control step.
+    """
+    match node:
+        case Route():
+            return await _run_route(node, walk, at)
+        case Loop():
+            return await _run_loop(node, walk, at)
+        case Plan():
+            return await _run_plan(node, walk, at)
+        case _:
+            raise UserError(f"Flow step {node!r} is a control step swarmcore cannot run.")
+
+
+async def _run_route(step: Route, walk: Walk, at: Position) -> Position:
+    run = walk.run
+    reason = ""
+    if step.router is not None:
+        router = router_of(step)
+        await walk.agent(router, at)
+        answer = run.results[router.name]
+        choice, reason = _field(answer, "branch"), _field(answer, "reason")
+        at, by = at.seeing(router.name), router.name
+    else:
+        try:
+            choice = await call_predicate(step.by, run.context.subset(at.seen))
+        except Exception as exc:
+            raise UserError(
+                f"Route {step.name!r}: its predicate raised {type(exc).__name__}: {exc}"
+            ) from exc
+        by = "predicate"
+        if choice is None:
+            choice = step.default
+    if not isinstance(choice, str) or choice not in step.branches:
+        raise UserError(
+            f"Route {step.name!r}: the {by} chose {choice!r}, which is not a branch; "
+            f"return one of {list(step.branches)} (or set default=)."
+        )
+    run.decide(Decision(kind="route", step=step.name, value=choice, by=by, detail=reason))
+    events.emit(events.RouteChosen, route=step.name, branch=choice, by=by, reason=reason)
+    return await walk.steps(step.branches[choice].step_tuple, at)
+
+
+async def _run_loop(step: Loop, walk: Walk, at: Position) -> Position:
+    run = walk.run
+    names = step.body.names + ((step.judge.name,) if step.judge else ())
+    reason, feedback, done = "max_iterations", "", 0
+    for k in range(1, step.max_iterations + 1):
+        # Iteration k of `writer` is `writer#k`, placed after iteration k - 1.
+        run.context.place(walk.iteration_ranks(f"{n}#{k}" for n in names))
+        body = step.body.map_agents(functools.partial(_iteration, k=k))
+        events.emit(
+            events.LoopIteration,
+            loop=step.name,
+            iteration=k,
+            max_iterations=step.max_iterations,
+            agents=body.names,
+        )
+        at = await walk.steps(body.step_tuple, at)
+        done = k
+        if step.judge is not None:
+            judge = judge_of(step).renamed(f"{step.judge.name}#{k}")
+            await walk.agent(judge, at)
+            at = at.seeing(judge.name)
+            verdict = run.results[judge.name]
+            feedback = str(_field(verdict, "feedback") or "")
+            if _field(verdict, "done") is True:
+                reason = "judge"
+                break
+        elif step.until is not None:
+            try:
+                finished = await call_predicate(step.until, run.context.subset(at.seen))
+            except Exception as exc:
+                raise UserError(
+                    f"Loop {step.name!r}: its until predicate raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if finished:
+                reason = "until"
+                break
+    by = reason if reason != "judge" or step.judge is None else step.judge.name
+    run.decide(Decision(kind="loop", step=step.name, value=str(done), by=by, detail=feedback))
+    events.emit(
+        events.LoopFinished, loop=step.name, iterations=done, reason=reason, feedback=feedback
+    )
+    return at
+
+
+async def _run_plan(step: Plan, walk: Walk, at: Position) -> Position:
+    run = walk.run
+    planner = planner_of(step)
+    await walk.agent(planner, at)
+    answer = run.results[planner.name]
+    planned = Flow.parse(str(_field(answer, "flow")), step.agents)  # its validator accepted it
+    attempts = 1 + sum(
+        1
+        for m in answer.messages
+        if m.get("role") == "user" and str(m.get("content", "")).startswith("Your answer was")
+    )
+    start = walk.setup.positions[planner.name]
+    run.context.place({n: (start, i + 1) for i, n in enumerate(planned.names)})
+    reason = str(_field(answer, "reason") or "")
+    run.decide(
+        Decision(
+            kind="plan",
+            step=step.name,
+            value=planned.expression(),
+            by=planner.name,
+            detail=reason,
+            attempts=attempts,
+        )
+    )
+    events.emit(
+        events.PlanMade,
+        plan=step.name,
+        planner=planner.name,
+        expression=planned.expression(),
+        attempts=attempts,
+        reason=reason,
+    )
+    return await walk.steps(planned.step_tuple, at.seeing(planner.name))
+
+
+def _iteration(node: FlowNode, k: int) -> FlowNode:
+    assert _is_agent(node)  # loop bodies hold agents and routes (checked by loop())
+    return typing.cast("Agent", node).renamed(f"{node.name}#{k}")
+
+
+def _field(result: AgentResult, name: str) -> Any:
+    """A field of a structured result: the parsed object's, or the stored JSON's (on resume)."""
+    parsed = result.parsed
+    if parsed is None:
+        try:
+            parsed = json.loads(result.output)
+        except ValueError:
+            return None
+    if isinstance(parsed, dict):
+        return typing.cast(dict[str, Any], parsed).get(name)
+    return getattr(parsed, name, None)

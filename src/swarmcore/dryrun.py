@@ -9,11 +9,85 @@ answers, so they are not estimated.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from swarmcore import events
+from swarmcore.agent import Agent
+from swarmcore.flow import FlowNode
 from swarmcore.models import format_cost, sum_cost
+from swarmcore.tools import Tool
 
-__all__ = ["AgentEstimate", "DryRunReport"]
+if TYPE_CHECKING:
+    from swarmcore.swarm import Swarm
+
+__all__ = ["AgentEstimate", "DryRunReport", "dry_run"]
+
+
+async def dry_run(
+    swarm: Swarm, task: str, variables: Mapping[str, object] | None, *, model: str
+) -> DryRunReport:
+    """Run ``swarm``'s flow on ``model`` (an offline one) and count what each agent sends.
+
+    Every tool is replaced by a placeholder; hooks, budgets and the store of
+    ``swarm`` are not used.
+    """
+    from swarmcore.llm import prompt_cost
+    from swarmcore.swarm import Swarm
+
+    rehearsal = swarm.flow.map_agents(lambda node: _offline_copy(node, model))
+    sent: dict[str, list[int]] = {}
+
+    def count(event: events.ModelCallFinished) -> None:
+        tokens = event.usage.prompt_tokens if event.usage else 0
+        # A loop's iterations (w#1, w#2) count towards their agent.
+        sent.setdefault(event.agent_name.partition("#")[0], []).append(tokens)
+
+    offline = Swarm(
+        rehearsal,
+        context_mode=swarm.context_mode,
+        defaults=swarm.defaults,
+        approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
+    )
+    offline.add_hook(count, events.ModelCallFinished)  # pyright: ignore[reportArgumentType] -- filtered to that type
+    await offline.run(task, variables=variables)
+    estimates: list[AgentEstimate] = []
+    for node in swarm.flow.agents:
+        calls = sent.get(node.name, [])
+        real = node.model if isinstance(node, Agent) else model
+        estimates.append(
+            AgentEstimate(
+                agent_name=node.name,
+                model=real,
+                model_calls=len(calls),
+                prompt_tokens=sum(calls),
+                prompt_cost=prompt_cost(real, sum(calls)),
+            )
+        )
+    return DryRunReport(agents=estimates)
+
+
+def _offline_copy(node: FlowNode, model: str) -> FlowNode:
+    """``node`` on the offline model, its tools answering a placeholder instead of running."""
+    assert isinstance(node, Agent)  # Swarm() checked every node
+    return node.clone(
+        model=model,
+        fallback_models=(),
+        tools=[tool.bind(_placeholder(tool.name)) for tool in node.tools if isinstance(tool, Tool)],
+        # The offline model calls tools natively, and its made-up values cannot
+        # satisfy user validators; the count of calls is the same either way.
+        tool_protocol="native",
+        output_validators=(),
+    )
+
+
+def _placeholder(name: str) -> Callable[..., Any]:
+    async def not_called(*_: object, **__: object) -> str:
+        return f"(dry run: {name} was not called)"
+
+    return not_called
 
 
 class AgentEstimate(BaseModel):

@@ -1,9 +1,10 @@
 """One typed event stream for everything that watches a run.
 
-The console, OpenTelemetry tracing, logging, ``Swarm.stream`` and user hooks
-all consume these events; none of them is a special case inside the loop. The
-loop only calls :func:`emit`, which costs one context-variable read when nobody
-is listening.
+The console, OpenTelemetry tracing, logging, the run store, ``Swarm.stream`` and
+user hooks all consume these events; none of them is a special case inside the
+walk or the agent loop. Code that does something worth watching wraps it in a
+:class:`span` (a start/finish pair of events) or calls :func:`emit` (a point
+event); both cost one context-variable read when nobody is listening.
 
 Events form a tree through ``span_id`` / ``parent_id``: a run contains steps, a
 step contains agents (and, for a branch, nested steps), an agent contains model
@@ -29,32 +30,15 @@ import inspect
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, TypedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 from swarmcore.errors import UserError
 
 if TYPE_CHECKING:
-    from swarmcore._event_types import AgentFinished as AgentFinished
-    from swarmcore._event_types import AgentStarted as AgentStarted
-    from swarmcore._event_types import Event as Event
-    from swarmcore._event_types import LoopFinished as LoopFinished
-    from swarmcore._event_types import LoopIteration as LoopIteration
-    from swarmcore._event_types import ModelCallFinished as ModelCallFinished
-    from swarmcore._event_types import ModelCallStarted as ModelCallStarted
-    from swarmcore._event_types import ModelFallback as ModelFallback
-    from swarmcore._event_types import PlanMade as PlanMade
-    from swarmcore._event_types import RetryScheduled as RetryScheduled
-    from swarmcore._event_types import RouteChosen as RouteChosen
-    from swarmcore._event_types import RunFinished as RunFinished
-    from swarmcore._event_types import RunStarted as RunStarted
-    from swarmcore._event_types import StepFinished as StepFinished
-    from swarmcore._event_types import StepStarted as StepStarted
-    from swarmcore._event_types import TextDelta as TextDelta
-    from swarmcore._event_types import ToolCallFinished as ToolCallFinished
-    from swarmcore._event_types import ToolCallStarted as ToolCallStarted
+    from swarmcore.models import AgentResult, SwarmResult, TokenUsage
 
 __all__ = [
     "AgentFinished",
@@ -72,7 +56,6 @@ __all__ = [
     "RouteChosen",
     "RunFinished",
     "RunStarted",
-    "Span",
     "SpanIds",
     "StepFinished",
     "StepStarted",
@@ -80,12 +63,10 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallStarted",
     "emit",
-    "log_event",
+    "span",
 ]
 
 logger = logging.getLogger("swarmcore.events")
-run_logger = logging.getLogger("swarmcore.run")
-"""Where :func:`log_event` writes: INFO for runs and agents, DEBUG for calls."""
 
 _ids = itertools.count(1)
 
@@ -93,18 +74,6 @@ _ids = itertools.count(1)
 def new_span_id() -> int:
     """A process-unique span id."""
     return next(_ids)
-
-
-def __getattr__(name: str) -> object:
-    # The event classes load on first use: an unwatched run never creates one. Every
-    # other exported name is defined here, so only an event class can miss.
-    if name in __all__:
-        from swarmcore import _event_types
-
-        value = getattr(_event_types, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'swarmcore.events' has no attribute {name!r}")
 
 
 Hook: TypeAlias = Callable[["Event"], "Awaitable[None] | None"]
@@ -200,50 +169,96 @@ class SpanIds(TypedDict):
     parent_id: int | None
 
 
-class Span:
-    """One start/finish pair of events: its ids, its clock, and the error that ended it.
+class span:
+    """One start/finish pair of events around a block: ``with events.span(...) as s:``.
+
+    Publishes ``start(**fields, **started)`` on entry and ``finish(**fields,
+    duration_seconds=..., error=..., **s.outcome)`` on exit, where ``outcome``
+    is what the block :meth:`set` (it overrides the defaults). Events emitted
+    inside the block nest under this span. With nobody listening it publishes
+    nothing and costs one context-variable read.
 
     ```python
-    span = Span(bus, parent_id)
-    bus.publish(AgentStarted(**span.ids, ...))
-    try:
-        with span.inside():
-            result = await work()
-    finally:
-        bus.publish(AgentFinished(**span.ids, duration_seconds=span.elapsed, error=span.error))
+    with events.span(AgentStarted, AgentFinished, agent_name=name, model=model) as s:
+        result = await work()
+        s.set(result=result)
     ```
+
+    Args:
+        start: The event class that opens the span.
+        finish: The event class that closes it.
+        bus: Open a root span on this bus (a run); by default the span nests
+            in the current one, and is inert when there is none.
+        started: Fields only the start event takes.
+        **fields: Fields both events take.
     """
 
-    __slots__ = ("bus", "error", "ids", "started")
+    __slots__ = ("_bus", "_fields", "_finish", "_started", "_token", "ids", "outcome")
 
-    def __init__(self, bus: EventBus, parent_id: int | None) -> None:
-        self.bus = bus
-        self.ids: SpanIds = {"run_id": bus.run_id, "span_id": new_span_id(), "parent_id": parent_id}
-        self.started = time.perf_counter()
-        self.error: BaseException | None = None
-
-    @classmethod
-    def child(cls) -> Span | None:
-        """A span inside the current one, or None when nobody listens (the unobserved path)."""
-        scope = _scope.get()
-        return None if scope is None else cls(scope.bus, scope.span_id)
+    def __init__(
+        self,
+        start: Callable[..., Event],
+        finish: Callable[..., Event],
+        *,
+        bus: EventBus | None = None,
+        started: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> None:
+        parent: int | None = None
+        if bus is None:
+            scope = _scope.get()
+            if scope is not None:
+                bus, parent = scope.bus, scope.span_id
+        self._bus = bus
+        self._token: contextvars.Token[_Scope | None] | None = None
+        self.outcome: dict[str, Any] = {}
+        self.ids: SpanIds | None = None
+        if bus is None:
+            return
+        self.ids = {"run_id": bus.run_id, "span_id": new_span_id(), "parent_id": parent}
+        self._finish = finish
+        self._fields = fields
+        self._started = time.perf_counter()
+        bus.publish(start(**self.ids, **fields, **(started or {})))
 
     @property
-    def elapsed(self) -> float:
-        """Seconds since the span was made."""
-        return time.perf_counter() - self.started
+    def bus(self) -> EventBus | None:
+        """The bus this span publishes on; None when nobody listens."""
+        return self._bus
 
-    @contextmanager
-    def inside(self) -> Generator[None]:
-        """Run the block as this span: its events nest under it; its exception goes to ``error``."""
-        token = _scope.set(_Scope(self.bus, self.ids["span_id"]))
-        try:
-            yield
-        except BaseException as exc:
-            self.error = exc
-            raise
-        finally:
-            _scope.reset(token)
+    def set(self, **outcome: Any) -> None:
+        """Fields for the finish event (overriding its defaults)."""
+        if self._bus is not None:
+            self.outcome.update(outcome)
+
+    def __enter__(self) -> span:
+        if self._bus is not None and self.ids is not None:
+            self._token = _scope.set(_Scope(self._bus, self.ids["span_id"]))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._bus is None or self.ids is None:
+            return
+        if self._token is not None:
+            _scope.reset(self._token)
+        finish: dict[str, Any] = {
+            **self._fields,
+            "duration_seconds": time.perf_counter() - self._started,
+            "error": error,
+            **self.outcome,
+        }
+        self._bus.publish(self._finish(**self.ids, **finish))
+
+
+def listening() -> EventBus | None:
+    """The bus of the current span, or None when nobody listens."""
+    scope = _scope.get()
+    return None if scope is None else scope.bus
 
 
 def bind(hook: Hook | None, *types: type[Event]) -> tuple[Hook, tuple[type[Event], ...]]:
@@ -259,10 +274,6 @@ def check_types(types: tuple[object, ...]) -> tuple[type[Event], ...]:
     Raises:
         UserError: Something else was passed.
     """
-    # From their module: the module __getattr__ that loads the event classes on first
-    # use serves `events.Event`, never a global name read inside this module.
-    from swarmcore._event_types import Event
-
     for kind in types:
         if not (isinstance(kind, type) and issubclass(kind, Event)):
             raise UserError(
@@ -272,75 +283,235 @@ def check_types(types: tuple[object, ...]) -> tuple[type[Event], ...]:
     return types  # pyright: ignore[reportReturnType] -- checked just above
 
 
-def log_event(event: Event) -> None:
-    """Write ``event`` as a standard logging record on ``swarmcore.run``.
+# --- the events ----------------------------------------------------------------------
 
-    Runs, agents, failures and retries are INFO (failures WARNING); model and
-    tool calls are DEBUG. Every record carries ``run_id`` and, where there is
-    one, ``agent_name`` as attributes, for filters and structured handlers.
-    A Swarm subscribes this only when the logger is enabled for INFO, so it
-    costs nothing by default.
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of every event.
+
+    Attributes:
+        run_id: The run this event belongs to.
+        span_id: The span the event opens or closes (start/finish events); a
+            fresh id for point events (retries, fallbacks, text deltas).
+        parent_id: The enclosing span (for a point event, the span it happened
+            in); None for the run itself.
+        timestamp: Wall-clock time (``time.time()``) of the event.
     """
-    agent = getattr(event, "agent_name", None)
-    extra = {"run_id": event.run_id, "agent_name": agent}
-    level, message = _describe(event)
-    if message and run_logger.isEnabledFor(level):
-        run_logger.log(level, message, extra=extra)
+
+    run_id: str
+    span_id: int
+    parent_id: int | None
+    timestamp: float = field(default_factory=time.time)
 
 
-def _describe(event: Event) -> tuple[int, str]:
-    from swarmcore._event_types import (  # see check_types
-        AgentFinished,
-        AgentStarted,
-        ModelCallFinished,
-        ModelFallback,
-        RetryScheduled,
-        RunFinished,
-        RunStarted,
-        ToolCallFinished,
-    )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStarted(Event):
+    """A Swarm run began."""
 
-    match event:
-        case RunStarted():
-            return logging.INFO, f"run {event.run_id[:8]} started: {event.flow}"
-        case RunFinished(error=None):
-            return logging.INFO, f"run {event.run_id[:8]} finished in {event.duration_seconds:.1f}s"
-        case RunFinished():
-            return logging.WARNING, f"run {event.run_id[:8]} failed: {_error(event.error)}"
-        case AgentStarted():
-            return logging.INFO, f"agent {event.agent_name} started on {event.model}"
-        case AgentFinished(error=None, result=result) if result is not None:
-            usage = result.token_usage.total_tokens
-            return logging.INFO, (
-                f"agent {event.agent_name} finished in {event.duration_seconds:.1f}s "
-                f"({usage:,} tokens)"
-            )
-        case AgentFinished():
-            return logging.WARNING, f"agent {event.agent_name} failed: {_error(event.error)}"
-        case ModelCallFinished(error=None):
-            tokens = event.usage.total_tokens if event.usage else 0
-            return logging.DEBUG, (
-                f"agent {event.agent_name}: {event.model} answered in "
-                f"{event.duration_seconds:.2f}s ({tokens:,} tokens, {event.finish_reason})"
-            )
-        case ToolCallFinished():
-            outcome = f"failed: {event.error}" if event.error else "ok"
-            return logging.DEBUG, (
-                f"agent {event.agent_name}: tool {event.tool_name} {outcome} "
-                f"in {event.duration_seconds:.2f}s"
-            )
-        case RetryScheduled():
-            return logging.INFO, (
-                f"agent {event.agent_name}: {event.scope} retry after attempt {event.attempt} "
-                f"in {event.delay_seconds:.1f}s"
-            )
-        case ModelFallback():
-            return logging.INFO, (
-                f"agent {event.agent_name}: {event.from_model} -> {event.to_model}"
-            )
-        case _:
-            return logging.DEBUG, ""
+    task: str
+    flow: str
+    """The flow in the ``>>``/``|`` language."""
+    agents: tuple[str, ...]
+    context_mode: str
+    resumed: bool = False
+    """True when a stored run is being resumed (its finished agents are not run again)."""
 
 
-def _error(error: BaseException | None) -> str:
-    return "cancelled" if error is None else f"{type(error).__name__}: {error}"
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFinished(Event):
+    """A Swarm run ended: with ``result``, or with ``error`` (``error.partial`` holds the rest)."""
+
+    duration_seconds: float
+    result: SwarmResult | None = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepStarted(Event):
+    """A step began: one agent, or a parallel group."""
+
+    step: str
+    """The step in the ``>>``/``|`` language."""
+    agents: tuple[str, ...]
+    parallel: bool
+    policy: str | None = None
+    """A parallel group's policy: ``all``, ``best_effort`` or ``quorum(k)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepFinished(Event):
+    """A step ended."""
+
+    step: str
+    agents: tuple[str, ...]
+    duration_seconds: float
+    failed: tuple[str, ...] = ()
+    """Agents of the step that did not finish (failed, cancelled or skipped)."""
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStarted(Event):
+    """An agent began a run (``attempt`` > 1 for a step-level retry)."""
+
+    agent_name: str
+    model: str
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentFinished(Event):
+    """An agent's run ended: with ``result``, or with ``error``."""
+
+    agent_name: str
+    model: str
+    duration_seconds: float
+    attempt: int = 1
+    result: AgentResult | None = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallStarted(Event):
+    """An agent called its model (one turn of its loop)."""
+
+    agent_name: str
+    model: str
+    turn: int
+    """1 for the first model call of the agent's run."""
+    messages: int
+    """Messages sent."""
+    tools: int
+    """Tools offered."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallFinished(Event):
+    """A model call ended (retries and fallbacks included)."""
+
+    agent_name: str
+    model: str
+    """The model that answered (a fallback, if used); the requested one on failure."""
+    turn: int
+    duration_seconds: float
+    usage: TokenUsage | None = None
+    cost: float | None = None
+    """USD from LiteLLM's price map; None when unpriced or failed."""
+    finish_reason: str | None = None
+    attempts: int = 1
+    tool_calls: int = 0
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted(Event):
+    """A tool call began."""
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    arguments: str
+    server: str | None = None
+    """The MCP server that runs the tool; None for a Python tool."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallFinished(Event):
+    """A tool call ended; ``error`` is the text the model was sent when it failed."""
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    arguments: str
+    duration_seconds: float
+    result_chars: int
+    error: str | None = None
+    truncated_from: int | None = None
+    server: str | None = None
+    """The MCP server that ran the tool; None for a Python tool."""
+    approval: str | None = None
+    """``allowed``, ``denied`` or ``edited`` for a tool that requires approval; else None."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryScheduled(Event):
+    """A transient failure will be retried after ``delay_seconds``."""
+
+    agent_name: str
+    scope: Literal["model_call", "agent"]
+    """``model_call``: the LLM seam's retry; ``agent``: a step-level re-run."""
+    attempt: int
+    """The attempt that failed (1 for the first)."""
+    delay_seconds: float
+    error: str
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelFallback(Event):
+    """A model's retries ran out; the next fallback model is tried."""
+
+    agent_name: str
+    from_model: str
+    to_model: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteChosen(Event):
+    """A route chose its branch."""
+
+    route: str
+    """The route step's name."""
+    branch: str
+    by: str
+    """``predicate``, or the router agent's name."""
+    reason: str = ""
+    """The router agent's reason, when it gave one."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopIteration(Event):
+    """A loop began an iteration; its agents run as ``name#iteration``."""
+
+    loop: str
+    iteration: int
+    max_iterations: int
+    agents: tuple[str, ...]
+    """The iteration's agent names (``writer#2``...)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopFinished(Event):
+    """A loop ended."""
+
+    loop: str
+    iterations: int
+    reason: str
+    """``until`` (the predicate said done), ``judge`` (the judge said done) or
+    ``max_iterations``."""
+    feedback: str = ""
+    """The judge's last feedback."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanMade(Event):
+    """A planner's flow was parsed and validated, and is about to run."""
+
+    plan: str
+    """The plan step's name."""
+    planner: str
+    expression: str
+    """The flow, in the ``>>``/``|`` language."""
+    attempts: int
+    """Answers the planner gave (more than 1 when errors went back to it)."""
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta(Event):
+    """A piece of model text as it streams (``Swarm.stream(..., text=True)``)."""
+
+    agent_name: str
+    text: str

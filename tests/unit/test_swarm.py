@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from swarmcore import Agent, AgentError, ModelError, SharedContext, Swarm, UserError, chain
-from swarmcore.context_tools import pull_tools
+from swarmcore.modes import PullMode
 from swarmcore.testing import Call, Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
 from tests.helpers import agents, echo_model, rendezvous_model
 
@@ -124,21 +124,29 @@ async def test_an_agent_run_alone_reads_the_context_it_is_given_through_pull_too
     context.set("notes", "the sky is green")
     model = FunctionModel(answer)
     result = await Agent("reader", "Read.", model=model.model).run(
-        "go", context, extra_tools=pull_tools(), context_hint="Notes are in the context."
+        "go",
+        context,
+        extra_tools=PullMode().prepare(context, ()).tools,
+        context_hint="Notes are in the context.",
     )
     assert result.output == "got the sky is green"
 
 
-async def test_a_context_tool_outside_a_run_with_a_context_says_what_to_do() -> None:
+async def test_context_tools_read_the_view_they_were_made_over_not_later_entries() -> None:
     model = FunctionModel(
         lambda r: (
-            Reply(text="done") if r.tool_results else Reply(tool_calls=[Call("list_context", {})])
+            Reply(text=str(r.tool_results[0]["content"]))
+            if r.tool_results
+            else Reply(tool_calls=[Call("list_context", {})])
         )
     )
-    result = await Agent("reader", "Read.", model=model.model).run("go", extra_tools=pull_tools())
-    error = str(model.requests[1].tool_results[0]["content"])
-    assert "outside an agent run given a SharedContext" in error
-    assert result.tool_calls[0].error is not None
+    context = SharedContext()
+    context.set("notes", "first")
+    tools = PullMode().prepare(context, ()).tools
+    context.set("late", "added after the tools were made")
+    result = await Agent("reader", "Read.", model=model.model).run("go", extra_tools=tools)
+    assert "notes" in result.output
+    assert "late" in result.output  # the tools read the live view, which the walk never grows
 
 
 async def test_concurrent_runs_of_one_swarm_share_nothing() -> None:

@@ -1,0 +1,512 @@
+"""One agent run: the tool-calling loop.
+
+1. Check the turn budget (``max_turns``), then call the model through ``llm.complete``.
+2. Record the reply: the assistant message, usage, cost.
+3. The turn's outcome is one of three:
+   - :class:`ToolCalls` (native, or JSON text for models without native tool
+     calling): run them concurrently, append the results in call order, go to 1.
+     An agent without tools makes one call (direct mode) and never gets here.
+   - :class:`Answer`: its ``<summary>`` (or, with an ``output_type``, its JSON)
+     parsed and every output validator satisfied: the run ends.
+   - :class:`Rejected`: the answer goes back to the model with the reason, up to
+     ``output_retries`` times, and the loop goes to 1.
+
+Everything a run accumulates lives in a :class:`RunState` made by
+:func:`run_agent` and thrown away after, so one Agent can run in any number of
+flows at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from swarmcore import events, llm, prompt
+from swarmcore.context import parse_summary
+from swarmcore.errors import (
+    AgentError,
+    DelegationDepthExceeded,
+    MaxTurnsExceeded,
+    OutputValidationError,
+    UserError,
+)
+from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
+from swarmcore.settings import AgentDefaults
+from swarmcore.tools import Approver, Tool, run_tool_call, to_tools
+
+if TYPE_CHECKING:
+    from swarmcore.agent import Agent
+
+__all__ = ["Answer", "Rejected", "RunOptions", "ToolCalls", "delegate", "run_agent"]
+
+DEFAULTS = AgentDefaults()
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What a caller passes to one run beyond the task: shared with its delegates.
+
+    A Swarm makes one for all the agent runs of a flow run.
+    """
+
+    defaults: AgentDefaults = DEFAULTS
+    variables: Mapping[str, object] = field(default_factory=dict[str, object])
+    approve: Approver | None = None
+    history: Sequence[llm.Message] | None = None
+    chain: tuple[str, ...] = ()
+    """Agent names from the outermost caller down to this run (delegation depth)."""
+    spent: list[AgentResult] | None = None
+    """Where a delegated run that fails leaves its partial result (what it spent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A turn that ended the run: the accepted answer."""
+
+    output: str
+    summary: str | None
+    parsed: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """A turn that asked for tools: run them and call the model again."""
+
+    calls: Sequence[llm.ToolCall]
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A turn whose answer failed its type or a validator: sent back with ``feedback``."""
+
+    text: str
+    feedback: str
+
+
+Turn = Answer | ToolCalls | Rejected
+
+
+async def run_agent(
+    agent: Agent,
+    task: str,
+    options: RunOptions,
+    *,
+    hint: str | None = None,
+    extra_tools: Sequence[Callable[..., Any] | Tool] = (),
+) -> AgentResult:
+    """Run ``agent`` on ``task``: the one entry to the tool-calling loop.
+
+    The caller has checked the task (and, for a flow, every agent's variables
+    and approvals). An agent with toolsets fetches their tools first, inside an
+    MCP connection scope of its own when the caller has none open.
+    """
+    if agent.toolsets:
+        from swarmcore import mcp  # only agents with toolsets need it
+
+        if mcp.current_scope() is not None:  # a Swarm run: its connections outlive this one
+            return await _run_with_toolsets(agent, task, options, hint, extra_tools)
+        scope = mcp.ConnectionScope()  # an agent run alone: its connections close with it
+        token = mcp.enter_scope(scope)
+        try:
+            return await _run_with_toolsets(agent, task, options, hint, extra_tools)
+        finally:
+            await scope.close()
+            mcp.exit_scope(token)
+    return await _run(RunState.start(agent, task, options, hint, extra_tools))
+
+
+async def _run_with_toolsets(
+    agent: Agent,
+    task: str,
+    options: RunOptions,
+    hint: str | None,
+    extra_tools: Sequence[Callable[..., Any] | Tool],
+) -> AgentResult:
+    fetched: list[Tool] = []
+    for toolset in agent.toolsets:
+        fetched.extend(await toolset.tools())
+    return await _run(RunState.start(agent, task, options, hint, [*extra_tools, *fetched]))
+
+
+async def _run(state: RunState) -> AgentResult:
+    """The turns, under the agent's ``timeout`` when it has one."""
+    seconds = state.settings.timeout
+    start = time.perf_counter()
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await state.turns()
+    except TimeoutError as exc:
+        if not deadline.expired():  # raised inside the run (which kept what it spent)
+            raise
+        assert seconds is not None  # no deadline can expire without one
+        error = AgentError(
+            f"Agent {state.agent.name!r} did not finish within timeout={seconds:g}s "
+            f"({len(state.llm_calls)} model calls made); raise timeout or simplify the task.",
+            agent_name=state.agent.name,
+            retryable=True,
+        )
+        state.keep_partial(error, time.perf_counter() - start)
+        raise error from exc
+
+
+class RunState:
+    """Everything one run of one agent accumulates, and its turns."""
+
+    def __init__(
+        self, agent: Agent, options: RunOptions, tools: dict[str, Tool], messages: list[llm.Message]
+    ) -> None:
+        self.agent = agent
+        self.options = options
+        self.tools = tools
+        self.settings = options.defaults.resolve(agent)
+        self.native_tools = bool(tools) and _native(agent.tool_protocol, agent.model, "tools")
+        output = agent.output_spec
+        native_output = (
+            output is not None
+            and output.is_object
+            and _native(agent.output_protocol, agent.model, "output")
+        )
+        self.call = llm.CallSpec(
+            agent_name=agent.name,
+            model=agent.model,
+            tools=tuple(t.spec for t in tools.values()) if self.native_tools else (),
+            settings=agent.model_settings,
+            retry=self.settings.retry_policy,
+            call_timeout=self.settings.call_timeout,
+            fallback_models=agent.fallback_models,
+            api_base=agent.api_base,
+            api_key=agent.api_key,
+            response_format=output.response_format if native_output and output else None,
+        )
+        tail = prompt.answer_format(list(tools.values()), self.native_tools, output, native_output)
+        self.tail = tail
+        self.messages = messages
+        self.chain = options.chain or (agent.name,)
+        self.llm_calls: list[LLMCallRecord] = []
+        self.tool_records: list[ToolCallRecord] = []
+        self.delegations: list[tuple[int, AgentResult]] = []
+        self.rejected = 0
+
+    @classmethod
+    def start(
+        cls,
+        agent: Agent,
+        task: str,
+        options: RunOptions,
+        hint: str | None,
+        extra_tools: Sequence[Callable[..., Any] | Tool],
+    ) -> RunState:
+        """A run's state, with its first messages.
+
+        Raises:
+            UserError: A variable the instructions use is missing, or an extra
+                tool takes a name the agent already uses.
+        """
+        if not agent.variables <= options.variables.keys():  # a delegate checks its own
+            prompt.check_variables([agent], options.variables)
+        state = cls(agent, options, merge_tools(agent, extra_tools), [])
+        system = prompt.system_prompt(agent.instructions, options.variables, hint, state.tail)
+        state.messages = prompt.messages(system, task, options.history)
+        return state
+
+    async def turns(self) -> AgentResult:
+        """Model calls, and the tool calls they ask for, until an answer is accepted."""
+        start = time.perf_counter()
+        try:
+            while True:
+                self.check_turn_budget()
+                match await self.turn():
+                    case ToolCalls(calls):
+                        self.add_tool_results(await self.run_tools(calls))
+                    case Rejected(text, feedback):
+                        self.reject(text, feedback)
+                    case Answer() as answer:
+                        return self.result(answer, time.perf_counter() - start)
+        except Exception as exc:  # the timeout's cancellation is not one: _run keeps that
+            self.keep_partial(exc, time.perf_counter() - start)
+            raise
+
+    def check_turn_budget(self) -> None:
+        """Raises MaxTurnsExceeded once ``max_turns`` calls (plus rejections) are made."""
+        if len(self.llm_calls) >= self.agent.max_turns + self.rejected:
+            raise MaxTurnsExceeded(
+                f"Agent {self.agent.name!r} made {len(self.llm_calls)} model calls without a "
+                f"final answer (max_turns={self.agent.max_turns}); raise max_turns or say in "
+                "its instructions when to stop calling tools.",
+                agent_name=self.agent.name,
+                max_turns=self.agent.max_turns,
+            )
+
+    async def turn(self) -> Turn:
+        """One model call, recorded, and what it means for the run."""
+        agent = self.agent
+        with events.span(
+            events.ModelCallStarted,
+            events.ModelCallFinished,
+            agent_name=agent.name,
+            model=agent.model,
+            turn=len(self.llm_calls) + 1,
+            started={"messages": len(self.messages), "tools": len(self.tools)},
+        ) as span:
+            stream = span.bus is not None and span.bus.text_deltas
+            reply = await llm.complete(llm.LLMRequest(self.call, self.messages, stream))
+            calls = self._calls_of(reply)
+            span.set(
+                model=reply.model,
+                duration_seconds=reply.duration_seconds,
+                usage=reply.usage,
+                cost=reply.cost,
+                finish_reason=reply.finish_reason,
+                attempts=reply.attempts,
+                tool_calls=len(calls),
+            )
+        self._record(reply, calls)
+        if calls:
+            return ToolCalls(calls)
+        return await self._judge(reply.text or "")
+
+    def _calls_of(self, reply: llm.LLMReply) -> Sequence[llm.ToolCall]:
+        """The tool calls of a reply to run: native ones, JSON ones (text protocol), or none."""
+        if not self.tools:  # direct mode: one call, whatever the reply holds
+            return ()
+        if self.native_tools:
+            return reply.tool_calls
+        from swarmcore.structured import parse_text_tool_calls
+
+        found = parse_text_tool_calls(reply.text or "", self.tools)
+        first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
+        return [
+            llm.ToolCall(id=f"call_{first + i}", name=c.name, arguments=c.arguments)
+            for i, c in enumerate(found)
+        ]
+
+    def _record(self, reply: llm.LLMReply, calls: Sequence[llm.ToolCall]) -> None:
+        if self.native_tools and calls:
+            self.messages.append(reply.as_message())
+        else:  # an answer, or tool calls written as text: no native tool_calls to keep
+            self.messages.append({"role": "assistant", "content": reply.text})
+        self.llm_calls.append(
+            LLMCallRecord(
+                model=reply.model or self.agent.model,
+                duration_seconds=reply.duration_seconds,
+                token_usage=reply.usage,
+                cost=reply.cost,
+                finish_reason=reply.finish_reason,
+                tool_calls=len(calls),
+                attempts=reply.attempts,
+            )
+        )
+
+    async def _judge(self, text: str) -> Answer | Rejected:
+        """The answer parsed (summary or JSON) and checked by the output validators."""
+        output = self.agent.output_spec
+        if output is None:
+            plain, summary = parse_summary(text)
+            answer, checked = Answer(plain, summary, None), plain
+        else:
+            parsed, feedback = output.parse(text)
+            if feedback is not None:
+                return Rejected(text, feedback)
+            answer, checked = Answer(output.dump(parsed), None, parsed), parsed
+        if self.agent.output_validators:
+            from swarmcore.structured import run_validators
+
+            feedback = await run_validators(self.agent.output_validators, checked)
+            if feedback is not None:
+                return Rejected(text, feedback)
+        return answer
+
+    def reject(self, text: str, feedback: str) -> None:
+        """Send the answer back for a retry, with why it was rejected.
+
+        Raises:
+            OutputValidationError: No retries are left.
+        """
+        agent = self.agent
+        if self.rejected >= agent.output_retries:
+            raise OutputValidationError(
+                f"Agent {agent.name!r}: the answer was rejected {self.rejected + 1} times; "
+                f"last reason: {feedback}. Make the instructions clearer about the expected "
+                "answer, use a stronger model, or raise output_retries.",
+                agent_name=agent.name,
+                last_output=text,
+                feedback=feedback,
+                attempts=self.rejected + 1,
+            )
+        self.rejected += 1
+        fix = "only the corrected JSON value" if agent.output_spec else "a corrected answer"
+        self.messages.append(
+            {"role": "user", "content": f"Your answer was rejected: {feedback}. Reply with {fix}."}
+        )
+
+    async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
+        """Run one reply's tool calls, at most ``max_parallel_tools`` at once, in call order."""
+        gate = asyncio.Semaphore(self.settings.max_parallel_tools)
+        first = len(self.tool_records)
+
+        async def gated(call: llm.ToolCall, position: int) -> ToolCallRecord:
+            async with gate:
+                return await self._tool(call, position)
+
+        return await asyncio.gather(*(gated(c, first + i) for i, c in enumerate(calls)))
+
+    async def _tool(self, call: llm.ToolCall, position: int) -> ToolCallRecord:
+        # Each call runs in a task of its own, so neither needs a reset. Set here, not
+        # around the whole run: litellm's logging tasks copy the model call's context and
+        # would keep the run alive until they finish.
+        _current_run.set(self)
+        _call_position.set(position)
+        server: str | None = getattr(self.tools.get(call.name), "server", None)
+        with events.span(
+            events.ToolCallStarted,
+            events.ToolCallFinished,
+            agent_name=self.agent.name,
+            tool_name=call.name,
+            call_id=call.id,
+            arguments=call.arguments,
+            server=server,
+        ) as span:
+            span.set(result_chars=0, error="cancelled")  # what a cancelled call reports
+            record = await run_tool_call(
+                self.tools,
+                call.id,
+                call.name,
+                call.arguments,
+                default_timeout=self.settings.tool_timeout,
+                max_result_chars=self.settings.max_tool_result_chars,
+                approve=self.options.approve,
+                agent_name=self.agent.name,
+            )
+            span.set(
+                arguments=record.arguments,
+                result_chars=len(record.result),
+                error=record.error,
+                truncated_from=record.truncated_from,
+                approval=record.approval,
+            )
+        return record
+
+    def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
+        """Append the tool results to the conversation, in call order."""
+        self.tool_records.extend(records)
+        if self.native_tools:
+            self.messages.extend(
+                {"role": "tool", "tool_call_id": r.call_id, "content": r.result} for r in records
+            )
+            return
+        parts = [f"## {r.tool_name} ({r.call_id})\n{r.result}" for r in records]
+        self.messages.append({"role": "user", "content": "Tool results:\n\n" + "\n\n".join(parts)})
+
+    def keep_partial(self, error: BaseException, duration: float) -> None:
+        """For a delegated run that failed: leave what it spent where its caller looks."""
+        if self.options.spent is not None:
+            failed = Answer(f"(failed) {type(error).__name__}: {error}", None, None)
+            self.options.spent.append(self.result(failed, duration))
+
+    def result(self, answer: Answer, duration: float) -> AgentResult:
+        """The run's result: the answer, with every call it made and what they cost."""
+        delegations = [r for _, r in sorted(self.delegations, key=lambda d: d[0])]
+        usages = [c.token_usage for c in self.llm_calls] + [d.token_usage for d in delegations]
+        return AgentResult(
+            agent_name=self.agent.name,
+            output=answer.output,
+            summary=answer.summary or answer.output,
+            model=self.llm_calls[-1].model if self.llm_calls else self.agent.model,
+            duration_seconds=duration,
+            token_usage=sum_usage(usages),
+            tool_calls=list(self.tool_records),
+            llm_calls=list(self.llm_calls),
+            messages=self.messages,
+            attempts=1,
+            parsed=answer.parsed,
+            delegations=delegations,
+        )
+
+
+def merge_tools(agent: Agent, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:
+    """The agent's tools and the run's extra ones (context tools, fetched MCP tools).
+
+    Raises:
+        UserError: An extra tool takes a name the agent already uses.
+    """
+    merged = dict(agent.tool_map)
+    for tool in to_tools(extra, owner=f"Agent {agent.name!r} (extra_tools)"):
+        if tool.name in merged:
+            source = getattr(tool, "server", None)
+            fix = (
+                f"give the MCP server {source!r} a prefix= or select() its tools"
+                if source
+                else "rename the agent's tool"
+            )
+            raise UserError(
+                f"Agent {agent.name!r} already has a tool named {tool.name!r}, which the "
+                f"run also adds; {fix}."
+            )
+        merged[tool.name] = tool
+    return merged
+
+
+@functools.cache
+def _native(protocol: str, model: str, feature: Literal["tools", "output"]) -> bool:
+    """Whether to use the provider's own tool calling or JSON output (LiteLLM's model data)."""
+    if protocol != "auto":
+        return protocol == "native"
+    if feature == "tools":  # unknown models are assumed to call tools, as most now do
+        return llm.supports(model, "function_calling") is not False
+    return llm.supports(model, "response_schema") is True
+
+
+# --- delegation (agent.as_tool) ----------------------------------------------------------
+
+
+class DelegateFailed(Exception):
+    """A delegate agent failed: reported to the calling model as a tool error."""
+
+
+_current_run: ContextVar[RunState | None] = ContextVar("swarmcore_agent_run", default=None)
+"""The agent run whose tools are executing: how a delegate finds its caller."""
+
+_call_position: ContextVar[int] = ContextVar("swarmcore_tool_call_position", default=0)
+"""The running tool call's place in its agent's run, so delegations keep call order."""
+
+
+async def delegate(agent: Agent, task: str, max_depth: int) -> str:
+    """Run ``agent`` on ``task`` for the agent run whose tool is calling it.
+
+    Raises:
+        DelegationDepthExceeded: The chain of delegations is deeper than ``max_depth``.
+        DelegateFailed: The delegate failed; its caller's model is told.
+    """
+    caller = _current_run.get()
+    chain = (*(caller.chain if caller else ()), agent.name)
+    if len(chain) - 1 > max_depth:
+        raise DelegationDepthExceeded(
+            f"Delegation too deep: {' -> '.join(chain)} is {len(chain) - 1} levels, past "
+            f"max_depth={max_depth} of {agent.name!r}.as_tool(); stop agents calling each other "
+            "in a loop, or raise max_depth.",
+            agent_name=caller.agent.name if caller else agent.name,
+            chain=list(chain),
+            max_depth=max_depth,
+        )
+    spent: list[AgentResult] = []  # a failed run's partial result lands here
+    options = RunOptions(chain=chain, spent=spent)
+    if caller is not None:
+        options = replace(caller.options, chain=chain, history=None, spent=spent)
+    position = _call_position.get()
+    try:
+        result = await run_agent(agent, task, options)
+    except (DelegationDepthExceeded, UserError):
+        raise
+    except AgentError as exc:  # the caller's model is told, and can try something else
+        if caller is not None and spent:  # what it spent before failing still counts
+            caller.delegations.append((position, spent[0]))
+        raise DelegateFailed(f"agent {agent.name!r} failed: {exc}") from exc
+    if caller is not None:
+        caller.delegations.append((position, result))
+    return result.output

@@ -1,0 +1,267 @@
+"""Context modes: what an agent of a flow is handed of the agents before it.
+
+A mode is a small strategy. Given the view of the context one step sees (the
+outputs of every earlier step and of the earlier agents of its own branch) and
+the names of the previous step, it returns a hint for the system prompt and the
+run-local tools that read that view. The tools are closures over the view, so
+they need nothing from the agent run that calls them.
+
+- **pull** (default): a short, bounded hint (the previous step and the few most
+  recent agents, with sizes and one-line summaries) and the tools
+  ``list_context``, ``get_context`` and ``search_context``. The first step gets
+  neither.
+- **push**: the previous step in full and earlier steps as summaries in the
+  prompt, plus ``expand_context`` when anything is summarised.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from swarmcore.context import SEARCH_MAX_HITS, ContextEntry, SharedContext, shorten
+from swarmcore.errors import UserError
+from swarmcore.tools import Tool, function_tool
+
+__all__ = [
+    "CONTEXT_TOOL_NAMES",
+    "ContextMode",
+    "Mode",
+    "Prepared",
+    "mode_named",
+]
+
+ContextMode = Literal["pull", "push"]
+
+CONTEXT_TOOL_NAMES = ("list_context", "get_context", "search_context", "expand_context")
+"""Names the context modes inject; an agent's own tools may not use them."""
+
+HINT_RECENT = 3
+"""How many recent agents the pull hint names besides the previous step."""
+HINT_MAX_NAMED = 12
+"""The most agents the pull hint ever names (a wide previous step is cut here)."""
+HINT_SUMMARY_CHARS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a mode hands one agent: a system-prompt hint and run-local tools."""
+
+    hint: str | None = None
+    tools: tuple[Tool, ...] = ()
+
+
+class Mode(Protocol):
+    """A context mode: prepares what an agent sees of ``view``."""
+
+    name: ContextMode
+
+    def prepare(self, view: SharedContext, previous: Sequence[str]) -> Prepared:
+        """The hint and tools for an agent that sees ``view`` after the ``previous`` step."""
+        ...
+
+
+class PullMode:
+    """Pull: a short hint and three tools; the first step gets neither."""
+
+    name: ContextMode = "pull"
+
+    def prepare(self, view: SharedContext, previous: Sequence[str]) -> Prepared:
+        """See :class:`Mode`."""
+        if not len(view) and not view.failures():
+            return Prepared()
+        reader = _Reader(view)
+        tools = (
+            _schema("list_context").bind(reader.list),
+            _schema("get_context").bind(reader.read),
+            _schema("search_context").bind(reader.search),
+        )
+        return Prepared(pull_hint(view, previous), tools)
+
+
+class PushMode:
+    """Push: the previous step in full, earlier steps as summaries, and expand_context."""
+
+    name: ContextMode = "push"
+
+    def prepare(self, view: SharedContext, previous: Sequence[str]) -> Prepared:
+        """See :class:`Mode`."""
+        if not len(view) and not view.failures():
+            return Prepared()
+        summarised = _summarises(view, previous)
+        tools = (_schema("expand_context").bind(_Reader(view).read),) if summarised else ()
+        return Prepared(push_hint(view, previous), tools)
+
+
+_MODES: dict[str, Mode] = {"pull": PullMode(), "push": PushMode()}
+
+
+def mode_named(name: object) -> Mode:
+    """The mode called ``name``.
+
+    Raises:
+        UserError: ``name`` is not ``"pull"`` or ``"push"``.
+    """
+    mode = _MODES.get(name) if isinstance(name, str) else None
+    if mode is None:
+        raise UserError(f"context_mode must be 'pull' or 'push', got {name!r}.")
+    return mode
+
+
+# --- the tools -------------------------------------------------------------------------
+
+
+def _list_context() -> str:
+    """List the outputs of earlier agents: name, size and one-line summary, in flow order."""
+    raise NotImplementedError  # lends its signature and docstring to the schema only
+
+
+def _get_context(agent_name: str) -> str:
+    """Read the full output of an earlier agent.
+
+    Args:
+        agent_name: The agent whose output to read, as listed by list_context.
+    """
+    raise NotImplementedError
+
+
+def _search_context(query: str) -> str:
+    """Find lines in earlier agents' outputs that match a regular expression or plain text.
+
+    Args:
+        query: A regular expression or plain text; matching ignores case.
+    """
+    raise NotImplementedError
+
+
+def _expand_context(agent_name: str) -> str:
+    """Read the full output of an earlier agent that the prompt shows only as a summary.
+
+    Args:
+        agent_name: The agent whose full output to read.
+    """
+    raise NotImplementedError
+
+
+_PROTOTYPES: dict[str, Callable[..., Any]] = {
+    "list_context": _list_context,
+    "get_context": _get_context,
+    "search_context": _search_context,
+    "expand_context": _expand_context,
+}
+
+
+@functools.cache
+def _schema(name: str) -> Tool:
+    """The tool's schema, made once per process; each step binds its own reader to it."""
+    return function_tool(_PROTOTYPES[name], name=name)
+
+
+class _Reader:
+    """What the context tools of one step do, over the view that step sees."""
+
+    def __init__(self, view: SharedContext) -> None:
+        self._view = view
+
+    # Async: they only read memory, so they need no worker thread (sync tools get one).
+    async def list(self) -> str:
+        view = self._view
+        lines = [f"{len(view)} earlier outputs, in flow order:"]
+        lines += [
+            f"- {e.name} ({len(e.output):,} chars): {shorten(e.summary, HINT_SUMMARY_CHARS)}"
+            for e in view.entries()
+        ]
+        return "\n".join(lines + _failure_lines(view))
+
+    async def read(self, agent_name: str) -> str:
+        view = self._view
+        output = view.get(agent_name)
+        reason = view.failures().get(agent_name)
+        if output is None and reason is not None:
+            raise LookupError(f"Agent {agent_name!r} failed and left no output: {reason}")
+        if output is None:
+            available = ", ".join(view.keys()) or "none yet"
+            raise LookupError(
+                f"No output from {agent_name!r} in the shared context. Available: {available}."
+            )
+        return output
+
+    async def search(self, query: str) -> str:
+        view = self._view
+        hits = view.search(query)
+        if not hits:
+            return f"No lines match {query!r} in: {', '.join(view.keys())}."
+        lines = [f"{h.name}:{h.line_number}: {h.line}" for h in hits]
+        if len(hits) >= SEARCH_MAX_HITS:
+            lines.append(f"(first {SEARCH_MAX_HITS} matches shown; narrow the query for more)")
+        return "\n".join(lines)
+
+
+# --- the hints -------------------------------------------------------------------------
+
+
+def pull_hint(view: SharedContext, previous: Sequence[str]) -> str:
+    """The pull-mode system-prompt hint: bounded, whatever the length of the flow.
+
+    It names the previous step's agents and the few most recent others, each
+    with its size and a one-line summary, and says how many more outputs
+    ``list_context`` can show.
+    """
+    entries = view.entries()
+    shown = entries if len(entries) <= HINT_RECENT else _chosen(entries, previous)
+    lines = [
+        "## Shared context",
+        "Earlier agents' outputs are not in this prompt. Read them with the tools "
+        "list_context(), get_context(agent_name) and search_context(query).",
+        "Most recent:" if len(shown) < len(entries) else "Available:",
+    ]
+    for entry in shown:
+        summary = shorten(entry.summary, HINT_SUMMARY_CHARS)
+        lines.append(f"- {entry.name} ({len(entry.output):,} chars): {summary}")
+    hidden = len(entries) - len(shown)
+    if hidden:
+        lines.append(f"{hidden} earlier outputs are not listed here; list_context() shows them.")
+    return "\n".join(lines + _failure_lines(view))
+
+
+def push_hint(view: SharedContext, previous: Sequence[str]) -> str:
+    """The push-mode context: the previous step in full, earlier steps as summaries."""
+    text = view.format_for_prompt(expand=previous)
+    note = ""
+    if _summarises(view, previous):  # failures are shown whole already
+        note = (
+            "\n\nEntries marked (summary) are shortened; "
+            "expand_context(agent_name) reads one in full."
+        )
+    return f"# Context from earlier agents\n\n{text}{note}"
+
+
+def _chosen(entries: list[ContextEntry], previous: Sequence[str]) -> list[ContextEntry]:
+    """The previous step's entries (at most HINT_MAX_NAMED) and the most recent others."""
+    before = set(previous)  # a set: after a wide group, `in` on a tuple would be O(N²)
+    keep = {e.name for e in entries if e.name in before}
+    if len(keep) > HINT_MAX_NAMED:
+        keep = set([e.name for e in entries if e.name in before][:HINT_MAX_NAMED])
+    room = min(HINT_RECENT, HINT_MAX_NAMED - len(keep))
+    if room > 0:
+        keep.update([e.name for e in entries if e.name not in keep][-room:])
+    return [e for e in entries if e.name in keep]
+
+
+def _summarises(view: SharedContext, previous: Sequence[str]) -> bool:
+    """Whether push mode shows any entry as a summary (one not of the previous step)."""
+    full = set(previous)
+    return any(name not in full for name in view)
+
+
+def _failure_lines(view: SharedContext) -> list[str]:
+    failures = view.failures()
+    if not failures:
+        return []
+    lines = ["Failed, with no output (do not wait for them):"]
+    lines += [
+        f"- {name}: {shorten(reason, HINT_SUMMARY_CHARS)}" for name, reason in failures.items()
+    ]
+    return lines

@@ -1,0 +1,103 @@
+"""The settings an agent run needs that a Swarm can default: one type, resolved once per run."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from swarmcore.errors import UserError
+from swarmcore.policies import RetryPolicy
+
+__all__ = ["SETTING_NAMES", "AgentDefaults", "check_positive"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDefaults:
+    """Settings for agents that leave them unset (None): pass one to ``Swarm(defaults=...)``.
+
+    An Agent's own setting always wins. ``math.inf`` means no limit. A run's
+    settings are the same type, with the agent's own values filled in
+    (:meth:`resolve`).
+
+    Args:
+        retry: How model calls retry transient failures; an int is a number of retries.
+        call_timeout: Seconds for one model call attempt.
+        timeout: Seconds for an agent's whole run (every turn and tool); None for no limit.
+        tool_timeout: Seconds for one tool call; None for no limit.
+        max_tool_result_chars: Longer tool results are cut to this many
+            characters, with a marker; None keeps them whole.
+        max_parallel_tools: The most tool calls of one reply run at once.
+
+    Raises:
+        UserError: A setting that is not a positive number (or None where allowed).
+    """
+
+    retry: RetryPolicy | int = field(default_factory=RetryPolicy)
+    call_timeout: float | None = 120.0
+    timeout: float | None = None
+    tool_timeout: float | None = 120.0
+    max_tool_result_chars: int | None = 50_000
+    max_parallel_tools: int = 8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
+        for name in ("call_timeout", "timeout", "tool_timeout"):
+            check_positive("AgentDefaults", name, getattr(self, name))
+        check_positive("AgentDefaults", "max_tool_result_chars", self.max_tool_result_chars)
+        check_positive("AgentDefaults", "max_parallel_tools", self.max_parallel_tools, True)
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """``retry`` as the RetryPolicy it always is once built."""
+        assert isinstance(self.retry, RetryPolicy)  # __post_init__ converts ints
+        return self.retry
+
+    def resolve(self, own: _HasSettings) -> AgentDefaults:
+        """These defaults under an agent's own settings (those it sets win), ``inf`` as None."""
+        values: dict[str, Any] = {}
+        for name in SETTING_NAMES:
+            value = getattr(own, name)
+            value = getattr(self, name) if value is None else value
+            values[name] = None if value == math.inf else value
+        return dataclasses.replace(self, **values)
+
+
+SETTING_NAMES = tuple(f.name for f in dataclasses.fields(AgentDefaults))
+"""The settings an Agent can set itself or leave to the Swarm's defaults."""
+
+
+class _HasSettings(Protocol):
+    @property
+    def retry(self) -> RetryPolicy | int | None: ...
+    @property
+    def call_timeout(self) -> float | None: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def tool_timeout(self) -> float | None: ...
+    @property
+    def max_tool_result_chars(self) -> int | None: ...
+    @property
+    def max_parallel_tools(self) -> int | None: ...
+
+
+def check_positive(
+    owner: str, name: str, value: object, integer: bool = False, *, optional: bool = True
+) -> None:
+    """Fail unless ``value`` is a positive number (a whole one if ``integer``), or None.
+
+    Raises:
+        UserError: Naming the owner, the setting and the value.
+    """
+    if value is None and optional:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value <= 0
+        or (integer and not isinstance(value, int))
+    ):
+        kind = "a positive whole number" if integer else "a positive number"
+        raise UserError(f"{owner}: {name} must be {kind}, got {value!r}.")
