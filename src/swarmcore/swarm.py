@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from swarmcore import _loop, budget, events
+from swarmcore import _loop, events
 from swarmcore.agent import (
     Agent,
     AgentDefaults,
@@ -25,14 +25,15 @@ from swarmcore.agent import (
     run_sync,
 )
 from swarmcore.context import SharedContext
+from swarmcore.engines import Budget, LocalEngine, Subscriber
 from swarmcore.errors import UserError
-from swarmcore.events import EventBus, Hook
+from swarmcore.events import Hook
 from swarmcore.flow import Flow, FlowNode, chain, shape_of
 from swarmcore.models import AgentResult, SwarmResult
 from swarmcore.modes import CONTEXT_TOOL_NAMES, ContextMode, mode_named
 from swarmcore.prompt import normalize_variables
 from swarmcore.tools import Approver, Tool
-from swarmcore.walk import FlowSetup, Run, Walk, iteration_ranks
+from swarmcore.walk import FlowSetup, Run, iteration_ranks
 
 if TYPE_CHECKING:
     from swarmcore.batch import MapProgress
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from swarmcore.store import RunStore
 
 __all__ = ["ContextMode", "Swarm"]
-
-_Subscriber = tuple[Hook, tuple[type["Event"], ...]]
 
 
 class Swarm:
@@ -106,9 +105,9 @@ class Swarm:
             raise UserError(f"step_retries must be 0 or more, got {step_retries!r}.")
         if approve is not None and not callable(approve):
             raise UserError(f"approve must be a function, got {type(approve).__name__}.")
-        # Validated now (Meter checks its limits); a fresh meter is made per run.
-        budget.Meter(max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced)
-        self._budget = (max_cost, max_tokens, allow_unpriced)
+        self._budget = Budget(max_cost, max_tokens, allow_unpriced)
+        self._budget.meter()  # validates the limits now; each run gets a fresh meter
+        self._engine = LocalEngine()
         self._setup = FlowSetup(
             flow=flow,
             mode=mode,
@@ -394,81 +393,29 @@ class Swarm:
         )
 
     async def _execute(
-        self, run: Run, extra: Sequence[_Subscriber] = (), *, text_deltas: bool = False
+        self, run: Run, extra: Sequence[Subscriber] = (), *, text_deltas: bool = False
     ) -> SwarmResult:
-        """The run inside its budget meter, MCP connection scope and event span."""
-        max_cost, max_tokens, allow_unpriced = self._budget
-        meter = None
-        if max_cost is not None or max_tokens is not None:
-            meter = budget.Meter(
-                max_cost=max_cost, max_tokens=max_tokens, allow_unpriced=allow_unpriced
-            )
-        # A meter of its own, or none: an outer run's budget does not reach into this one.
-        token = budget.metering(meter)
-        scope = scope_token = None
-        if any(a.toolsets for a in self._agents):  # MCP servers stay open for the whole run
-            from swarmcore import mcp
+        """Hand ``run`` to the engine with every consumer of its events."""
+        subscribers = [*self._hooks, *extra]
+        if self._store is not None:
+            from swarmcore.store.recorder import Recorder
 
-            scope = mcp.ConnectionScope()
-            scope_token = mcp.enter_scope(scope)
-        try:
-            return await self._observed(run, extra, text_deltas)
-        finally:
-            budget.reset(token)
-            if scope is not None and scope_token is not None:
-                from swarmcore import mcp
-
-                await scope.close()
-                mcp.exit_scope(scope_token)
-
-    async def _observed(
-        self, run: Run, extra: Sequence[_Subscriber], text_deltas: bool
-    ) -> SwarmResult:
-        """The walk, inside the run's span when anything listens."""
-        walk = Walk(self._setup, run)
-        subscribers = [*self._hooks, *extra, *self._recorders(run)]
+            store = self._store
+            run.on_decision = lambda decision: store.save_decision(run.run_id, decision)
+            settings = {
+                "max_cost": self._budget.max_cost,
+                "max_tokens": self._budget.max_tokens,
+                "metadata": run.metadata,
+                "variables": dict(run.options.variables),
+            }
+            subscribers.append((Recorder(store, shape=shape_of(self.flow), settings=settings), ()))
         from swarmcore.eventlog import log_event, run_logger
 
         if run_logger.isEnabledFor(logging.INFO):
             subscribers.append((log_event, ()))
-        if not subscribers:
-            return await walk.result()
-        bus = EventBus(run.run_id, subscribers, text_deltas=text_deltas)
-        try:
-            with events.span(
-                events.RunStarted,
-                events.RunFinished,
-                bus=bus,
-                started={
-                    "task": run.task,
-                    "flow": self.flow.expression(),
-                    "agents": self.flow.names,
-                    "context_mode": self.context_mode,
-                    "resumed": run.resumed,
-                },
-            ) as span:
-                result = await walk.result()
-                span.set(result=result)
-            return result
-        finally:
-            await bus.drain()
-
-    def _recorders(self, run: Run) -> list[_Subscriber]:
-        """The store's consumer of this run's events, when the Swarm has a store."""
-        store = self._store
-        if store is None:
-            return []
-        from swarmcore.store.recorder import Recorder
-
-        run.on_decision = lambda decision: store.save_decision(run.run_id, decision)
-        max_cost, max_tokens, _ = self._budget
-        settings = {
-            "max_cost": max_cost,
-            "max_tokens": max_tokens,
-            "metadata": run.metadata,
-            "variables": dict(run.options.variables),
-        }
-        return [(Recorder(store, shape=shape_of(self.flow), settings=settings), ())]
+        return await self._engine.execute(
+            self._setup, run, subscribers, limits=self._budget, text_deltas=text_deltas
+        )
 
     def _reparsed(self, result: AgentResult) -> AgentResult:
         """A stored result whose ``parsed`` is the agent's output_type again, not plain JSON."""

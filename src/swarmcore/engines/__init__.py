@@ -1,0 +1,10 @@
+"""Where runs execute. The in-process engine is the default; others wrap the same walk.
+
+An engine takes a run set up by the :class:`~swarmcore.Swarm` facade and walks
+its flow, calling each agent through the walk's one seam
+(:data:`~swarmcore.walk.AgentRunner`).
+"""
+
+from swarmcore.engines.local import Budget, LocalEngine, Subscriber
+
+__all__ = ["Budget", "LocalEngine", "Subscriber"]

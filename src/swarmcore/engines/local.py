@@ -1,0 +1,109 @@
+"""The in-process engine: a run's walk here, inside its budget, MCP scope and event span."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from swarmcore import budget, events
+from swarmcore.agent import Agent
+from swarmcore.events import EventBus, Hook
+from swarmcore.walk import AgentRunner, FlowSetup, Run, Walk, run_in_process
+
+if TYPE_CHECKING:
+    from swarmcore.models import SwarmResult
+
+__all__ = ["Budget", "LocalEngine", "Subscriber"]
+
+Subscriber = tuple[Hook, tuple[type[events.Event], ...]]
+"""An event consumer and the event types it wants (every type when empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What one run may spend, shared by every branch (checked by ``budget.Meter``)."""
+
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    allow_unpriced: bool = False
+
+    def meter(self) -> budget.Meter | None:
+        """A fresh meter for one run, or None when nothing is limited."""
+        if self.max_cost is None and self.max_tokens is None:
+            return None
+        return budget.Meter(
+            max_cost=self.max_cost, max_tokens=self.max_tokens, allow_unpriced=self.allow_unpriced
+        )
+
+
+class LocalEngine:
+    """Runs flows in this process; each agent through ``runner`` (the walk's seam).
+
+    Args:
+        runner: How one agent of a flow runs; :func:`~swarmcore.walk.run_in_process`
+            by default.
+    """
+
+    def __init__(self, runner: AgentRunner = run_in_process) -> None:
+        self.runner = runner
+
+    async def execute(
+        self,
+        setup: FlowSetup,
+        run: Run,
+        subscribers: Sequence[Subscriber],
+        *,
+        limits: Budget,
+        text_deltas: bool = False,
+    ) -> SwarmResult:
+        """Walk ``run`` inside its budget meter, MCP connection scope and event span.
+
+        Raises:
+            SwarmError: Whatever stopped the run; ``error.partial`` holds what finished.
+        """
+        # A meter of its own, or none: an outer run's budget does not reach into this one.
+        token = budget.metering(limits.meter())
+        scope = scope_token = None
+        agents = [a for a in setup.flow.agents if isinstance(a, Agent)]
+        if any(a.toolsets for a in agents):  # MCP servers stay open for the whole run
+            from swarmcore import mcp
+
+            scope = mcp.ConnectionScope()
+            scope_token = mcp.enter_scope(scope)
+        try:
+            return await self._observed(setup, run, subscribers, text_deltas)
+        finally:
+            budget.reset(token)
+            if scope is not None and scope_token is not None:
+                from swarmcore import mcp
+
+                await scope.close()
+                mcp.exit_scope(scope_token)
+
+    async def _observed(
+        self, setup: FlowSetup, run: Run, subscribers: Sequence[Subscriber], text_deltas: bool
+    ) -> SwarmResult:
+        """The walk, inside the run's span when anything listens."""
+        walk = Walk(setup, run, self.runner)
+        if not subscribers:
+            return await walk.result()
+        bus = EventBus(run.run_id, subscribers, text_deltas=text_deltas)
+        try:
+            with events.span(
+                events.RunStarted,
+                events.RunFinished,
+                bus=bus,
+                started={
+                    "task": run.task,
+                    "flow": setup.flow.expression(),
+                    "agents": setup.flow.names,
+                    "context_mode": setup.mode.name,
+                    "resumed": run.resumed,
+                },
+            ) as span:
+                result = await walk.result()
+                span.set(result=result)
+            return result
+        finally:
+            await bus.drain()
