@@ -1,0 +1,39 @@
+"""MCP tool servers: the tools of any Model Context Protocol server, beside Python functions.
+
+```python
+from swarmcore.mcp import MCPServer
+
+files = MCPServer.stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])
+agent = Agent("clerk", "You manage files.", tools=[files.select("read_file", "list_directory")])
+```
+
+Connections follow the run: a server is connected the first time an agent of
+the run needs its tools, shared by every agent of that run (parallel ones
+included), and closed when the run ends, fails or is cancelled. Open the
+server yourself (``async with files: ...``) to share one connection across
+runs. The tool list is fetched once per connection.
+
+Each connection lives in a task of its own, because the SDK's transports must
+be entered and exited by the same task; agents in any task call through it. A
+server that dies mid-run turns the call into a tool error the model sees, the
+next call restarts the server once, and if that fails the agent stops with an
+:class:`MCPError`.
+
+The official ``mcp`` SDK (v2) is imported only when a server is connected.
+
+The package, by concern:
+
+* ``_server``: :class:`MCPServer` (stdio, HTTP, in-process; select) and :class:`MCPTool`.
+* ``_connection``: one connection, its task, its transports and its restart; :class:`MCPError`.
+* ``_scope``: :class:`ConnectionScope`, the connections of one run, and the current one.
+* ``_results``: checking arguments against a tool's schema; its result as text.
+"""
+
+from swarmcore.mcp._connection import MCPError
+from swarmcore.mcp._scope import ConnectionScope as ConnectionScope
+from swarmcore.mcp._scope import current_scope as current_scope
+from swarmcore.mcp._scope import enter_scope as enter_scope
+from swarmcore.mcp._scope import exit_scope as exit_scope
+from swarmcore.mcp._server import MCPServer, MCPTool
+
+__all__ = ["MCPError", "MCPServer", "MCPTool"]

@@ -1,0 +1,295 @@
+"""One connection to an MCP server: a client session owned by a task of its own.
+
+The SDK's transports must be entered and exited by the same task, so each
+connection lives in a task it owns; agents in any task call through it. A
+server that dies mid-call turns the call into an error, and the next call
+restarts it once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any, cast
+
+from swarmcore.errors import SwarmError, UserError
+
+logger = logging.getLogger("swarmcore.mcp")
+
+_INSTALL_HINT = (
+    "MCP servers need the official mcp SDK: pip install 'swarmcore[mcp]' "
+    "(or uv add 'swarmcore[mcp]')."
+)
+
+_MAX_PAGES = 100
+"""The most pages of a paginated tool list followed (a cursor that never ends stops here)."""
+
+
+class MCPError(SwarmError):
+    """An MCP server could not be reached, listed or restarted."""
+
+
+class Connection:
+    """One live client session, owned by a task of its own.
+
+    Args:
+        name: The server's name, for errors.
+        target: Makes what the SDK's ``Client`` connects to (called on each start).
+        connect_timeout: Seconds to connect.
+    """
+
+    def __init__(self, name: str, target: Callable[[], Any], connect_timeout: float) -> None:
+        self.name = name
+        self._target = target
+        self._connect_timeout = connect_timeout
+        self._client: Any = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._owner: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        self._tools: list[Any] | None = None
+        self._lock = asyncio.Lock()
+        self._broken = False
+        self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
+
+    @classmethod
+    async def open(cls, name: str, target: Callable[[], Any], connect_timeout: float) -> Connection:
+        """Connect to the server.
+
+        Args:
+            name: The server's name, for errors.
+            target: Makes what the SDK's ``Client`` connects to.
+            connect_timeout: Seconds to connect.
+
+        Returns:
+            The open connection.
+
+        Raises:
+            MCPError: The server did not connect in time or could not be started.
+            UserError: The ``mcp`` SDK is not installed.
+        """
+        connection = cls(name, target, connect_timeout)
+        await connection._start()
+        return connection
+
+    async def _start(self) -> None:
+        import anyio
+
+        self._ready.clear()
+        self._stop.clear()
+        self._failure = None
+        self._broken = False
+        self._tools = None
+        # Cancelled by close() while still connecting: a server that never answers the
+        # handshake (or a caller cancelled meanwhile) must not keep the process alive.
+        self._cancel = anyio.CancelScope()
+        # A fresh context: the connection must not inherit the opening agent's event span.
+        self._owner = asyncio.get_running_loop().create_task(
+            self._own(self._cancel), context=contextvars.Context()
+        )
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            await self.close()
+            raise MCPError(
+                f"MCP server {self.name!r} did not connect within {self._connect_timeout:g}s; "
+                "check its command or URL."
+            ) from None
+        except BaseException:  # cancelled while connecting: end the half-open connection
+            await self.close()
+            raise
+        if self._failure is not None:
+            failure, self._owner = self._failure, None
+            cause = _leaf(failure)
+            hint = (
+                " (it closed the connection before the MCP handshake: check that the "
+                "command runs an MCP server, and its stderr)"
+                if _connection_lost(cause)
+                else ""
+            )
+            raise MCPError(
+                f"MCP server {self.name!r} could not be started: "
+                f"{type(cause).__name__}: {cause}{hint}"
+            ) from failure
+
+    async def _own(self, cancel: Any) -> None:
+        try:
+            with cancel:
+                client_type = _client_class()
+                target = self._target()
+                async with AsyncExitStack() as stack:
+                    self._client = await stack.enter_async_context(client_type(target))
+                    self._ready.set()
+                    await self._stop.wait()
+        except Exception as exc:  # reported to whoever waits for the connection
+            self._failure = exc
+            self._broken = True
+        finally:
+            self._client = None
+            self._ready.set()
+
+    async def close(self) -> None:
+        """Close the session and end the server process, if any; idempotent."""
+        owner, self._owner = self._owner, None
+        if owner is None:
+            return
+        self._stop.set()
+        if not self._ready.is_set() and self._cancel is not None:
+            self._cancel.cancel()  # still connecting: abandon the handshake
+        try:
+            async with asyncio.timeout(10):
+                await asyncio.shield(owner)
+        except TimeoutError:
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+
+    async def list_tools(self) -> list[Any]:
+        """The server's tool specs, fetched once per connection (all pages).
+
+        Returns:
+            The SDK's ``Tool`` objects.
+
+        Raises:
+            MCPError: The server is not connected or could not list its tools.
+        """
+        async with self._lock:
+            if self._tools is None:
+                self._tools = await self._fetch_tools()
+            return self._tools
+
+    async def _fetch_tools(self) -> list[Any]:
+        tools: list[Any] = []
+        cursor: str | None = None
+        try:
+            for _ in range(_MAX_PAGES):  # follow the pages of a paginating server
+                page = await self._live_client().list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except MCPError:
+            raise
+        except Exception as exc:
+            raise MCPError(f"MCP server {self.name!r} could not list its tools: {exc}") from exc
+        return tools
+
+    def _live_client(self) -> Any:
+        if self._client is None:
+            raise MCPError(f"MCP server {self.name!r} is not connected.")
+        return self._client
+
+    async def call(self, remote: str, arguments: dict[str, Any], shown: str) -> Any:
+        """Call the server's tool ``remote``, restarting a server that stopped since.
+
+        Args:
+            remote: The tool's name on the server.
+            arguments: Its validated arguments.
+            shown: The tool's name as the model knows it, for errors.
+
+        Returns:
+            The SDK's ``CallToolResult``.
+
+        Raises:
+            RuntimeError: The server reported an error, or stopped (restarted on the next call).
+            MCPError: The server had stopped and could not be restarted.
+        """
+        async with self._lock:
+            if self._broken or self._client is None:
+                await self._restart(shown)
+            client: Any = self._client
+        try:
+            return await client.call_tool(remote, arguments)
+        except Exception as exc:
+            # A dead process or a dropped connection leaves the owner task waiting, so
+            # the error itself says the server is gone.
+            if self._alive() and not _connection_lost(exc):
+                raise RuntimeError(f"MCP server {self.name!r}: {exc}") from exc
+            self._broken = True
+            raise RuntimeError(
+                f"MCP server {self.name!r} stopped while running {shown!r} "
+                f"({type(exc).__name__}: {exc}); it will be restarted for the next call."
+            ) from exc
+
+    def _alive(self) -> bool:
+        return self._owner is not None and not self._owner.done() and not self._broken
+
+    async def _restart(self, shown: str) -> None:
+        logger.warning("MCP server %s stopped; restarting it", self.name)
+        await self.close()
+        try:
+            await self._start()
+        except MCPError as exc:
+            raise MCPError(
+                f"MCP server {self.name!r} stopped and could not be restarted, so "
+                f"{shown!r} cannot run: {exc}"
+            ) from exc
+
+
+class StreamableTransport:
+    """Streamable HTTP with fixed headers, in the SDK's Transport shape.
+
+    The SDK leaves an ``http_client`` it is given open, so this owns and closes it.
+
+    Args:
+        url: The endpoint.
+        headers: Sent with every request.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self._url = url
+        self._headers = headers
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> Any:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import (  # pyright: ignore[reportPrivateUsage]
+            create_mcp_http_client,
+        )
+
+        async with AsyncExitStack() as stack:
+            http: Any = await stack.enter_async_context(create_mcp_http_client(self._headers))
+            streams = await stack.enter_async_context(
+                streamable_http_client(self._url, http_client=http)
+            )
+            self._stack = stack.pop_all()
+        return streams
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stack.__aexit__(*exc)
+
+
+def _client_class() -> Any:
+    try:
+        from mcp import Client
+    except ImportError as exc:
+        raise UserError(_INSTALL_HINT) from exc
+    return Client
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, as anyio task groups raise them."""
+    while isinstance(exc, BaseExceptionGroup):
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        if not group.exceptions:
+            return group
+        exc = group.exceptions[0]
+    return exc
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection to the server is gone (not a failed request)."""
+    import anyio
+
+    exc = _leaf(exc)
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
+        return True
+    try:
+        from mcp.types import CONNECTION_CLOSED
+    except ImportError:  # pragma: no cover - the SDK is there whenever a call was made
+        return False
+    error = getattr(exc, "error", None)
+    return getattr(error, "code", None) == CONNECTION_CLOSED

@@ -1,0 +1,65 @@
+"""Checking an MCP tool's arguments against its JSON schema, and its result as text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def render_result(result: Any) -> str:
+    """A ``CallToolResult`` as text for the model.
+
+    Args:
+        result: What the server returned.
+
+    Returns:
+        The structured content as JSON when there is some, else the content as text.
+
+    Raises:
+        RuntimeError: The server flagged the result as an error.
+    """
+    parts: list[str] = []
+    for item in list(getattr(result, "content", None) or []):
+        kind = getattr(item, "type", "")
+        if kind == "text":
+            parts.append(str(item.text))
+        elif kind == "resource":
+            resource = getattr(item, "resource", None)
+            parts.append(str(getattr(resource, "text", None) or f"[resource {resource}]"))
+        else:
+            mime = getattr(item, "mime_type", None) or getattr(item, "mimeType", None) or kind
+            parts.append(f"[{kind or 'content'}: {mime}]")
+    text = "\n".join(parts)
+    if getattr(result, "is_error", False):
+        raise RuntimeError(f"the server reported an error: {text or 'no details'}")
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        return json.dumps(structured, ensure_ascii=False, default=str)
+    return text
+
+
+def schema_validator(schema: Mapping[str, Any]) -> Callable[[dict[str, Any]], str | None]:
+    """A check of arguments against a tool's JSON schema (with jsonschema, which mcp brings).
+
+    Args:
+        schema: The tool's input schema.
+
+    Returns:
+        A function giving the first problem with some arguments, or None when they fit.
+    """
+    try:
+        import jsonschema
+    except ImportError:  # pragma: no cover - mcp depends on jsonschema
+        return lambda _: None
+    checker: Any = jsonschema.Draft202012Validator(dict(schema))
+
+    def check(values: dict[str, Any]) -> str | None:
+        errors: list[Any] = sorted(checker.iter_errors(values), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        first = errors[0]
+        where = ".".join(str(p) for p in first.path) or "arguments"
+        return f"{where}: {first.message}"
+
+    return check

@@ -1,0 +1,374 @@
+"""The MCPServer definition (stdio, HTTP, in-process; select) and the tools it serves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, cast
+
+from pydantic import BaseModel
+
+from swarmcore.errors import UserError
+from swarmcore.mcp._connection import Connection, StreamableTransport
+from swarmcore.mcp._results import render_result, schema_validator
+from swarmcore.mcp._scope import current_scope
+from swarmcore.tools import Tool, ToolArgumentsError, validate_name
+
+if TYPE_CHECKING:
+    from typing import Self
+
+
+class MCPServer:
+    """A Model Context Protocol server whose tools agents can use.
+
+    Build one with :meth:`stdio`, :meth:`http` or :meth:`in_process`; pass it
+    (or :meth:`select` of it) in an Agent's ``tools``.
+
+    Args:
+        target: What the SDK's ``Client`` connects to.
+        name: The server's name in errors, events and tool records.
+        include: Tool names to offer (all when None).
+        exclude: Tool names never to offer.
+        predicate: Offer only tools for which ``predicate(name, description)`` is true.
+        prefix: Prepended to every tool name (``files_`` -> ``files_read_file``),
+            to avoid clashes with other tools.
+        timeout: Seconds to connect and list tools.
+    """
+
+    def __init__(
+        self,
+        target: Callable[[], Any],
+        *,
+        name: str,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+        predicate: Callable[[str, str], bool] | None = None,
+        prefix: str = "",
+        timeout: float = 30.0,
+        _origin: MCPServer | None = None,
+    ) -> None:
+        self.name = validate_name(name, "MCP server")
+        self._origin = _origin
+        self._target = target
+        self._include = None if include is None else frozenset(include)
+        self._exclude = frozenset(exclude)
+        self._predicate = predicate
+        self._prefix = prefix
+        self.timeout = timeout
+        self._shared: Connection | None = None
+        self._shared_users = 0
+        # One lock per event loop: an asyncio.Lock belongs to the loop that first waits on it.
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # --- construction ----------------------------------------------------------------
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> MCPServer:
+        """A server launched as a subprocess, spoken to over its stdin and stdout.
+
+        Args:
+            command: The program, e.g. ``"npx"`` or ``sys.executable``.
+            args: Its arguments.
+            env: Environment for the process (the SDK's safe default when None).
+            cwd: Its working directory.
+            name: The server's name; defaults to the command's base name.
+            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``.
+
+        Returns:
+            The server, not yet started.
+        """
+        arguments, environment = list(args), None if env is None else dict(env)
+
+        def target() -> Any:
+            from mcp import StdioServerParameters
+
+            return StdioServerParameters(command=command, args=arguments, env=environment, cwd=cwd)
+
+        # `python server.py` / `node server.js` are named after the script, not the interpreter.
+        script = next((a for a in arguments if a.endswith((".py", ".js", ".mjs", ".ts"))), None)
+        default = _stem(script or command) or "mcp"
+        return cls(target, name=name or _identifier(default), **options)
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> MCPServer:
+        """A server at a streamable-HTTP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+
+        Args:
+            url: The endpoint.
+            headers: Sent with every request (an ``Authorization`` header, say).
+            name: The server's name; defaults to the URL's host.
+            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``.
+
+        Returns:
+            The server, not yet connected.
+        """
+        fixed = dict(headers or {})
+
+        def target() -> Any:
+            return StreamableTransport(url, fixed) if fixed else url
+
+        host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+        return cls(target, name=name or _identifier(host), **options)
+
+    @classmethod
+    def in_process(cls, server: Any, *, name: str | None = None, **options: Any) -> MCPServer:
+        """A server object in this process (the SDK's ``MCPServer`` or ``Server``), for tests.
+
+        Args:
+            server: The SDK server instance.
+            name: The server's name; defaults to the server's own.
+            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``.
+
+        Returns:
+            The server, not yet connected.
+        """
+        default = str(getattr(server, "name", None) or "mcp")
+        return cls(lambda: server, name=name or _identifier(default), **options)
+
+    def select(self, *names: str, prefix: str | None = None) -> MCPServer:
+        """This server offering only the tools ``names`` (one connection with the original).
+
+        Args:
+            *names: The tools to offer.
+            prefix: Replaces this server's ``prefix`` when given.
+
+        Returns:
+            A server sharing this one's connection.
+        """
+        return MCPServer(
+            self._target,
+            name=self.name,
+            include=names,
+            exclude=self._exclude,
+            predicate=self._predicate,
+            prefix=self._prefix if prefix is None else prefix,
+            timeout=self.timeout,
+            _origin=self._origin_server(),
+        )
+
+    def _origin_server(self) -> MCPServer:
+        return self._origin or self
+
+    def __repr__(self) -> str:
+        return f"MCPServer({self.name!r})"
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        """Connect now and keep the connection for every run until the block ends."""
+        origin = self._origin_server()
+        async with origin._sharing_lock():  # concurrent entries open one connection
+            if origin._shared is None:
+                origin._shared = await origin._open()
+            origin._shared_users += 1
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        origin = self._origin_server()
+        async with origin._sharing_lock():
+            origin._shared_users -= 1
+            if origin._shared_users == 0 and origin._shared is not None:
+                shared, origin._shared = origin._shared, None
+                await shared.close()
+
+    def _sharing_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
+    async def _open(self) -> Connection:
+        return await Connection.open(self.name, self._target, self.timeout)
+
+    async def _connection(self) -> Connection:
+        """The run's connection to this (origin) server, or the one ``async with`` opened."""
+        scope = current_scope()
+        if scope is None:
+            raise UserError(
+                f"MCP server {self.name!r} was used outside a run; call agent.run() or swarm.run()."
+            )
+        if self._shared is not None:
+            return self._shared
+        return await scope.get(self, self._open)
+
+    # --- tools -----------------------------------------------------------------------
+
+    async def tools(self) -> list[Tool]:
+        """This server's tools (after include/exclude/prefix), over the run's connection.
+
+        Returns:
+            The tools to offer the model.
+
+        Raises:
+            MCPError: The server could not be started, connected or listed.
+            UserError: A selected tool does not exist, or a tool's name is one models refuse.
+        """
+        connection = await self._origin_server()._connection()
+        listed = await connection.list_tools()
+        chosen: list[Tool] = [
+            MCPTool.build(spec, server=self.name, prefix=self._prefix, connection=connection)
+            for spec in listed
+            if self._offers(str(spec.name), str(spec.description or ""))
+        ]
+        missing = (self._include or frozenset()) - {str(s.name) for s in listed}
+        if missing:
+            raise UserError(
+                f"MCP server {self.name!r} has no tool named {', '.join(sorted(missing))}; "
+                f"it offers {', '.join(sorted(str(s.name) for s in listed)) or 'none'}."
+            )
+        return chosen
+
+    def _offers(self, name: str, description: str) -> bool:
+        if self._include is not None and name not in self._include:
+            return False
+        if name in self._exclude:
+            return False
+        return self._predicate is None or self._predicate(name, description)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class MCPTool(Tool):
+    """A tool served by an MCP server: its JSON schema goes to the model as it is."""
+
+    server: str = field(repr=False)
+    """The name of the server that serves the tool."""
+    _remote_name: str = field(repr=False)
+    _connection: Connection = field(repr=False)
+    _validator: Callable[[dict[str, Any]], str | None] = field(repr=False)
+
+    @classmethod
+    def build(cls, spec: Any, *, server: str, prefix: str, connection: Connection) -> MCPTool:
+        """A Tool for the MCP tool ``spec``.
+
+        Args:
+            spec: The SDK's ``Tool``, as the server listed it.
+            server: The server's name.
+            prefix: Prepended to the tool's name.
+            connection: The connection calls go through.
+
+        Returns:
+            The tool.
+
+        Raises:
+            UserError: The prefixed name is not one model providers accept.
+        """
+        schema: dict[str, Any] = dict(spec.input_schema or {"type": "object", "properties": {}})
+        remote = str(spec.name)
+        name = f"{prefix}{remote}"
+        try:
+            validate_name(name, "MCP tool")
+        except UserError:
+            # MCP allows names (dots, 128 characters) that model providers refuse.
+            raise UserError(
+                f"MCP server {server!r} offers a tool named {name!r}, which models cannot "
+                "call (1 to 64 letters, digits, '_' or '-', starting with a letter or '_'); "
+                f"leave it out with exclude=[{remote!r}] or select() the tools you need."
+            ) from None
+        return cls(
+            name=name,
+            description=str(spec.description or remote.replace("_", " ")),
+            parameters=schema,
+            fn=_never,
+            _args_model=cast("type[BaseModel]", _NoModel),
+            server=server,
+            _remote_name=remote,
+            _connection=connection,
+            _validator=schema_validator(schema),
+        )
+
+    async def invoke(self, arguments: str) -> str:
+        """Validate ``arguments`` against the server's schema, call the tool, and render the result.
+
+        Args:
+            arguments: The arguments the model sent, as JSON text.
+
+        Returns:
+            The tool's result as text for the model.
+
+        Raises:
+            ToolArgumentsError: Invalid JSON, or arguments the schema rejects.
+            RuntimeError: The server reported an error, or stopped (restarted on the next call).
+            MCPError: The server stopped and could not be restarted.
+        """
+        values = self.validate_arguments(arguments)
+        result = await self._connection.call(self._remote_name, values, self.name)
+        return render_result(result)
+
+    def validate_arguments(self, arguments: str) -> dict[str, Any]:
+        """Parse the JSON ``arguments`` and check them against the server's schema.
+
+        Args:
+            arguments: The arguments as JSON text; empty text means none.
+
+        Returns:
+            The arguments, as sent to the server.
+
+        Raises:
+            ToolArgumentsError: The arguments are not a JSON object or the schema rejects them.
+        """
+        try:
+            raw = json.loads(arguments.strip() or "{}")
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: the arguments are not valid JSON ({exc.msg} at position "
+                f"{exc.pos}). Send one JSON object matching the tool's parameters."
+            ) from exc
+        if not isinstance(raw, dict):
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: the arguments must be a JSON object, "
+                f"got {type(raw).__name__}."
+            )
+        values: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+        problem = self._validator(values)
+        if problem:
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: invalid arguments: {problem}. Fix them and call again."
+            )
+        return values
+
+
+def _stem(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
+
+
+def _identifier(text: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in text).strip("_-")
+    if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
+        cleaned = f"mcp_{cleaned}"
+    return cleaned[:64]
+
+
+def _never(*_: object, **__: object) -> str:
+    raise RuntimeError("MCP tools run through their server")
+
+
+class _NoModel:
+    """Placeholder: MCP tools validate with the server's JSON schema, not a pydantic model."""

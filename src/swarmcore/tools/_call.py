@@ -1,0 +1,123 @@
+"""Running one tool call: approval, the time limit, and a result the model can act on.
+
+Model mistakes (an unknown tool, malformed JSON, invalid arguments) and tools
+that raise or overrun become a tool result, and are recorded; they never
+crash the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+
+from swarmcore.errors import SwarmError
+from swarmcore.models import ToolCallRecord
+from swarmcore.tools._approval import Approver, ask
+from swarmcore.tools._tool import Tool, ToolArgumentsError
+
+
+async def run_tool_call(
+    tools: Mapping[str, Tool],
+    call_id: str,
+    name: str,
+    arguments: str,
+    *,
+    default_timeout: float | None = None,
+    max_result_chars: int | None = None,
+    approve: Approver | None = None,
+    agent_name: str = "",
+) -> ToolCallRecord:
+    """Run one tool call; every failure becomes an error result the model can act on.
+
+    Cancellation is never swallowed: only ordinary exceptions (and the tool's
+    own timeout) become results.
+
+    Args:
+        tools: The tools by name.
+        call_id: The provider's ``tool_call_id``.
+        name: The tool the model named.
+        arguments: The raw JSON arguments.
+        default_timeout: Seconds allowed for a tool without its own ``timeout``;
+            None for no limit.
+        max_result_chars: Longer results are cut to this many characters and
+            marked as cut; None keeps them whole.
+        approve: The approval callback for tools marked ``requires_approval``.
+        agent_name: The calling agent, for the approval request.
+
+    Returns:
+        The record of the call, its result (or error) included.
+
+    Raises:
+        UserError: The tool requires approval and there is no callback, or the
+            callback returned something that is not a decision.
+    """
+    start = time.perf_counter()
+    error: str | None = None
+    approval: str | None = None
+    tool = tools.get(name)
+    if tool is not None and tool.requires_approval:
+        arguments, error, approval = await ask(tool, approve, agent_name, call_id, arguments)
+    if error is not None:
+        result = error
+    elif tool is None:
+        result = error = f"Unknown tool {name!r}. Available tools: {', '.join(tools) or 'none'}."
+    else:
+        limit = tool.timeout if tool.timeout is not None else default_timeout
+        result, error = await _invoke(tool, name, arguments, limit)
+    result, full_length = truncate(result, max_result_chars)
+    return ToolCallRecord(
+        call_id=call_id,
+        tool_name=name,
+        arguments=arguments,
+        result=result,
+        error=error,
+        duration_seconds=time.perf_counter() - start,
+        truncated_from=full_length,
+        server=getattr(tool, "server", None),  # MCP tools name their server
+        approval=approval,
+    )
+
+
+async def _invoke(
+    tool: Tool, name: str, arguments: str, limit: float | None
+) -> tuple[str, str | None]:
+    """Run ``tool`` (called ``name``) within ``limit`` seconds: (result, None) or (error, error)."""
+    deadline = asyncio.timeout(limit)
+    try:
+        async with deadline:
+            return await tool.invoke(arguments), None
+    except ToolArgumentsError as exc:
+        error = str(exc)
+    except SwarmError:  # swarmcore's own stop signals (a dead MCP server, a budget) end the agent
+        raise
+    except TimeoutError as exc:
+        if deadline.expired():
+            error = (
+                f"Tool {name!r} did not finish within {limit:g}s and was stopped. "
+                "Try simpler arguments or another approach."
+            )
+        else:  # the tool's own TimeoutError, not our limit
+            error = f"Tool {name!r} raised TimeoutError: {exc}"
+    except Exception as exc:  # a tool's own failure is reported to the model, not raised
+        error = f"Tool {name!r} raised {type(exc).__name__}: {exc}"
+    return error, error
+
+
+def truncate(text: str, limit: int | None) -> tuple[str, int | None]:
+    """Cut ``text`` to ``limit`` characters with a visible marker.
+
+    Args:
+        text: The result text.
+        limit: The most characters to keep; None keeps it whole.
+
+    Returns:
+        The text to send, and its original length when it was cut (else None).
+    """
+    if limit is None or len(text) <= limit:
+        return text, None
+    marker = (
+        f"\n\n[truncated: showing the first {limit:,} of {len(text):,} characters; "
+        "ask for a narrower result if you need the rest]"
+    )
+    return text[:limit] + marker, len(text)

@@ -1,0 +1,198 @@
+"""The Tool value: a name, a description, a JSON schema, and the validated call of a function."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from swarmcore.errors import UserError
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+def validate_name(name: object, what: str) -> str:
+    """Check that ``name`` is an identifier every provider accepts as a tool or agent name.
+
+    Args:
+        name: The name to check.
+        what: What is named (``"Tool"``, ``"Agent"``), for the error message.
+
+    Returns:
+        The name, unchanged.
+
+    Raises:
+        UserError: The name is not a string of 1 to 64 letters, digits, ``_`` or
+            ``-`` starting with a letter or ``_``.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise UserError(
+            f"{what} name {name!r} is not a valid identifier; use 1 to 64 letters, digits, "
+            "'_' or '-', starting with a letter or '_' (e.g. 'web_search')."
+        )
+    return name
+
+
+class ToolArgumentsError(Exception):
+    """The model sent arguments a tool cannot accept (goes back to the model as text)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """A function the model can call, with its JSON schema and argument validator.
+
+    Build one with :func:`function_tool`, or pass a plain function in an
+    Agent's ``tools`` and it is converted for you.
+    """
+
+    name: str
+    """The name the model calls the tool by."""
+    description: str
+    """What the tool does, shown to the model."""
+    parameters: dict[str, Any]
+    """The JSON schema of the arguments."""
+    fn: Callable[..., Any] = field(repr=False)
+    """The function that runs."""
+    _args_model: type[BaseModel] = field(repr=False)
+    _positional: tuple[str, ...] = field(repr=False, default=())
+    timeout: float | None = None
+    """Seconds one call may take before it is stopped and reported to the model as an
+    error; None uses the agent's ``tool_timeout``."""
+    requires_approval: bool = False
+    """Ask the run's approval callback before every call (see :class:`Approval`)."""
+    delegate: Any = field(default=None, repr=False)
+    """The Agent this tool runs, for tools made by ``agent.as_tool()``; else None."""
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, int | float)
+            or self.timeout <= 0
+        ):
+            raise UserError(
+                f"Tool {self.name!r}: timeout must be a positive number of seconds or None, "
+                f"got {self.timeout!r}."
+            )
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The tool in OpenAI's ``tools=`` format."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def bind(self, fn: Callable[..., Any]) -> Tool:
+        """The same tool (schema and validator reused) running a different function.
+
+        The function must take the same parameters; this is how run-local tools
+        such as the context tools avoid rebuilding their schema on every run.
+
+        Args:
+            fn: The function the new tool runs.
+
+        Returns:
+            A copy of this tool whose calls run ``fn``.
+        """
+        return dataclasses.replace(self, fn=fn)
+
+    async def invoke(self, arguments: str) -> str:
+        """Validate the JSON ``arguments``, run the function, and serialise its result.
+
+        Sync functions run in a worker thread so a slow tool never blocks the
+        agents running beside it.
+
+        Args:
+            arguments: The arguments the model sent, as JSON text.
+
+        Returns:
+            The function's result as text for the model.
+
+        Raises:
+            ToolArgumentsError: The arguments are not valid JSON or fail validation.
+            Exception: Whatever the function raises.
+        """
+        values = self.validate_arguments(arguments)
+        args = [values.pop(n) for n in self._positional]
+        if inspect.iscoroutinefunction(self.fn):
+            result = await self.fn(*args, **values)
+        else:
+            result = await asyncio.to_thread(self.fn, *args, **values)
+            if inspect.isawaitable(result):
+                result = await result
+        return serialise_result(result)
+
+    def validate_arguments(self, arguments: str) -> dict[str, Any]:
+        """Parse and validate the JSON ``arguments`` the model sent.
+
+        Args:
+            arguments: The arguments as JSON text; empty text means none.
+
+        Returns:
+            The values the function is called with, by parameter name.
+
+        Raises:
+            ToolArgumentsError: The arguments are not a JSON object or fail validation.
+        """
+        try:
+            raw = json.loads(arguments.strip() or "{}")
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: the arguments are not valid JSON ({exc.msg} at "
+                f"position {exc.pos}). Send one JSON object matching the tool's parameters."
+            ) from exc
+        if not isinstance(raw, dict):
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: the arguments must be a JSON object, got "
+                f"{type(raw).__name__}. Send one JSON object matching the tool's parameters."
+            )
+        try:
+            model = self._args_model.model_validate(raw)
+        except ValidationError as exc:
+            from swarmcore.structured import explain  # only on the error path
+
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: invalid arguments: {explain(exc)}. Fix them and call again."
+            ) from exc
+        # Fields are stored under internal names (p_<name>) with the parameter as alias.
+        return {name[2:]: getattr(model, name) for name in type(model).model_fields}
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """Tools that exist only at run time, such as an MCP server's; pass one in an Agent's tools."""
+
+    name: str
+    """The toolset's name, for errors and records."""
+
+    async def tools(self) -> list[Tool]:
+        """The tools to offer in this run."""
+        ...
+
+
+def serialise_result(result: object) -> str:
+    """A tool's return value as text for the model: strings as they are, anything else as JSON.
+
+    Args:
+        result: What the tool returned.
+
+    Returns:
+        The text sent to the model.
+    """
+    if isinstance(result, str):
+        return result
+    if isinstance(result, BaseModel):
+        return result.model_dump_json()
+    return pydantic_core.to_json(result, fallback=str).decode()
