@@ -1,8 +1,13 @@
 """swarmcore against its floor: plain ``litellm.acompletion`` + ``asyncio.gather``.
 
     uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 7] [--profile]
-        [--only w1,w2,w3,alone,settings,instructions,tokens,import] [--fan-outs 500]
+        [--only w1,w2,w3,alone,settings,tokens,import] [--fan-outs 500]
         [--concurrency 200]
+
+A full run takes ~15 minutes; ``--quick`` (~1 minute) runs W1, W3 at K=50 only, W2 at
+N=100 only (one fan-out a measurement), the stubbed rows at those sizes, short chains and
+the imports, with two repetitions on two pairs of workers: a smoke run that prints the
+same table, not a verdict.
 
 A local OpenAI-compatible server (``benchmarks/_server.py``, its own process, on
 127.0.0.1) answers every chat request after a fixed latency L. Each workload runs
@@ -17,7 +22,8 @@ swarmcore adds.
 * W2: ``parallel(*N agents) >> merge``; floor: gather N calls, then one. Ideal 2 x L.
   Measured in W3's worker processes, after W3 (so W3's peak RSS stays its own).
   At 100 <= N < 500 a measurement runs ``W2_ROUNDS`` fan-outs in a row (wall per
-  fan-out), so its CPU row reads ~400 calls (N=500's ~500), not ~100.
+  fan-out), so its CPU row reads ~400 calls (N=500's ~500), not ~100 (one fan-out
+  with ``--quick``).
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
   model call and peak RSS. Below K=10 the batch runs ``W3_ROUNDS`` times in a row
   per measurement (wall reported per batch), so there is enough CPU to read.
@@ -35,18 +41,12 @@ swarmcore adds.
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
   with the package byte-compiled as an installed wheel is; and whether either
   imported litellm.
-* swarmcore alone: CPU per agent run of W3 (K=200) and W2 (N=500) with litellm's
-  ``acompletion`` replaced by an instant stub, in a process of its own: what
-  swarmcore itself spends around each call, garbage collection included, without
-  litellm's cost or the network's noise (medians of 15 repetitions). Then two
-  counts no machine's noise moves: the Python bytecodes an agent run executes,
-  and the objects the garbage collector tracks that each side holds per model
-  call in flight (W3 K=50, every call parked at the stub, by diamond stage).
-* Instructions: machine instructions per model call at W3 K=50 (``CG_K``) under
-  valgrind's cachegrind, each side in processes of its own, by difference of
-  one batch and three. The CPU question without the noise of a shared machine
-  (and without what the instructions cost in cache misses). Not with
-  ``--quick`` unless named in ``--only``; skipped when valgrind is missing.
+* swarmcore alone: CPU per agent run of W3 at its largest K (200; 50 with
+  ``--quick``) and W2 at its largest N (500; 100) with litellm's ``acompletion``
+  replaced by an instant stub, in a process of its own: what swarmcore itself
+  spends around each call, garbage collection included, without litellm's cost
+  or the network's noise (medians of 15 repetitions), beside the floor's CPU per
+  call at the same size.
 * Below the floor: the floor's W3 (K=50) in fresh processes, per round once with
   litellm's defaults, once more with them (a control) and once per global setting
   that could spare per-call work (message logging, token counting, the httpx
@@ -87,7 +87,6 @@ import os
 import platform
 import random
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -97,7 +96,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:  # imported lazily below: the floor's W3 worker never imports swarmcore
@@ -586,7 +585,7 @@ def render(rows: Sequence[Row]) -> str:
 # --- workloads in this process: W1, W2, prompt tokens -----------------------------------
 
 
-WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "instructions", "tokens", "import"})
+WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "tokens", "import"})
 
 
 @dataclass(slots=True)
@@ -604,6 +603,8 @@ class Config:
     loop: str = "?"
     """The event loop class both sides ran on (asyncio.run's default, here and in workers)."""
     one_process_pairs: int = 0
+    w2_rounds: int = W2_ROUNDS
+    """Fan-outs per W2 measurement at 100 <= N < 500 (1 with ``--quick``)."""
     """Pairs of W3 K=50 batches run with both sides in the driver's process (0: none)."""
 
 
@@ -787,7 +788,7 @@ class Worker:
         raise RuntimeError(f"W3 {self.side} worker exited (code {self._proc.wait()})")
 
     def run(self, workload: Mapping[str, int]) -> Sample:
-        """One measurement: ``{"k": K}`` (W3) or ``{"n": N}`` (W2)."""
+        """One measurement: ``{"k": K}`` (W3) or ``{"n": N, "rounds": R}`` (W2)."""
         self.send(dict(workload))
         return Sample(**self.receive())
 
@@ -844,7 +845,8 @@ def worker_rows(
         w2: list[Row] = []
         for n in cfg.fan_outs if "w2" in cfg.only else ():
             progress(f"W2 fan-out N={n}")
-            sc, fl, _ = measure_on_pairs({"n": n})
+            rounds = cfg.w2_rounds if 100 <= n < 500 else 1  # only its CPU row needs them
+            sc, fl, _ = measure_on_pairs({"n": n, "rounds": rounds})
             w2 += w2_rows(cfg, n, sc, fl)
         if "w3" in cfg.only and len(pairs) > 1:
             # The floor against itself, last (so W2's floor workers ran what swarmcore's
@@ -868,7 +870,7 @@ def w2_rows(cfg: Config, n: int, sc: Best, fl: Best) -> list[Row]:
         cpus = (sc.cpus, fl.cpus)
         label = f"W2 N={n} CPU/call"
         rows.append(ratio_row(label, sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus))
-        if n == STUB_SIZES["fan_out"]:
+        if n == stub_shapes(cfg)["fan_out"]:
             cfg.floor_cpu["fan_out"] = fl.cpu_ms_per_call
         rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
     return rows
@@ -896,7 +898,7 @@ def w3_rows(cfg: Config, k: int, sc: Best, fl: Best, growth: Mapping[str, int]) 
         ),
         gc_row(f"W3 K={k} of which GC", sc, fl),
     ]
-    if k == STUB_SIZES["diamond"]:
+    if k == stub_shapes(cfg)["diamond"]:
         cfg.floor_cpu["diamond"] = fl.cpu_ms_per_call
     sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
     row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
@@ -977,11 +979,12 @@ class _WorkerLoads:
         self.diamond = diamond_of(side, lit, api_base, payloads)
 
     async def measure(self, message: Mapping[str, Any]) -> tuple[Sample, int]:
-        """One measurement, ``{"k": K}`` (W3) or ``{"n": N}`` (W2), and the rounds it ran."""
+        """One measurement, ``{"k": K}`` (W3) or ``{"n": N, "rounds": R}`` (W2), and the
+        rounds it ran."""
         if "n" in message:  # W2: a fan-out of n agents and its merge
             n = int(message["n"])
             fan_out = await self._fan_out(n)
-            rounds = W2_ROUNDS if 100 <= n < 500 else 1  # only its CPU row needs them
+            rounds = int(message["rounds"])
 
             async def fan_outs() -> None:
                 for _ in range(rounds):
@@ -1131,128 +1134,48 @@ async def _settings_worker(index: int, api_base: str, payloads: Payloads) -> Non
     print(PROTOCOL + json.dumps(samples), flush=True)
 
 
-# --- instructions: the CPU question without the machine's noise ---------------------------
-
-CG_K = 50
-CG_ROUNDS = (1, 3)
-"""Batches of K diamonds each side runs under cachegrind: the difference is what two cost."""
-
-
-def instruction_rows(api_base: str, payloads: Payloads, k: int = CG_K) -> list[Row]:
-    """Machine instructions per model call at W3 K=``k``, counted by valgrind's cachegrind.
-
-    CPU time on a shared machine moves by several per cent between runs and between
-    processes; an instruction count barely moves (pyperf's and CodSpeed's reason to use
-    one). Each side runs in processes of its own under cachegrind, one process with one
-    batch of K diamonds and one with three, both sides at once; the difference is two
-    batches' instructions, free of start-up, imports and warm-up. What an instruction
-    costs (cache misses, stalls) is left out: the CPU rows carry that.
-    """
-    label = f"W3 K={k} instructions/call (cachegrind)"
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        return [Row(label, "no valgrind", ratio="skipped")]
-    sides = ("swarmcore", "floor")
-    counts: dict[tuple[str, int], int] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        payloads_path = Path(tmp, "payloads.json")
-        payloads_path.write_text(json.dumps(payloads))
-        for rounds in CG_ROUNDS:
-            progress(f"cachegrind: {rounds} batch(es) of K={k} diamonds, both sides")
-            running = {
-                side: subprocess.Popen(
-                    [
-                        valgrind,
-                        "--tool=cachegrind",
-                        "--cache-sim=no",
-                        f"--cachegrind-out-file={Path(tmp, f'{side}.{rounds}')}",
-                        sys.executable,
-                        str(Path(__file__).resolve()),
-                        "--instructions-worker",
-                        side,
-                        "--concurrency",
-                        str(k),
-                        "--rounds",
-                        str(rounds),
-                        "--api-base",
-                        api_base,
-                        "--payloads",
-                        str(payloads_path),
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dicts both times
-                )
-                for side in sides
-            }
-            for side, proc in running.items():
-                _, err = proc.communicate()
-                if proc.returncode != 0:
-                    raise RuntimeError(f"cachegrind {side} worker failed:\n{err[-2000:]}")
-                counts[side, rounds] = cachegrind_total(Path(tmp, f"{side}.{rounds}"))
-    calls = 4 * k * (CG_ROUNDS[1] - CG_ROUNDS[0])
-    sc, fl = ((counts[s, CG_ROUNDS[1]] - counts[s, CG_ROUNDS[0]]) / calls / 1e6 for s in sides)
-    return [ratio_row(label, sc, fl, "M", limit=None, digits=3)]
-
-
-def cachegrind_total(path: Path) -> int:
-    """The instructions (``Ir``) a cachegrind output file counts in all."""
-    events: list[str] = []
-    for line in path.read_text().splitlines():
-        if line.startswith("events:"):
-            events = line.split()[1:]
-        elif line.startswith("summary:"):
-            return int(line.split()[1:][events.index("Ir")])
-    raise ValueError(f"{path}: no cachegrind summary line")
-
-
-def instructions_worker_main(
-    side: str, k: int, rounds: int, api_base: str, payloads_path: str
-) -> None:
-    payloads: Payloads = json.loads(Path(payloads_path).read_text())
-    asyncio.run(_instructions_worker(side, k, rounds, api_base, payloads))
-
-
-async def _instructions_worker(
-    side: str, k: int, rounds: int, api_base: str, payloads: Payloads
-) -> None:
-    lit = load_litellm()
-    await warm_up(lit, api_base)
-    one = diamond_of(side, lit, api_base, payloads)
-    await asyncio.gather(*(one() for _ in range(k)))  # both processes run this batch
-    settle_gc()
-    for _ in range(rounds):
-        await asyncio.gather(*(one() for _ in range(k)))
-    print(PROTOCOL + json.dumps({"batches": rounds + 1}), flush=True)
-
-
 # --- swarmcore alone: the model call stubbed out -----------------------------------------
 
 STUB_REPS = 15
-STUB_SHAPES = (("W3 diamond x200", "diamond", 200), ("W2 fan-out N=500", "fan_out", 500))
-STUB_SIZES = {shape: size for _, shape, size in STUB_SHAPES}
-"""The W3 K and W2 N whose floor CPU per call puts the stubbed figures in proportion."""
 
 
-def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:
+def stub_shapes(cfg: Config) -> dict[str, int]:
+    """The stubbed shapes and their sizes: W3's largest K and W2's largest N in this run,
+    whose floor CPU per call (``Config.floor_cpu``) puts the stubbed figures in proportion."""
+    return {"diamond": max(cfg.concurrency), "fan_out": max(cfg.fan_outs)}
+
+
+def alone_rows(cfg: Config) -> list[Row]:
     """swarmcore's own CPU per agent run, from a subprocess whose litellm answers instantly.
 
-    ``floor_cpu`` (ms per call, by shape, from this run's W3/W2 rows when they ran)
-    puts it in proportion: the share of a real call's CPU that swarmcore adds.
+    The floor's CPU per call at the same sizes (``cfg.floor_cpu``, from this run's W3/W2
+    rows when they ran) puts it in proportion: the share of a real call's CPU that
+    swarmcore adds.
     """
+    sizes = stub_shapes(cfg)
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--stub-worker"],
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--stub-worker",
+            "--concurrency",
+            str(sizes["diamond"]),
+            "--fan-outs",
+            str(sizes["fan_out"]),
+        ],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    measured: dict[str, dict[str, float]] = json.loads(out.split(PROTOCOL, 1)[1])
+    measured: dict[str, float] = json.loads(out.split(PROTOCOL, 1)[1])
+    labels = {
+        "diamond": f"W3 diamond x{sizes['diamond']}",
+        "fan_out": f"W2 fan-out N={sizes['fan_out']}",
+    }
     rows: list[Row] = []
-    held = measured["held"]
-    for label, shape, _ in STUB_SHAPES:
-        us = measured[shape]["us"]
-        floor_ms = floor_cpu.get(shape)
+    for shape, label in labels.items():
+        us = measured[shape]
+        floor_ms = cfg.floor_cpu.get(shape)
         share = f"{us / (floor_ms * 1000):.1%} of floor" if floor_ms else "-"
         rows.append(
             Row(
@@ -1262,26 +1185,14 @@ def alone_rows(floor_cpu: Mapping[str, float]) -> list[Row]:
                 ratio=share,
             )
         )
-        own, total = measured[shape]["own"], measured[shape]["total"]
-        label = "  ...Python bytecodes per run (swarmcore's own)"
-        rows.append(Row(label, f"{total:,.0f} ({own:,.0f})"))
-        if shape == "diamond":
-            stages = ("a", "b|c", "d")
-            ours, theirs = (
-                " / ".join(f"{held[f'{side} {s}']:.0f}" for s in stages)
-                for side in ("swarmcore", "floor")
-            )
-            extra = statistics.mean(held[f"swarmcore {s}"] - held[f"floor {s}"] for s in stages)
-            label = f"  ...GC-tracked objects per call in flight, a / b|c / d (K={HELD_K})"
-            rows.append(Row(label, ours, theirs, ratio=f"+{extra:.1f}/call"))
     return rows
 
 
-def stub_worker_main() -> None:
-    asyncio.run(_stub_worker())
+def stub_worker_main(k: int, n: int) -> None:
+    asyncio.run(_stub_worker(k, n))
 
 
-async def _stub_worker() -> None:
+async def _stub_worker(k: int, n: int) -> None:
     lit = load_litellm()
     reply = lit.ModelResponse(
         model=MODEL,
@@ -1298,7 +1209,7 @@ async def _stub_worker() -> None:
     reply._hidden_params = {"response_cost": lit.completion_cost(completion_response=reply)}
 
     # Real calls yield to the loop at least once and finish in no set order: a parallel
-    # group's members here finish shuffled (seeded, so bytecode counts repeat exactly).
+    # group's members here finish shuffled (seeded, so every run shuffles alike).
     jitter = random.Random(0)
 
     async def instant(**kwargs: Any) -> Any:
@@ -1308,21 +1219,17 @@ async def _stub_worker() -> None:
 
     cast(Any, lit).acompletion = instant  # this process only: nothing else runs here
     api = "http://127.0.0.1:9"  # never contacted: the stub answers
-    results: dict[str, dict[str, float]] = {}
-    for _, shape, size in STUB_SHAPES:
-        if shape == "diamond":
-            swarm = diamond_swarm(api)
-            runs = 4 * size
+    diamond = diamond_swarm(api)
+    wide = fan_out_swarm(api, n)
 
-            async def work(swarm: Swarm = swarm, size: int = size) -> None:
-                await asyncio.gather(*(swarm.run(TASK) for _ in range(size)))
-        else:
-            swarm = fan_out_swarm(api, size)
-            runs = size + 1
+    async def diamonds() -> None:
+        await asyncio.gather(*(diamond.run(TASK) for _ in range(k)))
 
-            async def work(swarm: Swarm = swarm, size: int = size) -> None:
-                await swarm.run(TASK)
+    async def fan_out() -> None:
+        await wide.run(TASK)
 
+    results: dict[str, float] = {}
+    for shape, work, runs in (("diamond", diamonds, 4 * k), ("fan_out", fan_out, n + 1)):
         for _ in range(3):  # untimed
             await work()
         settle_gc()
@@ -1332,104 +1239,8 @@ async def _stub_worker() -> None:
             cpu = time.process_time()
             await work()
             samples.append((time.process_time() - cpu) / runs * 1e6)
-        total, own = await _count_bytecodes(work)
-        us = statistics.median(samples)
-        results[shape] = {"us": us, "total": total / runs, "own": own / runs}
-    results["held"] = await _held_in_flight(lit, reply, api)
+        results[shape] = statistics.median(samples)
     print(PROTOCOL + json.dumps(results), flush=True)
-
-
-HELD_K = 50
-
-
-async def _held_in_flight(lit: ModuleType, reply: Any, api: str) -> dict[str, float]:
-    """Objects the garbage collector tracks per model call in flight, by W3 diamond stage.
-
-    With thousands of calls in flight every object held across a call is one more
-    for each collection to walk, so this counts them: ``HELD_K`` diamonds run with
-    every call parked at the stub, and at each stage (``a``, then ``b | c``, then
-    ``d``) the tracked objects are counted against those before the batch. Both
-    sides: swarmcore, and the floor's code over the same stub, holding the kwargs
-    swarmcore sent. Each call answers a fresh copy of the reply, so a finished
-    call's response is held until the diamond ends, as a real one is. Counts, no
-    timing: the same code counts the same on any machine.
-    """
-    parked: list[asyncio.Future[None]] = []
-    expected = [0]  # calls the stage parks; all_parked is set when the last one arrives
-    all_parked = asyncio.Event()
-    payloads: Payloads = {}
-
-    async def park(**kwargs: Any) -> Any:
-        key = kwargs["messages"][0]["content"].split("\n", 1)[0]
-        payloads.setdefault(key, {"messages": kwargs["messages"], "tools": kwargs.get("tools", [])})
-        waiting = asyncio.get_running_loop().create_future()
-        parked.append(waiting)
-        if len(parked) == expected[0]:
-            all_parked.set()
-        await waiting
-        return reply.model_copy(deep=True)
-
-    cast(Any, lit).acompletion = park
-    swarm = diamond_swarm(api)
-    floor = Floor(lit, api, payloads)
-    sides: dict[str, Callable[[], Awaitable[object]]] = {
-        "swarmcore": lambda: swarm.run(TASK),
-        "floor": floor.diamond,
-    }
-    held: dict[str, float] = {}
-
-    async def count(side: str, one: Callable[[], Awaitable[object]]) -> None:
-        for _ in range(3):  # the last batch's callbacks, still queued, hold its results
-            await asyncio.sleep(0)
-        gc.collect()
-        before = len(gc.get_objects())
-        batch = asyncio.gather(*(one() for _ in range(HELD_K)))
-        for stage, calls in (("a", HELD_K), ("b|c", 2 * HELD_K), ("d", HELD_K)):
-            expected[0] = calls
-            await all_parked.wait()
-            all_parked.clear()
-            gc.collect()
-            # The batch's own gather and list of tasks count too, once for K diamonds.
-            held[f"{side} {stage}"] = (len(gc.get_objects()) - before) / calls
-            for waiting in parked:
-                waiting.set_result(None)
-            parked.clear()
-        await batch  # its results go with this frame, before the next count starts
-
-    for side, one in [*sides.items(), *sides.items()]:  # the first pass warms both up
-        await count(side, one)
-    return held
-
-
-async def _count_bytecodes(work: Callable[[], Awaitable[None]]) -> tuple[int, int]:
-    """Python bytecodes one batch executes: all (stub and asyncio included), and swarmcore's.
-
-    Unlike CPU time this does not depend on the machine or its load: the same code
-    always counts the same, so it shows a change to the hot path without noise (C
-    code, such as pydantic-core's, runs uncounted).
-    """
-    import swarmcore
-
-    own_dir = str(Path(swarmcore.__file__).parent)
-    counts = [0, 0]
-
-    def opcode(frame: FrameType, event: str, arg: object) -> Any:
-        if event == "opcode":
-            counts[0] += 1
-            if frame.f_code.co_filename.startswith(own_dir):
-                counts[1] += 1
-        return opcode
-
-    def call(frame: FrameType, event: str, arg: object) -> Any:
-        frame.f_trace_opcodes = True
-        return opcode
-
-    sys.settrace(call)
-    try:
-        await work()
-    finally:
-        sys.settrace(None)
-    return counts[0], counts[1]
 
 
 # --- cold import ---------------------------------------------------------------------------
@@ -1669,10 +1480,12 @@ def main() -> int:
 
 def _main() -> int:
     parser = argparse.ArgumentParser(description="swarmcore overhead against plain litellm")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, ~2 minutes")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: W3 K=50, W2 N=100, ~1 minute"
+    )
     parser.add_argument("--latency", type=float, default=0.2, help="server latency in seconds")
     parser.add_argument(
-        "--reps", type=int, help="interleaved repetitions per side (default 3 quick, 7 full)"
+        "--reps", type=int, help="interleaved repetitions per side (default 2 quick, 7 full)"
     )
     parser.add_argument("--profile", action="store_true", help="also cProfile W3 at K=50")
     parser.add_argument(
@@ -1688,30 +1501,23 @@ def _main() -> int:
     parser.add_argument("--stub-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--settings-worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--payloads", help=argparse.SUPPRESS)
-    parser.add_argument("--instructions-worker", help=argparse.SUPPRESS)
-    parser.add_argument("--rounds", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker, args.api_base)
         return 0
     if args.stub_worker:
-        stub_worker_main()
+        stub_worker_main(args.concurrency[-1], args.fan_outs[-1])
         return 0
     if args.settings_worker is not None:
         settings_worker_main(args.settings_worker, args.api_base, args.payloads)
         return 0
-    if args.instructions_worker:
-        k = args.concurrency[-1]
-        instructions_worker_main(
-            args.instructions_worker, k, args.rounds, args.api_base, args.payloads
-        )
-        return 0
     cfg = Config(
         latency=args.latency,
-        reps=args.reps or (3 if args.quick else 7),
+        reps=args.reps or (2 if args.quick else 7),
         one_process_pairs=0 if args.quick else 30,
-        fan_outs=args.fan_outs or ((10, 100) if args.quick else (10, 100, 500)),
-        concurrency=args.concurrency or ((1, 50) if args.quick else (1, 50, 200)),
+        w2_rounds=1 if args.quick else W2_ROUNDS,
+        fan_outs=args.fan_outs or ((100,) if args.quick else (10, 100, 500)),
+        concurrency=args.concurrency or ((50,) if args.quick else (1, 50, 200)),
         chains=(5, 20) if args.quick else (5, 20, 50),
         profile=args.profile,
         only=args.only,
@@ -1738,17 +1544,13 @@ def _main() -> int:
             rows = w1 + w2 + others + w3 + rows
             if "settings" in cfg.only and not args.quick:
                 rows += settings_rows(server.api_base, payloads)
-            if "instructions" in cfg.only and (not args.quick or cfg.only != WORKLOADS):
-                # --concurrency names K here too (a small one for a quicker count).
-                k = args.concurrency[-1] if args.concurrency else CG_K
-                rows += instruction_rows(server.api_base, payloads, k)
         finally:
             for w in workers:
                 w.stop()
         stats = server.call("GET", "/stats")
     if "alone" in cfg.only:  # after the server stopped: this measures CPU alone
         progress("swarmcore alone (model call stubbed)")
-        rows += alone_rows(cfg.floor_cpu)
+        rows += alone_rows(cfg)
     lines = header(cfg, args.quick, (load_start, os.getloadavg()[0]))
     lines.append(
         f"server: {stats['served']} requests, {stats['cpu_seconds']:.1f} s CPU in total; "
