@@ -130,18 +130,6 @@ async def run_batch(
 class _Batch:
     """The state of one batch: the queue of indices, the outcomes and the counts."""
 
-    __slots__ = (
-        "_failed",
-        "_next",
-        "_outcomes",
-        "_per_task",
-        "_progress",
-        "_run",
-        "_started",
-        "_succeeded",
-        "_tasks",
-    )
-
     def __init__(
         self,
         run: RunFn,

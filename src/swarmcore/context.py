@@ -81,7 +81,6 @@ class SharedContext:
     # The members of a parallel group finish in any order. A name that arrives out of flow
     # order marks its dict unsorted, and the next read that needs the order sorts it once:
     # sorting on every arrival made a 500-member group cost O(N² log N) (35 ms a run).
-    __slots__ = ("_entries", "_failures", "_order", "_unsorted_entries", "_unsorted_failures")
 
     def __init__(self, order: Iterable[str] = ()) -> None:
         self._order: dict[str, tuple[int, ...]] = {name: (i,) for i, name in enumerate(order)}

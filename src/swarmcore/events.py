@@ -89,8 +89,6 @@ class EventBus:
     subscriber that raises is logged and never breaks the run.
     """
 
-    __slots__ = ("_pending", "_subscribers", "run_id", "text_deltas")
-
     def __init__(
         self,
         run_id: str,
@@ -192,8 +190,6 @@ class span:
         started: Fields only the start event takes.
         **fields: Fields both events take.
     """
-
-    __slots__ = ("_bus", "_fields", "_finish", "_started", "_token", "ids", "outcome")
 
     def __init__(
         self,

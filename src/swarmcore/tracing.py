@@ -151,8 +151,6 @@ class OpenTelemetryTracer:
         UserError: opentelemetry-api is not installed.
     """
 
-    __slots__ = ("_capture_content", "_runs", "_tracer")
-
     def __init__(
         self, tracer_provider: TracerProvider | None = None, *, capture_content: bool = False
     ) -> None:
