@@ -9,7 +9,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "swarmcore"
 CORE = ("flow", "agent", "_loop", "walk", "context", "modes", "llm", "prompt", "settings")
-FACES = ("console", "cli", "tracing", "store", "testing", "swarm", "dryrun", "demo")
+FACES = ("console", "cli", "tracing", "store", "testing", "swarm", "dryrun", "demo", "engines")
 
 
 def _module_name(path: Path) -> str:
