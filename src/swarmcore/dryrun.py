@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from swarmcore._table import text_table
 from swarmcore.models import format_cost, sum_cost
 
 __all__ = ["AgentEstimate", "DryRunReport"]
@@ -59,8 +60,8 @@ class DryRunReport(BaseModel):
 
     def table(self) -> str:
         """The report as a plain-text table, with a total row."""
-        rows: list[tuple[str, ...]] = [("agent", "model", "calls", "prompt tokens", "prompt cost")]
-        rows += [
+        header = ("agent", "model", "calls", "prompt tokens", "prompt cost")
+        rows = [
             (
                 a.agent_name,
                 a.model,
@@ -72,13 +73,4 @@ class DryRunReport(BaseModel):
         ]
         total = ("total", "", str(self.model_calls), f"{self.prompt_tokens:,}")
         rows.append((*total, format_cost(self.prompt_cost)))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines = [
-            "  ".join(
-                c.ljust(w) if i < 2 else c.rjust(w)
-                for i, (c, w) in enumerate(zip(r, widths, strict=True))
-            ).rstrip()
-            for r in rows
-        ]
-        rule = "  ".join("-" * w for w in widths)
-        return "\n".join([lines[0], rule, *lines[1:-1], rule, lines[-1]])
+        return text_table(header, rows, right={2, 3, 4}, rule_before_last=True)
