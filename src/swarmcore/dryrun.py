@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from swarmcore import events
+from swarmcore._table import text_table
 from swarmcore.agent import Agent
 from swarmcore.flow import FlowNode
 from swarmcore.models import format_cost, sum_cost
@@ -133,8 +134,8 @@ class DryRunReport(BaseModel):
 
     def table(self) -> str:
         """The report as a plain-text table, with a total row."""
-        rows: list[tuple[str, ...]] = [("agent", "model", "calls", "prompt tokens", "prompt cost")]
-        rows += [
+        header = ("agent", "model", "calls", "prompt tokens", "prompt cost")
+        rows = [
             (
                 a.agent_name,
                 a.model,
@@ -146,13 +147,4 @@ class DryRunReport(BaseModel):
         ]
         total = ("total", "", str(self.model_calls), f"{self.prompt_tokens:,}")
         rows.append((*total, format_cost(self.prompt_cost)))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines = [
-            "  ".join(
-                c.ljust(w) if i < 2 else c.rjust(w)
-                for i, (c, w) in enumerate(zip(r, widths, strict=True))
-            ).rstrip()
-            for r in rows
-        ]
-        rule = "  ".join("-" * w for w in widths)
-        return "\n".join([lines[0], rule, *lines[1:-1], rule, lines[-1]])
+        return text_table(header, rows, right={2, 3, 4}, rule_before_last=True)

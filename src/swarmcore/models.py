@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from swarmcore._table import text_table
+
 __all__ = [
     "AgentFailure",
     "AgentResult",
@@ -225,11 +227,11 @@ class SwarmResult(BaseModel):
         Cost is summed from each model call's own price, so agents that share a
         model are each charged for their own calls. Agents called as tools are
         listed under their caller (``> name``), whose figures include theirs.
-        ``unpriced`` marks an agent
-        (and the total) with any call LiteLLM could not price.
+        ``unpriced`` marks an agent (and the total) with any call LiteLLM could
+        not price.
         """
         header = ("agent", "model", "calls", "prompt", "completion", "total", "cost", "time")
-        rows: list[tuple[str, ...]] = [header]
+        rows: list[tuple[str, ...]] = []
 
         def add(r: AgentResult, indent: str) -> None:
             rows.append(
@@ -265,19 +267,7 @@ class SwarmResult(BaseModel):
                 f"{self.duration_seconds:.1f}s",
             )
         )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        numeric = {2, 3, 4, 5, 6, 7}
-
-        def line(row: tuple[str, ...]) -> str:
-            cells = [
-                cell.rjust(w) if i in numeric else cell.ljust(w)
-                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-            ]
-            return "  ".join(cells).rstrip()
-
-        rule = "  ".join("-" * w for w in widths)
-        body = [line(r) for r in rows]
-        return "\n".join([body[0], rule, *body[1:-1], rule, body[-1]])
+        return text_table(header, rows, right={2, 3, 4, 5, 6, 7}, rule_before_last=True)
 
     def __getitem__(self, agent_name: str) -> AgentResult:
         """The result of the agent named ``agent_name``; for a loop's agent, its last iteration.

@@ -1,0 +1,186 @@
+"""``swarmcore run`` and ``swarmcore demo``, and what every command that runs a flow shares."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swarmcore.agent import Agent
+from swarmcore.cli.errors import CLIError
+from swarmcore.cli.format import one_line
+from swarmcore.cli.targets import as_flow, load_target, on_model
+from swarmcore.errors import SwarmError, UserError
+from swarmcore.events import Event, Hook, RunStarted
+from swarmcore.flow import Flow
+from swarmcore.store import SQLiteStore, default_store_path
+from swarmcore.swarm import ContextMode, Swarm
+from swarmcore.tools import ApprovalRequest, Approver, Tool
+
+if TYPE_CHECKING:
+    from swarmcore.models import SwarmResult
+
+__all__ = ["approver", "command_demo", "command_run", "execute", "progress_hooks", "store_location"]
+
+
+def store_location(args: argparse.Namespace) -> Path:
+    """The run store the command names (``--store``), else the default one."""
+    store: Path | None = args.store
+    return store if store is not None else default_store_path()
+
+
+def progress_hooks(args: argparse.Namespace) -> list[Hook]:
+    """The console progress hook, unless ``--quiet``."""
+    if args.quiet:
+        return []
+    from swarmcore.console import ConsoleProgress
+
+    return [ConsoleProgress(verbosity=args.verbosity)]
+
+
+def execute(
+    swarm: Swarm,
+    start: Callable[[Swarm], Coroutine[Any, Any, SwarmResult]],
+    *,
+    quiet: bool,
+    store_path: Path | None,
+) -> int:
+    """Run ``start(swarm)``: the output on stdout; the run id, or the error, on stderr."""
+    started: list[str] = []
+
+    def remember(event: Event) -> None:
+        started.append(event.run_id)
+
+    swarm.add_hook(remember, RunStarted)
+    try:
+        result = asyncio.run(start(swarm))
+    except UserError:
+        raise
+    except SwarmError as exc:
+        run_id = exc.partial.run_id if exc.partial and exc.partial.run_id else None
+        _fail(exc, run_id or (started[0] if started else None), store_path)
+        return 1
+    except KeyboardInterrupt:
+        _fail("interrupted", started[0] if started else None, store_path)
+        return 130
+    print(result.output)
+    if quiet:
+        print(
+            f"\n[{len(result.history)} agents, {result.token_usage.total_tokens} tokens, "
+            f"{result.duration_seconds:.2f}s]",
+            file=sys.stderr,
+        )
+    if store_path is not None:
+        print(f"run {result.run_id} stored in {store_path}", file=sys.stderr)
+    return 0
+
+
+def _parse_vars(items: Sequence[str]) -> dict[str, str]:
+    variables: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise CLIError(f"--var takes NAME=VALUE (e.g. --var topic=caching), got {item!r}")
+        variables[name.strip()] = value
+    return variables
+
+
+def approver(target: object, flow: Flow) -> Approver | None:
+    """The target Swarm's approval callback; else, for tools that need one, ask on the terminal."""
+    if isinstance(target, Swarm) and target.approve is not None:
+        return target.approve
+    needs = any(
+        t.requires_approval
+        for a in flow.agents
+        if isinstance(a, Agent)
+        for t in a.tools
+        if isinstance(t, Tool)
+    )
+    if not needs or not sys.stdin.isatty():
+        return None  # none needed, or no one to ask: the run fails before any model call
+    lock = asyncio.Lock()
+
+    async def ask(request: ApprovalRequest) -> bool:
+        arguments = json.dumps(request.arguments)
+        prompt = f"\nallow {request.agent_name} to call {request.tool_name}({arguments})? [y/N] "
+        async with lock:  # one question at a time, even from parallel agents
+            answer = await asyncio.to_thread(input, prompt)
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
+def _fail(error: object, run_id: str | None, store_path: Path | None) -> None:
+    print(f"swarmcore: error: {one_line(str(error))}", file=sys.stderr)
+    if run_id and store_path is not None:
+        print(f"resume with: swarmcore runs resume {run_id}", file=sys.stderr)
+
+
+def command_run(args: argparse.Namespace) -> int:
+    """``swarmcore run``: run the target flow on the task (or dry-run it)."""
+    target = load_target(args.target)
+    flow = as_flow(target)
+    if args.model:
+        flow = on_model(flow, args.model)
+    mode: ContextMode = args.context_mode or (
+        target.context_mode if isinstance(target, Swarm) else "pull"
+    )
+    variables = _parse_vars(args.var or [])
+    if args.dry_run:
+        report = asyncio.run(Swarm(flow, context_mode=mode).dry_run(args.task, variables=variables))
+        print(report.table())
+        return 0
+    store_path = None if args.no_store else store_location(args)
+    store = None if store_path is None else SQLiteStore(store_path)
+    metadata = {"target": args.target, "model": args.model, "cwd": os.getcwd()}
+    try:
+        swarm = Swarm(
+            flow,
+            context_mode=mode,
+            hooks=progress_hooks(args),
+            max_cost=args.max_cost,
+            max_tokens=args.max_tokens,
+            store=store,
+            approve=approver(target, flow),
+        )
+        return execute(
+            swarm,
+            lambda s: s.run(args.task, variables=variables, metadata=metadata),
+            quiet=args.quiet,
+            store_path=store_path,
+        )
+    finally:
+        if store is not None:
+            store.close()
+
+
+def command_demo(args: argparse.Namespace) -> int:
+    """``swarmcore demo``: run the demo flow, on the offline model when no key is set."""
+    from swarmcore.demo import DEFAULT_TASK, build_flow
+    from swarmcore.testing import choose_model
+
+    model, notice = choose_model()
+    print(notice, file=sys.stderr)
+    demo = build_flow(model)
+    store_path = None if args.no_store else store_location(args)
+    store = None if store_path is None else SQLiteStore(store_path)
+    task: str = args.task or DEFAULT_TASK
+    metadata = {"target": None, "demo": True, "model": model, "cwd": os.getcwd()}
+    try:
+        swarm = Swarm(
+            demo.flow, context_mode=demo.context_mode, hooks=progress_hooks(args), store=store
+        )
+        return execute(
+            swarm,
+            lambda s: s.run(task, metadata=metadata),
+            quiet=args.quiet,
+            store_path=store_path,
+        )
+    finally:
+        if store is not None:
+            store.close()

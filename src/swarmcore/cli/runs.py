@@ -1,0 +1,249 @@
+"""``swarmcore runs list | show | resume | prune``: the stored runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from swarmcore._table import text_table
+from swarmcore.cli.errors import CLIError
+from swarmcore.cli.format import duration, local_time, preview, shorten
+from swarmcore.cli.run import approver, execute, progress_hooks, store_location
+from swarmcore.cli.shape import agent_order
+from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
+from swarmcore.flow import Flow
+from swarmcore.models import Decision, format_cost, sum_cost
+from swarmcore.store import RunRecord, SQLiteStore
+from swarmcore.swarm import ContextMode, Swarm
+
+__all__ = ["command_runs_list", "command_runs_prune", "command_runs_resume", "command_runs_show"]
+
+
+def _open_store(path: Path) -> SQLiteStore:
+    """The store at ``path``, which must exist (reading never creates one)."""
+    if not path.is_file():
+        raise CLIError(f"no run store at {path} (runs are stored there by `swarmcore run`)")
+    return SQLiteStore(path)
+
+
+def _get_run(store: SQLiteStore, run_id: str, path: Path) -> RunRecord:
+    if not run_id.strip():
+        raise CLIError("RUN_ID is empty; list the runs with `swarmcore runs list`")
+    record = store.get_run(run_id.strip())
+    if record is None:
+        raise CLIError(f"no run {run_id!r} in {path}; list them with `swarmcore runs list`")
+    return record
+
+
+def command_runs_list(args: argparse.Namespace) -> int:
+    """``swarmcore runs list``: the newest stored runs, one line each."""
+    path = store_location(args)
+    if args.limit < 1:
+        raise CLIError(f"--limit must be 1 or more, got {args.limit}")
+    if not path.is_file():
+        print(f"no runs stored in {path}", file=sys.stderr)
+        return 0
+    store = SQLiteStore(path)
+    try:
+        runs = store.list_runs(limit=args.limit)
+    finally:
+        store.close()
+    if not runs:
+        print(f"no runs stored in {path}", file=sys.stderr)
+        return 0
+    header = ("id", "status", "agents", "started", "duration", "flow", "task")
+    rows = [
+        (
+            r.run_id[:12],
+            r.status,
+            f"{r.agents_done}/{r.agents_total}",
+            local_time(r.started_at),
+            duration(r.started_at, r.ended_at),
+            shorten(r.flow, 50),
+            shorten(r.task, 40),
+        )
+        for r in runs
+    ]
+    print(text_table(header, rows, right={2, 4}))
+    return 0
+
+
+def command_runs_show(args: argparse.Namespace) -> int:
+    """``swarmcore runs show``: one run, its agents, its decisions."""
+    path = store_location(args)
+    store = _open_store(path)
+    try:
+        record = _get_run(store, args.run_id, path)
+    finally:
+        store.close()
+    metadata = _metadata(record)
+    header = [
+        ("run", record.run_id),
+        ("flow", record.flow),
+        ("task", shorten(record.task, 200)),
+        ("status", record.status),
+        ("started", local_time(record.started_at)),
+        ("duration", duration(record.started_at, record.ended_at)),
+    ]
+    if record.error:
+        header.append(("error", shorten(record.error, 200)))
+    origin = _origin(metadata)
+    if origin:
+        header.append(("target", origin))
+    for key, value in header:
+        print(f"{key:<9} {value}")
+    print()
+    print(_agent_table(record))
+    if record.decisions:
+        print("\ndecisions")
+        for d in record.decisions:
+            print(f"  {d.kind:<6} {d.step}: {_decision_text(d)}")
+    if record.status != "succeeded" and origin:
+        print(f"\nresume with: swarmcore runs resume {record.run_id}")
+    return 0
+
+
+def _decision_text(decision: Decision) -> str:
+    match decision.kind:
+        case "route":
+            text = f"-> {decision.value} (by {decision.by})"
+        case "loop":
+            text = f"{decision.value} iterations (ended by {decision.by})"
+        case _:
+            tries = f", {decision.attempts} attempts" if decision.attempts > 1 else ""
+            text = f"{decision.value} (by {decision.by}{tries})"
+    return text + (f": {shorten(decision.detail, 80)}" if decision.detail else "")
+
+
+def _agent_table(record: RunRecord) -> str:
+    results = {r.agent_name: r for r in record.results}
+    failures = {f.agent_name: f for f in record.failures}
+    header = ("agent", "status", "tokens", "cost", "time", "output")
+    rows: list[tuple[str, ...]] = []
+    order, optional = agent_order(record)
+    for name in order:
+        result = results.get(name)
+        failure = failures.get(name)
+        if result is not None:
+            rows.append(
+                (
+                    name,
+                    "done",
+                    f"{result.token_usage.total_tokens:,}",
+                    format_cost(result.cost),
+                    f"{result.duration_seconds:.1f}s",
+                    preview(result.output),
+                )
+            )
+        elif failure is not None:
+            kind = failure.error_type.lower() if failure.cancelled else "failed"
+            status = kind if failure.cancelled else f"failed ({failure.error_type})"
+            rows.append((name, status, "-", "-", "-", preview(failure.message)))
+        else:
+            rows.append((name, "pending", "-", "-", "-", ""))
+    done = list(results.values())
+    rows.append(
+        (
+            "total",
+            f"{len(done)} done" if optional else f"{len(done)}/{record.agents_total} done",
+            f"{sum(r.token_usage.total_tokens for r in done):,}",
+            format_cost(sum_cost([r.cost for r in done])) if done else "-",
+            f"{sum(r.duration_seconds for r in done):.1f}s",
+            "",
+        )
+    )
+    return text_table(header, rows, right={2, 3, 4}, rule_before_last=True)
+
+
+def _metadata(record: RunRecord) -> dict[str, Any]:
+    metadata: object = record.settings.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _origin(metadata: dict[str, Any]) -> str:
+    """How the CLI started the run, for people; empty when it did not."""
+    model = metadata.get("model")
+    if metadata.get("demo"):
+        return f"swarmcore demo (model {model})"
+    target = metadata.get("target")
+    if not isinstance(target, str):
+        return ""
+    return f"{target} (model {model})" if model else target
+
+
+def command_runs_resume(args: argparse.Namespace) -> int:
+    """``swarmcore runs resume``: continue a run, its flow loaded again as the CLI started it."""
+    path = store_location(args)
+    store = _open_store(path)
+    try:
+        record = _get_run(store, args.run_id, path)
+        metadata = _metadata(record)
+        flow = _stored_flow(record, metadata)
+        model = metadata.get("model")
+        if isinstance(model, str) and model:
+            flow = on_model(flow, model)
+        mode: ContextMode = "push" if record.settings.get("context_mode") == "push" else "pull"
+        swarm = Swarm(
+            flow,
+            context_mode=mode,
+            hooks=progress_hooks(args),
+            max_cost=_number(record.settings.get("max_cost")),
+            max_tokens=_whole(record.settings.get("max_tokens")),
+            store=store,
+            approve=approver(None, flow),
+        )
+        run_id = record.run_id
+        return execute(swarm, lambda s: s.resume(run_id), quiet=args.quiet, store_path=path)
+    finally:
+        store.close()
+
+
+def _stored_flow(record: RunRecord, metadata: dict[str, Any]) -> Flow:
+    """The flow that made ``record``, rebuilt as the CLI started it."""
+    if metadata.get("demo"):
+        from swarmcore.demo import build_flow
+
+        model = metadata.get("model")
+        return build_flow(model_name(model) if isinstance(model, str) else "offline").flow
+    target = metadata.get("target")
+    if not isinstance(target, str):
+        raise CLIError(
+            f"run {record.run_id[:12]} was not started by the swarmcore command, so there is "
+            f"no flow to reload; resume it from Python: Swarm(flow, store=...).resume("
+            f"{record.run_id[:12]!r})"
+        )
+    cwd = metadata.get("cwd")
+    return as_flow(load_target(target, cwd=Path(cwd) if isinstance(cwd, str) else None))
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def command_runs_prune(args: argparse.Namespace) -> int:
+    """``swarmcore runs prune``: delete finished runs beyond ``--keep`` or ``--older-than``."""
+    keep: int | None = args.keep
+    days: float | None = args.older_than
+    if keep is None and days is None:
+        raise CLIError("runs prune needs --keep N or --older-than DAYS (or both)")
+    if keep is not None and keep < 0:
+        raise CLIError(f"--keep must be 0 or more, got {keep}")
+    if days is not None and days < 0:
+        raise CLIError(f"--older-than must be 0 or more days, got {days:g}")
+    path = store_location(args)
+    deleted = 0
+    if path.is_file():
+        store = SQLiteStore(path)
+        try:
+            older = None if days is None else days * 86_400
+            deleted = store.prune(keep_last=keep, older_than=older)
+        finally:
+            store.close()
+    print(f"deleted {deleted} run{'s' * (deleted != 1)} from {path}")
+    return 0
