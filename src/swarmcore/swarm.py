@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from swarmcore import budget, events
+from swarmcore import events
 from swarmcore.agent import (
     Agent,
     AgentDefaults,
@@ -55,6 +55,7 @@ from swarmcore.context_tools import (
 from swarmcore.errors import AgentError, GroupError, SwarmError, UserError, first_error
 from swarmcore.events import EventBus, Hook
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, chain, control_nodes, shape_of
+from swarmcore.llm import budget
 from swarmcore.models import AgentFailure, AgentResult, Decision, SwarmResult
 from swarmcore.policies import Quorum, RetryPolicy
 from swarmcore.tools import Approver, Tool

@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, cast
 
-from swarmcore import budget, events, limits
+from swarmcore import events
 from swarmcore.errors import ModelError
+from swarmcore.llm import budget, limits
 from swarmcore.models import TokenUsage
 from swarmcore.policies import RetryPolicy
 
