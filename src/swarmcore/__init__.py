@@ -57,16 +57,16 @@ if TYPE_CHECKING:
     from swarmcore.flow import Flow as Flow
     from swarmcore.flow import chain as chain
     from swarmcore.flow import parallel as parallel
-    from swarmcore.limits import (
+    from swarmcore.llm.limits import (
         ModelLimit as ModelLimit,
     )
-    from swarmcore.limits import (
+    from swarmcore.llm.limits import (
         clear_model_limits as clear_model_limits,
     )
-    from swarmcore.limits import (
+    from swarmcore.llm.limits import (
         limit_model as limit_model,
     )
-    from swarmcore.limits import (
+    from swarmcore.llm.limits import (
         set_model_limit as set_model_limit,
     )
     from swarmcore.models import (
@@ -131,7 +131,7 @@ _SOURCES: dict[str, str] = {
     "MapProgress": "swarmcore.batch",
     "MaxTurnsExceeded": "swarmcore.errors",
     "ModelError": "swarmcore.errors",
-    "ModelLimit": "swarmcore.limits",
+    "ModelLimit": "swarmcore.llm.limits",
     "OutputValidationError": "swarmcore.errors",
     "Quorum": "swarmcore.policies",
     "RetryPolicy": "swarmcore.policies",
@@ -144,14 +144,14 @@ _SOURCES: dict[str, str] = {
     "ToolCallRecord": "swarmcore.models",
     "UserError": "swarmcore.errors",
     "chain": "swarmcore.flow",
-    "clear_model_limits": "swarmcore.limits",
+    "clear_model_limits": "swarmcore.llm.limits",
     "function_tool": "swarmcore.tools",
-    "limit_model": "swarmcore.limits",
+    "limit_model": "swarmcore.llm.limits",
     "loop": "swarmcore.control",
     "parallel": "swarmcore.flow",
     "plan": "swarmcore.control",
     "route": "swarmcore.control",
-    "set_model_limit": "swarmcore.limits",
+    "set_model_limit": "swarmcore.llm.limits",
 }
 """Where each public name lives; imported on first access."""
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from swarmcore import limits
 from swarmcore.errors import UserError
-from swarmcore.limits import (
+from swarmcore.llm import limits
+from swarmcore.llm.limits import (
     Limiter,
     ModelLimit,
     Permit,

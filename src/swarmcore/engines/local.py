@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from swarmcore import budget, events
+from swarmcore import events
 from swarmcore.agent import Agent
 from swarmcore.events import EventBus, Hook
+from swarmcore.llm import budget
 from swarmcore.walk import AgentRunner, FlowSetup, Run, Walk, run_in_process
 
 if TYPE_CHECKING:

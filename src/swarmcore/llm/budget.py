@@ -24,8 +24,6 @@ __all__ = ["Meter", "current_meter", "metering", "reset"]
 class Meter:
     """What one run has spent, against its limits. Safe to share across tasks and threads."""
 
-    __slots__ = ("_lock", "allow_unpriced", "max_cost", "max_tokens", "spent_cost", "spent_tokens")
-
     def __init__(
         self,
         *,

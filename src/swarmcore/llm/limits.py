@@ -100,8 +100,6 @@ def _is_token_count(value: object) -> bool:
 class _Bucket:
     """A token bucket that may go into debt; holds about one second's worth."""
 
-    __slots__ = ("capacity", "level", "rate", "stamp")
-
     def __init__(self, per_minute: float, now: float) -> None:
         self.rate = per_minute / 60.0
         self.capacity = max(self.rate, 1.0)
@@ -125,7 +123,7 @@ class _Bucket:
 
 
 class _Waiter:
-    __slots__ = ("estimate", "future", "loop")
+    """One ``acquire`` call queued for its turn."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, estimate: int) -> None:
         self.loop = loop
@@ -157,8 +155,6 @@ class Permit:
     Also a context manager (``with await limiter.acquire(n):``) that releases
     with the estimate standing as the actual count.
     """
-
-    __slots__ = ("_estimate", "_lock", "_released", "_settle")
 
     def __init__(
         self,

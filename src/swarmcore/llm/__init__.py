@@ -1,0 +1,45 @@
+"""The model seam: the only package that imports litellm, and only on first use.
+
+``complete(request) -> LLMReply`` is the one coroutine the rest of swarmcore
+calls. Requests and replies are swarmcore-owned dataclasses; no litellm type
+leaves this package. Transient failures (rate limits, timeouts, connection
+errors, 5xx) are retried with jittered exponential backoff, then each fallback
+model is tried; everything else becomes a ``ModelError`` that says what to fix.
+
+Modules, by concern:
+
+* ``types``: the request, reply, tool-call and call-spec values;
+* ``call``: ``complete()``, retries and fallbacks around one attempt, and the
+  ``Backend`` protocol an attempt goes through;
+* ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
+  response to reply), with ``loader`` importing LiteLLM on first use;
+* ``errors``: provider exceptions classified into ``ModelError``, key checks,
+  redaction;
+* ``pricing``: cost and capabilities from LiteLLM's model data;
+* ``limits``: per-model concurrency and rate limits;
+* ``budget``: a run's cost and token budget.
+"""
+
+from __future__ import annotations
+
+from swarmcore.llm.call import Backend, complete
+from swarmcore.llm.errors import redact
+from swarmcore.llm.loader import load_litellm, register_provider
+from swarmcore.llm.pricing import is_priced, prompt_cost, supports
+from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest, Message, ToolCall
+
+__all__ = [
+    "Backend",
+    "CallSpec",
+    "LLMReply",
+    "LLMRequest",
+    "Message",
+    "ToolCall",
+    "complete",
+    "is_priced",
+    "load_litellm",
+    "prompt_cost",
+    "redact",
+    "register_provider",
+    "supports",
+]

@@ -1,0 +1,209 @@
+"""``complete()``: the one model call the agent loop makes, with retries and fallbacks.
+
+A call runs in three layers, each one coroutine:
+
+1. ``complete`` checks every model's key, then tries the agent's model and
+   each fallback model in turn, and charges the run's budget for the reply;
+2. ``_with_retries`` attempts one model under the agent's retry policy,
+   waiting out transient failures with jittered exponential backoff;
+3. ``_call_once`` makes one attempt: the budget's check, a permit from the
+   model's limiter, and ``call_timeout`` around the backend's attempt.
+
+The backend (``Backend``) makes the attempt itself and classifies its failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from swarmcore import events
+from swarmcore.errors import ModelError
+from swarmcore.llm import budget, limits
+from swarmcore.llm.errors import check_key, timed_out
+from swarmcore.llm.litellm_backend import LiteLLMBackend
+from swarmcore.llm.pricing import is_priced
+from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
+from swarmcore.policies import RetryPolicy
+
+__all__ = ["Backend", "complete"]
+
+logger = logging.getLogger("swarmcore.llm")
+
+
+class Backend(Protocol):
+    """How one attempt at a model call is made: one provider protocol."""
+
+    async def attempt(self, request: LLMRequest, model: str, attempt: int) -> LLMReply:
+        """Call ``model`` once with the request; ``attempt`` counts from 1, for messages.
+
+        Raises:
+            ModelError: The provider failed or refused the call; ``retryable``
+                says whether another attempt may succeed.
+        """
+        ...
+
+
+_backend: Backend = LiteLLMBackend()
+"""LiteLLM reaches every provider; a native backend would be chosen here, by model."""
+
+
+async def complete(request: LLMRequest) -> LLMReply:
+    """Call the model, retrying transient failures, then trying each fallback model.
+
+    Each model gets the request's retry policy in full; a failure that
+    retrying cannot fix ends the call at once, whatever fallbacks remain.
+
+    Raises:
+        ModelError: The provider refused the request, or transient failures
+            outlasted the retry policy on every model.
+        BudgetExceeded: The run's budget is spent (or, under a cost budget,
+            the model is unpriced).
+    """
+    call = request.call
+    models = (call.model, *call.fallback_models)
+    for model in models:  # a missing key fails before anything is spent
+        check_key(call, model)
+    start = time.perf_counter()
+    made = 0
+    for model, fallback in zip(models, (*models[1:], None), strict=True):
+        tries = _Tries()
+        try:
+            reply = await _with_retries(request, model, tries)
+        except ModelError as exc:
+            made += tries.made
+            if not exc.retryable or fallback is None:
+                raise
+            _report_fallback(call, model, fallback, tries.made, exc)
+            continue
+        # The whole call, every attempt and wait included, is what the agent's record shows.
+        reply = dataclasses.replace(
+            reply, duration_seconds=time.perf_counter() - start, attempts=made + tries.made
+        )
+        meter = budget.current_meter()
+        if meter is not None:
+            meter.charge(reply.usage.total_tokens, reply.cost)
+        return reply
+    raise AssertionError("unreachable: the last model either answers or raises")
+
+
+@dataclass
+class _Tries:
+    """Attempts made at one model, readable after it has failed for good."""
+
+    made: int = 0
+
+
+async def _with_retries(request: LLMRequest, model: str, tries: _Tries) -> LLMReply:
+    """Attempt ``model`` until it answers, fails for good, or the retry policy is spent."""
+    policy = request.call.retry
+    while True:
+        tries.made += 1
+        try:
+            return await _call_once(request, model, tries.made)
+        except ModelError as exc:
+            if not _worth_retrying(exc, tries.made, policy):
+                raise
+            delay = policy.delay(tries.made, exc.retry_after)
+            _report_retry(request.call, model, exc, tries.made, delay)
+        # Outside the except block: a later failure does not chain to this one.
+        await asyncio.sleep(delay)
+
+
+def _worth_retrying(error: ModelError, attempt: int, policy: RetryPolicy) -> bool:
+    # A provider that asks for a longer wait than max_retry_after ends the retries at once.
+    too_long = (error.retry_after or 0) > policy.max_retry_after
+    return error.retryable and attempt <= policy.max_retries and not too_long
+
+
+async def _call_once(request: LLMRequest, model: str, attempt: int) -> LLMReply:
+    """One attempt, within the run's budget and the model's limits."""
+    meter = budget.current_meter()
+    if meter is not None:
+        meter.check(request.call.agent_name, model, is_priced)
+    limiter = limits.limiter_for(model)
+    if limiter is None:
+        return await _within_deadline(request, model, attempt)
+    permit = await limiter.acquire(_estimate_tokens(request))
+    used: int | None = None  # None: the estimate stands
+    try:
+        reply = await _within_deadline(request, model, attempt)
+        used = reply.usage.total_tokens or None  # the limiter is told what the call used
+        return reply
+    finally:
+        permit.release(used)
+
+
+async def _within_deadline(request: LLMRequest, model: str, attempt: int) -> LLMReply:
+    """The backend's attempt, bounded by ``call_timeout`` as a whole.
+
+    LiteLLM's own ``timeout=`` is not enough: custom providers ignore it, and
+    over HTTP it bounds each read, so a server that trickles its reply would
+    outlast it.
+    """
+    call = request.call
+    deadline = asyncio.timeout(call.call_timeout)
+    try:
+        async with deadline:
+            return await _backend.attempt(request, model, attempt)
+    except (TimeoutError, ModelError):
+        # A backend that turned our cancellation into an error of its own timed out all the same.
+        if deadline.expired():
+            raise timed_out(call, model, attempt) from None
+        raise
+
+
+def _estimate_tokens(request: LLMRequest) -> int:
+    """A cheap upper-ish estimate for the tokens-per-minute limiter: ~4 characters a token."""
+    chars = sum(len(str(m.get("content") or "")) for m in request.messages)
+    chars += sum(len(str(t)) for t in request.call.tools)
+    settings = request.call.settings
+    completion = settings.get("max_tokens") or settings.get("max_completion_tokens")
+    return chars // 4 + (int(completion) if isinstance(completion, int) else 0)
+
+
+def _report_retry(call: CallSpec, model: str, error: ModelError, retry: int, delay: float) -> None:
+    logger.warning(
+        "agent %s: %s failed (%s); retry %d of %d in %.1fs",
+        call.agent_name,
+        model,
+        error,
+        retry,
+        call.retry.max_retries,
+        delay,
+        extra={"agent_name": call.agent_name},
+    )
+    events.emit(
+        events.RetryScheduled,
+        agent_name=call.agent_name,
+        scope="model_call",
+        attempt=retry,
+        delay_seconds=delay,
+        error=str(error),
+        model=model,
+    )
+
+
+def _report_fallback(
+    call: CallSpec, model: str, fallback: str, attempts: int, error: ModelError
+) -> None:
+    logger.warning(
+        "agent %s: %s failed %d times (%s); falling back to %s",
+        call.agent_name,
+        model,
+        attempts,
+        error,
+        fallback,
+        extra={"agent_name": call.agent_name},
+    )
+    events.emit(
+        events.ModelFallback,
+        agent_name=call.agent_name,
+        from_model=model,
+        to_model=fallback,
+        error=str(error),
+    )

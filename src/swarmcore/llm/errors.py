@@ -1,0 +1,203 @@
+"""Provider failures as ``ModelError``s that say what to do, and API keys kept out of them.
+
+Errors are classified here, once. Rate limits, timeouts, connection errors and
+5xx are retryable; a rejected key, a denied permission, an unknown model, a bad
+request, an overlong prompt and a content-policy refusal are not. Each becomes
+a ``ModelError`` with the agent, the model, the status and a next step.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import re
+import time
+from typing import Any
+
+from swarmcore.errors import ModelError
+from swarmcore.llm.loader import load_litellm
+from swarmcore.llm.types import CallSpec
+
+__all__ = ["check_key", "classify", "redact", "timed_out"]
+
+logger = logging.getLogger("swarmcore.llm")
+
+_KEY_PATTERN = re.compile(r"\b(sk|pk|key|gsk|xai)-[A-Za-z0-9_\-*]{6,}")
+
+_CONTENT_POLICY_MARKERS = ("content_policy", "content policy", "safety system", "content filter")
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """Remove API keys from text that may be shown to a user or logged."""
+    if secret:
+        text = text.replace(secret, "***")
+    return _KEY_PATTERN.sub(lambda m: f"{m.group(1)}-***", text)
+
+
+def timed_out(call: CallSpec, model: str, attempt: int) -> ModelError:
+    """The retryable error of an attempt that outlasted the agent's ``call_timeout``."""
+    return ModelError(
+        f"Agent {call.agent_name!r}: {model} did not answer within "
+        f"{call.call_timeout}s (attempt {attempt} of {call.retry.max_retries + 1}); "
+        "raise the agent's call_timeout or retry.",
+        agent_name=call.agent_name,
+        model=model,
+        retryable=True,
+    )
+
+
+def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelError | None:
+    """Turn a provider exception into a ModelError that says what to do; None if not a provider's.
+
+    A timeout is reported as the call's timeout, whoever noticed it first: LiteLLM's
+    ``timeout=`` bounds each read of an HTTP call and may fire before our deadline.
+    """
+    lit = load_litellm()
+    if isinstance(exc, TimeoutError) or (
+        isinstance(exc, lit.Timeout) and call.call_timeout is not None
+    ):
+        return timed_out(call, model, attempt)
+    return _classify_provider_error(lit, exc, call, model, attempt)
+
+
+def _classify_provider_error(
+    lit: Any, exc: Exception, call: CallSpec, model: str, attempt: int
+) -> ModelError | None:
+    status: int | None = getattr(exc, "status_code", None)
+    detail = redact(_first_line(str(exc)), call.api_key)
+    who = f"Agent {call.agent_name!r}: {model}"
+    retry_after = _retry_after(exc)
+
+    def error(text: str, *, retryable: bool = False) -> ModelError:
+        return ModelError(
+            text,
+            agent_name=call.agent_name,
+            model=model,
+            status_code=status,
+            retryable=retryable,
+            retry_after=retry_after if retryable else None,
+        )
+
+    if isinstance(exc, lit.ContextWindowExceededError):
+        return error(
+            f"{who} rejected the prompt as longer than its context window ({status}). "
+            "Shorten the task or instructions, use context_mode='pull', or pick a model "
+            "with a larger window."
+        )
+    if isinstance(exc, lit.ContentPolicyViolationError) or (
+        # Some providers send a plain 400; LiteLLM maps it only when the error code says so.
+        isinstance(exc, lit.BadRequestError) and _mentions(detail, _CONTENT_POLICY_MARKERS)
+    ):
+        return error(f"{who} refused the request under its content policy ({status}): {detail}")
+    if isinstance(exc, lit.AuthenticationError):
+        return error(f"{who} rejected the API key ({status}). {_key_hint(call, model)}")
+    if isinstance(exc, lit.PermissionDeniedError):
+        return error(
+            f"{who} denied permission ({status}): {detail}. Check that the key may use this model."
+        )
+    if isinstance(exc, lit.NotFoundError):
+        return error(
+            f"{who} was not found ({status}): {detail}. Check the model name "
+            "(LiteLLM format 'provider/model', e.g. 'openai/gpt-4o-mini')."
+        )
+    if isinstance(exc, lit.RateLimitError | lit.Timeout | lit.APIConnectionError) or (
+        status is not None and status >= 500
+    ):
+        limit = call.retry.max_retry_after
+        wait = ""
+        if retry_after is not None:
+            wait = f" The provider asked to wait {retry_after:g}s"
+            wait += f", longer than max_retry_after={limit:g}s." if retry_after > limit else "."
+        return error(
+            f"{who} failed on attempt {attempt} of {call.retry.max_retries + 1} "
+            f"({type(exc).__name__}, status {status}): {detail}.{wait} This is transient: "
+            "retry later, raise the agent's retry, add fallback_models, or limit the "
+            "model's requests with swarmcore.limit_model().",
+            retryable=True,
+        )
+    if isinstance(exc, lit.BadRequestError | lit.UnprocessableEntityError):
+        if "LLM Provider NOT provided" in str(exc):
+            return error(
+                f"{who}: LiteLLM does not know this provider. Model strings look like "
+                "'openai/gpt-4o-mini' or 'anthropic/claude-sonnet-4-5'."
+            )
+        return error(
+            f"{who} rejected the request ({status}): {detail}. Check the agent's model "
+            "settings and tools."
+        )
+    if isinstance(exc, lit.APIError) or type(exc).__module__.startswith(("litellm", "openai")):
+        return error(f"{who} failed ({type(exc).__name__}, status {status}): {detail}")
+    return None
+
+
+def _mentions(text: str, markers: tuple[str, ...]) -> bool:
+    lowered = text.lower()
+    return any(m in lowered for m in markers)
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds from the provider's ``Retry-After`` (or ``retry-after-ms``) header, if any."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        headers = {str(k).lower(): v for k, v in headers.items()}
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(float(millis) / 1000, 0.0)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(float(value), 0.0)
+        except ValueError:  # an HTTP date
+            when = email.utils.parsedate_to_datetime(str(value))
+            return max(when.timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+_keys_found: set[str] = set()
+"""Models whose key was found; a missing key is not remembered, since it may be set later."""
+
+
+def check_key(call: CallSpec, model: str) -> None:
+    """Fail before the call when the provider's key is missing (LiteLLM would call it a 500).
+
+    Raises:
+        ModelError: No API key for ``model`` was passed or found in the environment.
+    """
+    if call.api_key is not None or model in _keys_found:
+        return
+    missing = [k for k in _missing_keys(model) if "KEY" in k or "TOKEN" in k]
+    if missing:
+        raise ModelError(
+            f"Agent {call.agent_name!r}: {model} needs an API key and none was "
+            f"found: set {' or '.join(missing)}, or pass api_key= to the Agent.",
+            agent_name=call.agent_name,
+            model=model,
+        )
+    _keys_found.add(model)
+
+
+def _missing_keys(model: str) -> list[str]:
+    try:
+        return list(load_litellm().validate_environment(model).get("missing_keys", []))
+    except Exception as exc:  # an unknown provider has no key to suggest
+        logger.debug("validate_environment(%s) failed: %s", model, exc)
+        return []
+
+
+def _key_hint(call: CallSpec, model: str) -> str:
+    """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
+    names = [k for k in _missing_keys(model) if "KEY" in k] if call.api_key is None else []
+    if names:
+        return f"No key was found: set {' or '.join(names)}."
+    return "Check the key passed as api_key= or set in the provider's environment variable."
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."

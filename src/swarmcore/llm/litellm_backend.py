@@ -1,0 +1,120 @@
+"""The LiteLLM backend: one attempt at a model call through ``litellm.acompletion``.
+
+It reaches every provider LiteLLM knows, and the offline test models too
+(LiteLLM custom providers). No LiteLLM type leaves this module: a response
+becomes an ``LLMReply``, an exception a ``ModelError``.
+
+LiteLLM traps on the pinned release, each handled deliberately:
+
+* the price map is fetched from GitHub at import unless
+  ``LITELLM_LOCAL_MODEL_COST_MAP`` is set, so ``load_litellm`` sets it
+  (``setdefault``) before the import: no network at first use;
+* its own retries (``num_retries``) and the OpenAI SDK's under it would retry
+  on top of ours, so both are switched off and ``complete`` owns the one
+  retry policy;
+* ``timeout=`` is ignored for custom providers, and over HTTP it bounds each
+  read rather than the whole call, so ``complete`` puts its own deadline
+  around each attempt (LiteLLM's ``Timeout``, when it fires first, is reported
+  as the call timeout too);
+* its response cache raises on a hit, so it is never enabled;
+* any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from swarmcore import events
+from swarmcore.llm.errors import classify
+from swarmcore.llm.loader import load_litellm
+from swarmcore.llm.pricing import cost
+from swarmcore.llm.types import LLMReply, LLMRequest, ToolCall
+from swarmcore.models import TokenUsage
+
+__all__ = ["LiteLLMBackend"]
+
+
+class LiteLLMBackend:
+    """Calls models through ``litellm.acompletion``: any provider LiteLLM supports."""
+
+    async def attempt(self, request: LLMRequest, model: str, attempt: int) -> LLMReply:
+        """Make one attempt at ``model``, streaming the reply when the request asks.
+
+        Raises:
+            ModelError: The provider failed or refused; says whether a retry may help.
+        """
+        lit = load_litellm()
+        start = time.perf_counter()
+        try:
+            response = await lit.acompletion(**_kwargs(request, model))
+            if request.stream:
+                response = await _collect_stream(lit, request, response)
+        except Exception as exc:
+            error = classify(exc, request.call, model, attempt)
+            if error is None:
+                raise
+            # Not chained: the provider's own exception can echo the API key, and a chained
+            # cause is printed in every traceback. The message keeps its type and (redacted) text.
+            raise error from None
+        return _to_reply(model, response, time.perf_counter() - start)
+
+
+def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
+    """``acompletion``'s keyword arguments for one attempt at ``model``."""
+    call = request.call
+    kwargs: dict[str, Any] = {
+        **call.settings,
+        "model": model,
+        # Fresh lists: what LiteLLM is handed is never what a later call sends.
+        "messages": list(request.messages),
+        # One retry policy (ours): switch off litellm's and the OpenAI SDK's.
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    optional = {
+        "tools": list(call.tools) if call.tools else None,
+        "response_format": call.response_format,
+        "api_base": call.api_base,
+        "api_key": call.api_key,
+        "timeout": call.call_timeout,
+    }
+    kwargs.update({name: value for name, value in optional.items() if value is not None})
+    if request.stream:
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+    return kwargs
+
+
+async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:
+    """Publish each text delta, then rebuild the whole response (usage included) from the chunks."""
+    chunks: list[Any] = []
+    async for chunk in stream:
+        chunks.append(chunk)
+        choices: Any = getattr(chunk, "choices", None) or []
+        text = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
+        if text:
+            events.emit(events.TextDelta, agent_name=request.call.agent_name, text=text)
+    return lit.stream_chunk_builder(chunks, messages=list(request.messages))
+
+
+def _to_reply(model: str, response: Any, duration: float) -> LLMReply:
+    """A LiteLLM ``ModelResponse`` as our reply."""
+    choice: Any = response.choices[0]
+    message: Any = choice.message
+    usage: Any = getattr(response, "usage", None)
+    return LLMReply(
+        text=message.content,
+        tool_calls=tuple(
+            ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
+            for c in message.tool_calls or ()
+        ),
+        usage=TokenUsage(
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        ),
+        cost=cost(model, response),
+        finish_reason=choice.finish_reason,
+        duration_seconds=duration,
+        model=model,
+    )

@@ -1,0 +1,92 @@
+"""The values that cross the model seam: what an agent asks for and what the model answered.
+
+All swarmcore's own: no backend's type appears here, so the agent loop never
+learns which backend served it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from swarmcore.models import TokenUsage
+from swarmcore.policies import RetryPolicy
+
+__all__ = ["CallSpec", "LLMReply", "LLMRequest", "Message", "ToolCall"]
+
+Message = dict[str, Any]
+"""A chat message in OpenAI format, the wire format every LiteLLM provider accepts."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the model asked for."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def as_message_part(self) -> dict[str, Any]:
+        """The call in OpenAI's assistant-message ``tool_calls`` format."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+# eq=False: a spec is one agent's, compared and hashed as itself; its mappings could not be hashed.
+@dataclass(frozen=True, slots=True, eq=False)
+class CallSpec:
+    """What every model call of one agent sends besides the conversation.
+
+    Built once per agent, from its settings and tools, and shared by all its calls.
+    """
+
+    agent_name: str
+    model: str
+    tools: Sequence[Mapping[str, Any]] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """Provider settings passed through as they are (``temperature``, ``max_tokens``...)."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    call_timeout: float | None = None
+    """The longest one attempt may take, in seconds; None for no limit."""
+    fallback_models: Sequence[str] = ()
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    response_format: Mapping[str, Any] | None = None
+    """A native JSON-schema response format, for models that support one."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMRequest:
+    """One model call: the agent's call spec and the conversation so far."""
+
+    call: CallSpec
+    messages: Sequence[Message]
+    stream: bool = False
+    """Stream the reply, publishing ``TextDelta`` events; the result is the same."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMReply:
+    """What the model answered."""
+
+    text: str | None
+    tool_calls: tuple[ToolCall, ...]
+    usage: TokenUsage
+    cost: float | None
+    finish_reason: str | None
+    duration_seconds: float
+    model: str = ""
+    """The model that answered: the request's, or a fallback."""
+    attempts: int = 1
+    """Attempts made across every model tried."""
+
+    def as_message(self) -> Message:
+        """The reply as an assistant message to append to the conversation."""
+        message: Message = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [c.as_message_part() for c in self.tool_calls]
+        return message
