@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
 from swarmcore import events
 from swarmcore.errors import ModelError
 from swarmcore.llm import budget, limits
@@ -101,23 +103,36 @@ class _Tries:
 async def _with_retries(request: LLMRequest, model: str, tries: _Tries) -> LLMReply:
     """Attempt ``model`` until it answers, fails for good, or the retry policy is spent."""
     policy = request.call.retry
-    while True:
-        tries.made += 1
-        try:
+
+    def failure(state: RetryCallState) -> ModelError:
+        error = state.outcome.exception() if state.outcome else None
+        assert isinstance(error, ModelError)  # only ModelErrors are retried
+        return error
+
+    def report(state: RetryCallState) -> None:
+        delay = state.next_action.sleep if state.next_action else 0.0
+        _report_retry(request.call, model, failure(state), state.attempt_number, delay)
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(
+            lambda exc: isinstance(exc, ModelError) and _worth_retrying(exc, policy)
+        ),
+        stop=stop_after_attempt(policy.max_retries + 1),
+        wait=lambda state: policy.delay(state.attempt_number, failure(state).retry_after),
+        before_sleep=report,
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            tries.made = attempt.retry_state.attempt_number
             return await _call_once(request, model, tries.made)
-        except ModelError as exc:
-            if not _worth_retrying(exc, tries.made, policy):
-                raise
-            delay = policy.delay(tries.made, exc.retry_after)
-            _report_retry(request.call, model, exc, tries.made, delay)
-        # Outside the except block: a later failure does not chain to this one.
-        await asyncio.sleep(delay)
+    raise AssertionError("unreachable: tenacity either returns, or re-raises the last failure")
 
 
-def _worth_retrying(error: ModelError, attempt: int, policy: RetryPolicy) -> bool:
+def _worth_retrying(error: ModelError, policy: RetryPolicy) -> bool:
     # A provider that asks for a longer wait than max_retry_after ends the retries at once.
     too_long = (error.retry_after or 0) > policy.max_retry_after
-    return error.retryable and attempt <= policy.max_retries and not too_long
+    return error.retryable and not too_long
 
 
 async def _call_once(request: LLMRequest, model: str, attempt: int) -> LLMReply:
