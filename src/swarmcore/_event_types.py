@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from swarmcore.flow import FlowShape
     from swarmcore.models import AgentResult, SwarmResult, TokenUsage
 
 __all__ = [
@@ -66,6 +67,8 @@ class RunStarted(Event):
     context_mode: str
     resumed: bool = False
     """True when a stored run is being resumed (its finished agents are not run again)."""
+    shape: FlowShape | None = None
+    """The flow's shape: its steps, groups and control steps, as every consumer reads them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

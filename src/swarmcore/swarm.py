@@ -654,6 +654,7 @@ class Swarm:
                 agents=self._flow.names,
                 context_mode=self._mode.name,
                 resumed=run.resumed,
+                shape=self._flow.shape(),
             )
         )
         result: SwarmResult | None = None

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmcore import Agent, Flow, chain, loop, parallel, plan, route
+from swarmcore import Agent, Flow, Swarm, chain, loop, parallel, plan, route
+from swarmcore.events import Event, RunStarted
 from swarmcore.flow import (
     AgentShape,
     FlowShape,
@@ -21,6 +22,7 @@ from swarmcore.flow import (
     step_expression,
 )
 from swarmcore.policies import Quorum
+from swarmcore.testing import offline_model
 
 A, B, C, D, E, R, J, P = (Agent(n, f"{n} instructions") for n in "abcdeRJP")
 
@@ -219,6 +221,18 @@ def test_control_node_label_is_its_step_expression() -> None:
 def test_from_json_rejects_what_is_not_a_shape(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         FlowShape.from_json(text)
+
+
+async def test_run_started_carries_the_shape() -> None:
+    model = offline_model()
+    a, b, c = (Agent(n, "x", model=model) for n in "abc")
+    flow = a >> (b | c)
+    seen: list[Event] = []
+    await Swarm(flow, hooks=[seen.append]).run("task")
+    (started,) = [e for e in seen if isinstance(e, RunStarted)]
+    assert started.shape == flow.shape()
+    assert started.shape is not None
+    assert started.shape.to_json() == shape_of(flow)
 
 
 def test_flow_package_imports_point_one_way() -> None:
