@@ -33,7 +33,8 @@ from typing_extensions import override
 
 from swarmcore import events
 from swarmcore.errors import UserError
-from swarmcore.flow import ControlNode, Flow, FlowNode, chain, control_nodes, mermaid_steps
+from swarmcore.flow import ControlNode, Flow, FlowNode, chain, control_nodes
+from swarmcore.flow.shape import LoopShape, PlanShape, RouteShape
 from swarmcore.models import AgentResult, Decision
 
 if TYPE_CHECKING:
@@ -102,37 +103,17 @@ class Route(ControlNode):
         return tuple(a for f in self.branches.values() for a in f.exits())
 
     @override
-    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
-        lines = [f'    {self.name}{{"{self.name}"}}']
-        if self.router is not None:
-            lines += [f"    {p} --> {self.router.name}" for p in prev]
-            lines.append(f"    {self.router.name} --> {self.name}")
-        else:
-            lines += [f"    {p} --> {self.name}" for p in prev]
-        exits: list[str] = []
-        for key, branch in self.branches.items():
-            more, out = mermaid_steps(branch.step_tuple, [])
-            lines += [f'    {self.name} -->|"{key}"| {a.name}' for a in branch.entries()]
-            lines += more
-            exits += out
-        return lines, exits
-
-    @override
     def rebuild(self, flow: Callable[[Flow], Flow], agent: Callable[[FlowNode], FlowNode]) -> Route:
         by = agent(self.by) if _is_agent(self.by) else self.by
         branches = {k: flow(v) for k, v in self.branches.items()}
         return Route(self.name, branches, by, self.default)
 
     @override
-    def label(self) -> str:
-        parts = ", ".join(f"{k}: {v.expression()}" for k, v in self.branches.items())
-        return f"{self.name}{{{parts}}}"
-
-    @override
-    def shape(self, step: Callable[[Flow], object]) -> object:
-        chooser = self.by.name if _is_agent(self.by) else "predicate"
-        branches = {k: step(v) for k, v in self.branches.items()}
-        return {"route": self.name, "by": chooser, "branches": branches}
+    def shape(self) -> RouteShape:
+        router = self.by.name if _is_agent(self.by) else None
+        return RouteShape(
+            self.name, router, tuple((k, v.shape()) for k, v in self.branches.items())
+        )
 
     def __repr__(self) -> str:
         return f"Route({self.label()})"
@@ -176,42 +157,15 @@ class Loop(ControlNode):
         return self.body.exits()
 
     @override
-    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
-        label = f"{self.name}: at most {self.max_iterations}"
-        lines = [f'    subgraph {self.name}["{label}"]']
-        lines += [f"        {a.name}" for a in self.body.agents]  # places them inside
-        more, exits = mermaid_steps(self.body.step_tuple, [])
-        lines += ["    " + line for line in more]
-        lines.append("    end")
-        entries = [a.name for a in self.body.entries()]
-        lines += [f"    {p} --> {e}" for p in prev for e in entries]
-        again = "not done" if self.until is not None else "next iteration"
-        judge = self.judge
-        if judge is not None:
-            lines += [f"    {x} --> {judge.name}" for x in exits]
-            lines += [f'    {judge.name} -.->|"{again}"| {e}' for e in entries]
-            return lines, [judge.name]
-        lines += [f'    {x} -.->|"{again}"| {e}' for x in exits for e in entries]
-        return lines, exits
-
-    @override
     def rebuild(self, flow: Callable[[Flow], Flow], agent: Callable[[FlowNode], FlowNode]) -> Loop:
         until = agent(self.until) if _is_agent(self.until) else self.until
         return Loop(self.name, flow(self.body), until, self.max_iterations)
 
     @override
-    def label(self) -> str:
-        return f"{self.name}{{{self.body.expression()}}}"
-
-    @override
-    def shape(self, step: Callable[[Flow], object]) -> object:
+    def shape(self) -> LoopShape:
         judge = self.until.name if _is_agent(self.until) else None
-        return {
-            "loop": self.name,
-            "body": step(self.body),
-            "judge": judge,
-            "max": self.max_iterations,
-        }
+        predicate = self.until is not None and judge is None
+        return LoopShape(self.name, self.body.shape(), judge, self.max_iterations, predicate)
 
     def __repr__(self) -> str:
         return f"Loop({self.label()}, max_iterations={self.max_iterations})"
@@ -247,28 +201,14 @@ class Plan(ControlNode):
         return self.agents
 
     @override
-    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
-        lines = [f"    {p} --> {self.planner.name}" for p in prev]
-        lines += [f'    {self.planner.name} -.->|"may use"| {a.name}' for a in self.agents]
-        return lines, [a.name for a in self.agents]
-
-    @override
     def rebuild(self, flow: Callable[[Flow], Flow], agent: Callable[[FlowNode], FlowNode]) -> Plan:
         return Plan(
             self.name, agent(self.planner), tuple(agent(a) for a in self.agents), self.max_attempts
         )
 
     @override
-    def label(self) -> str:
-        return f"{self.name}{{plan from {', '.join(a.name for a in self.agents)}}}"
-
-    @override
-    def shape(self, step: Callable[[Flow], object]) -> object:
-        return {
-            "plan": self.name,
-            "planner": self.planner.name,
-            "agents": [a.name for a in self.agents],
-        }
+    def shape(self) -> PlanShape:
+        return PlanShape(self.name, self.planner.name, tuple(a.name for a in self.agents))
 
     def __repr__(self) -> str:
         return f"Plan({self.name!r}, planner={self.planner.name!r})"
@@ -492,8 +432,6 @@ def planner_of(node: Plan) -> Agent:
     def build() -> Agent:
         from pydantic import Field, create_model
 
-        from swarmcore.parse import parse_flow
-
         planner = node.planner_agent
         catalogue = "\n".join(f"- {a.name}: {_describe_agent(a)}" for a in node.agents)
         instructions = (
@@ -506,7 +444,7 @@ def planner_of(node: Plan) -> Agent:
 
         def parses(answer: PlanAnswer) -> str | None:
             try:
-                parse_flow(answer.flow, node.agents)
+                Flow.parse(answer.flow, node.agents)
             except UserError as exc:
                 return str(exc)
             return None

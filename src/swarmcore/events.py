@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 from swarmcore.errors import UserError
 
 if TYPE_CHECKING:
+    from swarmcore.flow import FlowShape
     from swarmcore.models import AgentResult, SwarmResult, TokenUsage
 
 __all__ = [
@@ -312,6 +313,8 @@ class RunStarted(Event):
     context_mode: str
     resumed: bool = False
     """True when a stored run is being resumed (its finished agents are not run again)."""
+    shape: FlowShape | None = None
+    """The flow's shape: its steps, groups and control steps, as every consumer reads them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

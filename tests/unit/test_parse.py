@@ -6,7 +6,6 @@ import random
 import pytest
 
 from swarmcore import Agent, Flow, UserError, chain, parallel
-from swarmcore.parse import parse_flow
 
 
 def make(*names: str) -> list[Agent]:
@@ -19,7 +18,7 @@ AGENTS = [A, B, C, D, E, F]
 
 def error_for(expression: object, agents: object = AGENTS) -> str:
     with pytest.raises(UserError) as info:
-        parse_flow(expression, agents)  # pyright: ignore[reportArgumentType] -- bad values on purpose
+        Flow.parse(expression, agents)  # pyright: ignore[reportArgumentType] -- bad values on purpose
     return str(info.value)
 
 
@@ -55,11 +54,11 @@ def test_equals_the_flow_built_with_operators(expression: str, expected: Flow) -
 
 
 def test_three_way_parallel_is_one_group() -> None:
-    assert parse_flow("a | b | c", AGENTS).steps == [[A, B, C]]
+    assert Flow.parse("a | b | c", AGENTS).steps == [[A, B, C]]
 
 
 def test_result_holds_the_given_agent_objects() -> None:
-    flow = parse_flow("a >> (b | c)", AGENTS)
+    flow = Flow.parse("a >> (b | c)", AGENTS)
     assert flow.agents[0] is A
     assert flow.agents[2] is C
     assert chain(A, parallel(B, C)) == flow
@@ -75,7 +74,7 @@ def test_result_holds_the_given_agent_objects() -> None:
     ids=["seq-then-par", "par-then-seq", "alternating"],
 )
 def test_bar_binds_tighter_than_shift(expression: str, expected: Flow) -> None:
-    assert parse_flow(expression, AGENTS) == expected
+    assert Flow.parse(expression, AGENTS) == expected
 
 
 @pytest.mark.parametrize(
@@ -84,12 +83,12 @@ def test_bar_binds_tighter_than_shift(expression: str, expected: Flow) -> None:
     ids=["no-spaces", "newlines", "tabs-and-crlf"],
 )
 def test_whitespace_is_free(expression: str) -> None:
-    assert parse_flow(expression, AGENTS) == A >> (B | C) >> D
+    assert Flow.parse(expression, AGENTS) == A >> (B | C) >> D
 
 
 def test_names_with_dashes_underscores_and_digits() -> None:
     web, private = make("web-search", "_private2")
-    assert parse_flow("web-search >> _private2", [web, private]) == web >> private
+    assert Flow.parse("web-search >> _private2", [web, private]) == web >> private
 
 
 # --- round trips ------------------------------------------------------------------------
@@ -158,7 +157,7 @@ def test_round_trip_random_shapes(seed: int) -> None:
     ],
 )
 def test_wrapping_is_stripped(expression: str) -> None:
-    assert parse_flow(expression, AGENTS) == A >> B
+    assert Flow.parse(expression, AGENTS) == A >> B
 
 
 @pytest.mark.parametrize(
@@ -290,19 +289,19 @@ def test_agent_used_twice_under_two_mapping_keys() -> None:
 
 
 def test_mapping_of_name_to_agent() -> None:
-    assert parse_flow("a >> (b | c)", {a.name: a for a in AGENTS}) == A >> (B | C)
+    assert Flow.parse("a >> (b | c)", {a.name: a for a in AGENTS}) == A >> (B | C)
 
 
 def test_mapping_keys_may_be_aliases() -> None:
-    assert parse_flow("first >> second", {"first": A, "second": B}) == A >> B
+    assert Flow.parse("first >> second", {"first": A, "second": B}) == A >> B
 
 
 def test_any_iterable_of_agents() -> None:
-    assert parse_flow("a >> b", (a for a in AGENTS)) == A >> B
+    assert Flow.parse("a >> b", (a for a in AGENTS)) == A >> B
 
 
 def test_same_agent_listed_twice_is_fine() -> None:
-    assert parse_flow("a >> b", [A, B, A]) == A >> B
+    assert Flow.parse("a >> b", [A, B, A]) == A >> B
 
 
 def test_two_agents_with_the_same_name() -> None:
@@ -335,13 +334,13 @@ def test_expression_must_be_a_string(expression: object) -> None:
 
 
 def test_length_limit() -> None:
-    assert parse_flow("a" + " " * 9_999, AGENTS) == Flow([A])
+    assert Flow.parse("a" + " " * 9_999, AGENTS) == Flow([A])
     message = error_for("a" + " " * 10_000)
     assert "10,001 characters long; the limit is 10,000" in message
 
 
 def test_depth_limit() -> None:
-    assert parse_flow("(" * 50 + "a" + ")" * 50, AGENTS) == Flow([A])
+    assert Flow.parse("(" * 50 + "a" + ")" * 50, AGENTS) == Flow([A])
     message = error_for("(" * 51 + "a" + ")" * 51)
     assert "parentheses nested more than 50 deep" in message
     assert caret(message)[1] == 50
@@ -358,5 +357,5 @@ def test_deep_nesting_is_a_user_error_not_a_recursion_error(expression: str) -> 
 
 def test_long_flat_chain_parses_without_recursion() -> None:
     agents = [Agent(f"n{i}", "x") for i in range(1_000)]
-    flow = parse_flow(" >> ".join(a.name for a in agents), agents)
+    flow = Flow.parse(" >> ".join(a.name for a in agents), agents)
     assert flow == chain(*agents)

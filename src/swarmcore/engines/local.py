@@ -101,6 +101,7 @@ class LocalEngine:
                     "agents": setup.flow.names,
                     "context_mode": setup.mode.name,
                     "resumed": run.resumed,
+                    "shape": setup.flow.shape(),
                 },
             ) as span:
                 result = await walk.result()

@@ -1,4 +1,4 @@
-"""Flows: immutable execution plans composed with ``>>`` (sequence) and ``|`` (parallel).
+"""The Flow model: immutable execution plans composed with ``>>`` (sequence) and ``|`` (parallel).
 
 A flow is a sequence of steps. A step is one node (an Agent) or a parallel
 group; a group's members are nodes or branches, and a branch is a Flow that
@@ -8,16 +8,28 @@ runs its own steps in order::
     (a >> b) | c               one group: the branch a >> b, and c
 
 This module is pure data: it never imports ``agent.py`` (Agent inherits
-``FlowNode`` from here) and does no I/O.
+``FlowNode`` from here) and does no I/O. It reads expressions through
+:mod:`~swarmcore.flow.parse` and draws flows through their shape
+(:mod:`~swarmcore.flow.shape`, :mod:`~swarmcore.flow.render`); none of those
+imports it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from swarmcore.errors import UserError
+from swarmcore.flow.parse import (
+    ChainExpr,
+    Expr,
+    NameExpr,
+    ParallelExpr,
+    name_table,
+    parse_expression,
+)
+from swarmcore.flow.render import render_expression, render_mermaid, step_expression
+from swarmcore.flow.shape import AgentShape, ControlShape, FlowShape, GroupShape, NodeShape
 from swarmcore.policies import GroupPolicy, check_group_policy
 
 if TYPE_CHECKING:
@@ -29,10 +41,14 @@ __all__ = [
     "Flow",
     "FlowNode",
     "Group",
+    "Member",
+    "Step",
     "chain",
     "control_nodes",
     "parallel",
     "shape_of",
+    "step_entries",
+    "step_exits",
 ]
 
 
@@ -94,17 +110,13 @@ class ControlNode(FlowNode):
         """The same node with every sub-flow and agent replaced (for ``Flow.map_agents``)."""
         raise NotImplementedError
 
+    def shape(self) -> ControlShape:
+        """The node's shape: its kind, names and limits (drawing and the store read it)."""
+        raise NotImplementedError
+
     def label(self) -> str:
         """How the node appears in an expression, e.g. ``route{short: a, long: b}``."""
-        raise NotImplementedError
-
-    def shape(self, step: Callable[[Flow], object]) -> object:
-        """The node's part of ``shape_of``: kind, names and limits."""
-        raise NotImplementedError
-
-    def mermaid(self, prev: list[str]) -> tuple[list[str], list[str]]:
-        """Mermaid lines for the node, drawn after the nodes ``prev``; and its exit ids."""
-        raise NotImplementedError
+        return step_expression(self.shape())
 
 
 Member: TypeAlias = "FlowNode | Flow"
@@ -229,27 +241,51 @@ class Flow(Composable):
 
     def expression(self) -> str:
         """The flow in the ``>>``/``|`` expression language, e.g. ``a >> (b | c) >> d``."""
-        return " >> ".join(_step_expr(s, nested=len(self._steps) > 1) for s in self._steps)
+        return render_expression(self.shape())
+
+    def shape(self) -> FlowShape:
+        """The flow's shape: agent names, order, groups, branches, policies and control steps.
+
+        ``flow.shape().to_json()`` is what the store keeps; two flows with the
+        same shape can continue each other's stored runs, even when their
+        agents' instructions or models differ.
+        """
+        return FlowShape(tuple(_step_shape(step) for step in self._steps))
 
     @classmethod
     def parse(cls, expression: str, agents: Iterable[FlowNode] | Mapping[str, FlowNode]) -> Flow:
         """Build a flow from its expression, e.g. ``"researcher >> (analyst | critic) >> writer"``.
 
-        The expression language is the one ``repr`` prints: names, ``>>``,
-        ``|`` and parentheses. It is parsed, never evaluated, so it is safe
-        for text a model wrote.
+        The expression language is the one :meth:`expression` prints: names,
+        ``>>``, ``|`` and parentheses (see :mod:`swarmcore.flow.parse`). It is
+        parsed, never evaluated, so it is safe for text a model wrote; a
+        surrounding pair of backticks or a Markdown fence, and a trailing
+        period, are ignored. ``Flow.parse(f.expression(), f.agents) == f`` for
+        any flow ``f`` whose groups have the default policy.
 
         Args:
             expression: The flow in the ``>>``/``|`` language.
-            agents: The agents the names refer to (or a mapping of name to agent).
+            agents: The agents the names refer to, keyed by their ``name``; or
+                a mapping of name to agent.
 
         Raises:
-            UserError: A syntax error (with its position), an unknown name (with
-                the closest known names), or an agent used twice.
+            UserError: The expression is not a string, too long or nested too
+                deeply; a syntax error (with its position); an unknown name
+                (with the closest known names); an agent used twice; or
+                ``agents`` is not agents, or has two with the same name.
         """
-        from swarmcore.parse import parse_flow
+        table = name_table(agents, FlowNode)
 
-        return parse_flow(expression, agents)
+        def build(expr: Expr) -> FlowNode | Flow:
+            match expr:
+                case NameExpr():
+                    return table[expr.name]
+                case ChainExpr():
+                    return chain(*map(build, expr.items))
+                case ParallelExpr():
+                    return parallel(*map(build, expr.items))
+
+        return chain(build(parse_expression(expression, {k: a.name for k, a in table.items()})))
 
     def map_agents(self, fn: Callable[[FlowNode], FlowNode]) -> Flow:
         """The same shape (groups, branches, policies) with every agent replaced by ``fn(agent)``.
@@ -316,13 +352,11 @@ class Flow(Composable):
 
         Returns:
             Mermaid source text, ready for a Markdown ``mermaid`` block.
+
+        Raises:
+            UserError: An unknown direction.
         """
-        if direction not in ("LR", "TD", "TB", "RL", "BT"):
-            raise UserError(f"direction must be one of LR, TD, TB, RL, BT, got {direction!r}.")
-        lines = [f"flowchart {direction}"]
-        lines += [f'    {_mermaid_id(a.name)}["{a.name}"]' for a in self._agents]
-        lines += mermaid_steps(self._steps, [])[0]
-        return "\n".join(lines)
+        return render_mermaid(self.shape(), direction)
 
     def __copy__(self) -> Self:
         return self
@@ -440,23 +474,23 @@ def control_nodes(steps: Iterable[Step]) -> list[ControlNode]:
 
 
 def shape_of(flow: Flow) -> str:
-    """The flow's shape as canonical JSON: agent names, order, groups, branches and policies.
+    """The flow's shape as canonical JSON (``flow.shape().to_json()``), as the store keeps it.
 
     Two flows with the same shape can continue each other's stored runs, even
     when their agents' instructions or models differ.
     """
+    return flow.shape().to_json()
 
-    def step(item: Step | Flow) -> object:
-        if isinstance(item, ControlNode):
-            return item.shape(step)
-        if isinstance(item, FlowNode):
-            return item.name
-        if isinstance(item, Flow):
-            return [step(s) for s in item.step_tuple]
-        policy = item.policy if isinstance(item.policy, str) else f"quorum({item.policy.k})"
-        return {"group": [step(m) for m in item], "policy": policy, "retries": item.retries}
 
-    return json.dumps([step(s) for s in flow.step_tuple], separators=(",", ":"))
+def _step_shape(step: Step) -> NodeShape | GroupShape:
+    if isinstance(step, Group):
+        members = tuple(m.shape() if isinstance(m, Flow) else _node_shape(m) for m in step)
+        return GroupShape(members, step.policy, step.retries)
+    return _node_shape(step)
+
+
+def _node_shape(node: FlowNode) -> NodeShape:
+    return node.shape() if isinstance(node, ControlNode) else AgentShape(node.name)
 
 
 # --- construction helpers ------------------------------------------------------------
@@ -503,19 +537,16 @@ def _normalise_steps(raw: list[Any]) -> tuple[Step, ...]:
 
 def _walk_nodes(steps: tuple[Step, ...]) -> Iterator[FlowNode]:
     for step in steps:
-        if isinstance(step, ControlNode):
-            yield from step.inner_agents()
-            continue
-        if isinstance(step, FlowNode):
-            yield step
-            continue
-        for member in step:
-            if isinstance(member, Flow):
-                yield from _walk_nodes(member.step_tuple)
-            elif isinstance(member, ControlNode):
-                yield from member.inner_agents()
-            else:
-                yield member
+        match step:
+            case ControlNode():
+                yield from step.inner_agents()
+            case FlowNode():
+                yield step
+            case Group():
+                for member in step:
+                    yield from _walk_nodes(
+                        member.step_tuple if isinstance(member, Flow) else (member,)
+                    )
 
 
 def _check_names(agents: tuple[FlowNode, ...]) -> None:
@@ -542,45 +573,3 @@ def _not_composable(where: str, position: int, item: object) -> str:
         f"{where} got {_describe(item)} at position {position}; "
         f"flows are built from Agent and Flow objects only{hint}."
     )
-
-
-# --- rendering -----------------------------------------------------------------------
-
-
-def _step_expr(step: Step, *, nested: bool) -> str:
-    if isinstance(step, ControlNode):
-        return step.label()
-    if isinstance(step, FlowNode):
-        return step.name
-    parts = [
-        _step_expr(m, nested=False) if isinstance(m, FlowNode) else f"({m.expression()})"
-        for m in step
-    ]
-    text = " | ".join(parts)
-    return f"({text})" if nested else text
-
-
-def _mermaid_id(name: str) -> str:
-    """A Mermaid node id for a name (``writer#2`` is not a valid id)."""
-    return name.replace("#", "_")
-
-
-def mermaid_steps(steps: tuple[Step, ...], prev: list[str]) -> tuple[list[str], list[str]]:
-    """Mermaid lines for ``steps`` drawn after the node ids ``prev``; and the last exit ids."""
-    lines: list[str] = []
-    for step in steps:
-        if isinstance(step, ControlNode):
-            more, prev = step.mermaid(prev)
-            lines += more
-        elif isinstance(step, FlowNode):
-            lines += [f"    {p} --> {_mermaid_id(step.name)}" for p in prev]
-            prev = [_mermaid_id(step.name)]
-        else:
-            exits: list[str] = []
-            for member in step:
-                inner = member.step_tuple if isinstance(member, Flow) else (member,)
-                more, out = mermaid_steps(inner, prev)
-                lines += more
-                exits += out
-            prev = exits
-    return lines, prev

@@ -15,20 +15,22 @@ The text may come from a model, so it is tokenized and parsed by hand, never
 evaluated, and its length and nesting depth are capped. Every error is a
 ``UserError`` that says what is wrong, where (with a caret), and what to write
 instead, so it can go back to the model that wrote the expression.
+
+The parser knows agents only by name: it returns a small syntax tree
+(:class:`NameExpr`, :class:`ChainExpr`, :class:`ParallelExpr`) and
+``Flow.parse`` (:mod:`swarmcore.flow.model`) turns the tree into a Flow.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias, cast
+from typing import Literal, TypeAlias, TypeVar, cast
 
 from swarmcore.errors import UserError
-from swarmcore.flow import Flow, FlowNode, chain, parallel
 
-__all__ = ["parse_flow"]
+__all__ = ["ChainExpr", "Expr", "NameExpr", "ParallelExpr", "name_table", "parse_expression"]
 
 # Limits for text a model wrote: flows are short, and recursion must stay far from its limit.
 _MAX_LENGTH = 10_000  # characters, checked before anything is stripped
@@ -56,6 +58,8 @@ _CHAR_HINTS = {
 }
 _WINDOW = 60  # characters shown either side of the caret in a very long line
 
+_T = TypeVar("_T")
+
 _Kind: TypeAlias = Literal["name", ">>", "|", "(", ")", "end"]
 
 
@@ -66,29 +70,59 @@ class _Token:
     pos: int
 
 
-def parse_flow(expression: str, agents: Iterable[FlowNode] | Mapping[str, FlowNode]) -> Flow:
-    """Build a flow from its expression, e.g. ``"researcher >> (analyst | critic) >> writer"``.
+@dataclass(frozen=True, slots=True)
+class NameExpr:
+    """An agent, by the name the expression used for it."""
 
-    The result equals the flow built with operators, and
-    ``parse_flow(f.expression(), f.agents) == f`` for any flow ``f`` whose
-    groups have the default policy (expressions do not carry policies).
+    name: str
+    """The name as written (a key of the ``names`` given to :func:`parse_expression`)."""
+    pos: int
+    """Where the name starts in the unwrapped expression (0-based)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChainExpr:
+    """Two or more parts that run one after another (``a >> b``)."""
+
+    items: tuple[Expr, ...]
+    """The parts, in order."""
+    pos: int
+    """Where the first part starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelExpr:
+    """Two or more parts that run at the same time (``a | b``)."""
+
+    items: tuple[Expr, ...]
+    """The parts, in order."""
+    pos: int
+    """Where the first part starts."""
+
+
+Expr: TypeAlias = "NameExpr | ChainExpr | ParallelExpr"
+"""A parsed flow expression; parentheses leave no node of their own."""
+
+
+def parse_expression(expression: str, names: Mapping[str, str]) -> Expr:
+    """Parse a flow expression such as ``"researcher >> (analyst | critic) >> writer"``.
+
     Surrounding whitespace, a surrounding pair of backticks or a Markdown
     fence, and a trailing period are ignored, since models often add them.
 
     Args:
         expression: The flow in the ``>>``/``|`` language.
-        agents: The agents the names refer to, keyed by their ``name``; or a
-            mapping of name to agent.
+        names: Each name the expression may use, to the name of the agent it
+            stands for (the same name, unless the caller gave aliases). An
+            agent may appear once.
 
     Returns:
-        The flow, built with :func:`~swarmcore.flow.chain` and
-        :func:`~swarmcore.flow.parallel`.
+        The syntax tree; a chain or group of one part is that part.
 
     Raises:
         UserError: The expression is not a string, too long or nested too
             deeply; a syntax error (with its position); an unknown name (with
-            the closest known names); an agent used twice; or ``agents`` is
-            not agents, or has two with the same name.
+            the closest known names); or an agent used twice.
     """
     if not isinstance(expression, str):
         raise UserError(
@@ -100,13 +134,22 @@ def parse_flow(expression: str, agents: Iterable[FlowNode] | Mapping[str, FlowNo
             f"The flow expression is {len(expression):,} characters long; the limit is "
             f"{_MAX_LENGTH:,}. Write only agent names, '>>', '|' and parentheses."
         )
-    table = _agent_table(agents)
     text = _unwrap(expression)
-    return _Parser(text, _tokenize(text), table).parse()
+    return _Parser(text, _tokenize(text), names).parse()
 
 
-def _agent_table(agents: Iterable[FlowNode] | Mapping[str, FlowNode]) -> dict[str, FlowNode]:
-    """The agents by name, checked at run time for untyped callers: agents only, no name twice."""
+def name_table(agents: Iterable[_T] | Mapping[str, _T], kind: type[_T]) -> dict[str, _T]:
+    """The agents an expression may name, by name, checked for untyped callers.
+
+    Args:
+        agents: Objects of type ``kind`` keyed by their ``name`` attribute; or
+            a mapping of name (or alias) to such an object.
+        kind: What each agent must be an instance of.
+
+    Raises:
+        UserError: ``agents`` is neither an iterable nor a mapping, holds
+            something that is not a ``kind``, or two of its agents share a name.
+    """
     pairs: list[tuple[object, object]]
     if isinstance(agents, Mapping):
         pairs = list(cast("Mapping[object, object]", agents).items())
@@ -114,18 +157,18 @@ def _agent_table(agents: Iterable[FlowNode] | Mapping[str, FlowNode]) -> dict[st
         pairs = [(getattr(a, "name", None), a) for a in agents]
     else:
         raise UserError(
-            f"parse_flow() takes the agents as a list or a mapping of name to agent, "
+            f"Flow.parse() takes the agents as a list or a mapping of name to agent, "
             f"got {type(agents).__name__}."
         )
-    table: dict[str, FlowNode] = {}
+    table: dict[str, _T] = {}
     for name, agent in pairs:
-        if not isinstance(agent, FlowNode):
+        if not isinstance(agent, kind):
             raise UserError(
-                f"parse_flow() got {agent!r:.40} among the agents; pass Agent objects "
+                f"Flow.parse() got {agent!r:.40} among the agents; pass Agent objects "
                 f"(or a mapping of name to Agent)."
             )
         if not isinstance(name, str):
-            raise UserError(f"parse_flow() got the agent name {name!r:.40}; names are strings.")
+            raise UserError(f"Flow.parse() got the agent name {name!r:.40}; names are strings.")
         if name in table and table[name] is not agent:
             raise UserError(
                 f"Two agents are named {name!r}; names must be unique, so rename one "
@@ -169,40 +212,40 @@ def _tokenize(text: str) -> list[_Token]:
 
 
 class _Parser:
-    """Recursive descent over the tokens; builds the flow as it goes."""
+    """Recursive descent over the tokens; builds the syntax tree as it goes."""
 
-    def __init__(self, text: str, tokens: list[_Token], agents: dict[str, FlowNode]) -> None:
+    def __init__(self, text: str, tokens: list[_Token], names: Mapping[str, str]) -> None:
         self._text = text
         self._tokens = tokens
-        self._agents = agents
+        self._names = names
         self._index = 0
         self._depth = 0
         self._used: dict[str, _Token] = {}  # agent name -> where it was first used
 
-    def parse(self) -> Flow:
-        flow = self._seq()
+    def parse(self) -> Expr:
+        expr = self._seq()
         self._close(None)
-        return flow
+        return expr
 
-    def _seq(self) -> Flow:
+    def _seq(self) -> Expr:
         items = [self._par()]
         while self._peek().kind == ">>":
             self._index += 1
             items.append(self._par())
-        return chain(*items)
+        return items[0] if len(items) == 1 else ChainExpr(tuple(items), items[0].pos)
 
-    def _par(self) -> Flow:
+    def _par(self) -> Expr:
         items = [self._atom()]
         while self._peek().kind == "|":
             self._index += 1
             items.append(self._atom())
-        return parallel(*items)
+        return items[0] if len(items) == 1 else ParallelExpr(tuple(items), items[0].pos)
 
-    def _atom(self) -> Flow | FlowNode:
+    def _atom(self) -> Expr:
         token = self._peek()
         if token.kind == "name":
             self._index += 1
-            return self._agent(token)
+            return self._name(token)
         if token.kind != "(":
             raise self._missing_operand(token)
         self._index += 1
@@ -237,28 +280,28 @@ class _Parser:
                 fix = f"Add a ')' to close the '(' at {where}."
                 raise self._error(token, "missing ')'", fix)
 
-    def _agent(self, token: _Token) -> FlowNode:
-        agent = self._agents.get(token.text)
+    def _name(self, token: _Token) -> NameExpr:
+        agent = self._names.get(token.text)
         if agent is None:
-            names = list(self._agents)
+            import difflib  # only for this error: a valid expression never loads it
+
+            names = list(self._names)
             close = difflib.get_close_matches(token.text, names, n=3)
             guess = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
             available = ", ".join(names) or "(none)"
             fix = f"{guess}Available agents: {available}."
             raise self._error(token, f"unknown agent {_short(token.text)}", fix)
-        first = self._used.get(agent.name)
+        first = self._used.get(agent)
         if first is not None:
-            alias = "" if token.text == agent.name else f" (as {token.text!r})"
-            problem = (
-                f"agent {agent.name!r}{alias} is used twice (first at {self._where(first.pos)})"
-            )
+            alias = "" if token.text == agent else f" (as {token.text!r})"
+            problem = f"agent {agent!r}{alias} is used twice (first at {self._where(first.pos)})"
             fix = (
                 "A flow runs each agent once and names must be unique; remove one, or add "
-                f"a copy under another name (agent.clone(name='{agent.name}_2'))."
+                f"a copy under another name (agent.clone(name='{agent}_2'))."
             )
             raise self._error(token, problem, fix)
-        self._used[agent.name] = token
-        return agent
+        self._used[agent] = token
+        return NameExpr(token.text, token.pos)
 
     def _missing_operand(self, token: _Token) -> UserError:
         """The error for ``token`` where a name or ``(`` was expected."""
