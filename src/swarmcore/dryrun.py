@@ -9,65 +9,56 @@ answers, so they are not estimated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from swarmcore import events
 from swarmcore._table import text_table
 from swarmcore.agent import Agent
-from swarmcore.flow import FlowNode
+from swarmcore.flow import Flow, FlowNode
 from swarmcore.models import format_cost, sum_cost
 from swarmcore.tools import Tool
 
-if TYPE_CHECKING:
-    from swarmcore.swarm import Swarm
-
-__all__ = ["AgentEstimate", "DryRunReport", "dry_run"]
+__all__ = ["AgentEstimate", "DryRunReport", "PromptCounter", "rehearsal_of"]
 
 
-async def dry_run(
-    swarm: Swarm, task: str, variables: Mapping[str, object] | None, *, model: str
-) -> DryRunReport:
-    """Run ``swarm``'s flow on ``model`` (an offline one) and count what each agent sends.
+def rehearsal_of(flow: Flow, model: str) -> Flow:
+    """``flow`` with every agent on ``model`` (an offline one) and every tool a placeholder."""
+    return flow.map_agents(lambda node: _offline_copy(node, model))
 
-    Every tool is replaced by a placeholder; hooks, budgets and the store of
-    ``swarm`` are not used.
-    """
-    from swarmcore.llm import prompt_cost
-    from swarmcore.swarm import Swarm
 
-    rehearsal = swarm.flow.map_agents(lambda node: _offline_copy(node, model))
-    sent: dict[str, list[int]] = {}
+class PromptCounter:
+    """An event hook that counts each agent's model calls and the prompt tokens they send."""
 
-    def count(event: events.ModelCallFinished) -> None:
-        tokens = event.usage.prompt_tokens if event.usage else 0
-        # A loop's iterations (w#1, w#2) count towards their agent.
-        sent.setdefault(event.agent_name.partition("#")[0], []).append(tokens)
+    def __init__(self) -> None:
+        self._sent: dict[str, list[int]] = {}
 
-    offline = Swarm(
-        rehearsal,
-        context_mode=swarm.context_mode,
-        defaults=swarm.defaults,
-        approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
-    )
-    offline.add_hook(count, events.ModelCallFinished)  # pyright: ignore[reportArgumentType] -- filtered to that type
-    await offline.run(task, variables=variables)
-    estimates: list[AgentEstimate] = []
-    for node in swarm.flow.agents:
-        calls = sent.get(node.name, [])
-        real = node.model if isinstance(node, Agent) else model
-        estimates.append(
-            AgentEstimate(
-                agent_name=node.name,
-                model=real,
-                model_calls=len(calls),
-                prompt_tokens=sum(calls),
-                prompt_cost=prompt_cost(real, sum(calls)),
+    def __call__(self, event: events.Event) -> None:
+        """Count a finished model call; a loop's iterations (w#1, w#2) count to their agent."""
+        if isinstance(event, events.ModelCallFinished):
+            tokens = event.usage.prompt_tokens if event.usage else 0
+            self._sent.setdefault(event.agent_name.partition("#")[0], []).append(tokens)
+
+    def report(self, flow: Flow) -> DryRunReport:
+        """Per agent of ``flow`` (on its real model), in flow order: calls, tokens and cost."""
+        from swarmcore.llm import prompt_cost
+
+        estimates: list[AgentEstimate] = []
+        for node in flow.agents:
+            calls = self._sent.get(node.name, [])
+            model = node.model if isinstance(node, Agent) else ""
+            estimates.append(
+                AgentEstimate(
+                    agent_name=node.name,
+                    model=model,
+                    model_calls=len(calls),
+                    prompt_tokens=sum(calls),
+                    prompt_cost=prompt_cost(model, sum(calls)),
+                )
             )
-        )
-    return DryRunReport(agents=estimates)
+        return DryRunReport(agents=estimates)
 
 
 def _offline_copy(node: FlowNode, model: str) -> FlowNode:

@@ -361,11 +361,20 @@ class Swarm:
         Returns:
             Per agent, in flow order: model calls, prompt tokens and their cost.
         """
-        from swarmcore.dryrun import dry_run
+        from swarmcore.dryrun import PromptCounter, rehearsal_of
         from swarmcore.testing import offline_model
 
         _check_task(task)
-        return await dry_run(self, task, variables, model=offline_model())
+        rehearsal = Swarm(
+            rehearsal_of(self.flow, offline_model()),
+            context_mode=self.context_mode,
+            defaults=self.defaults,
+            approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
+        )
+        counter = PromptCounter()
+        rehearsal.add_hook(counter, events.ModelCallFinished)
+        await rehearsal.run(task, variables=variables)
+        return counter.report(self.flow)
 
     def _new_run(
         self,
