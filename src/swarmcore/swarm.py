@@ -22,6 +22,7 @@ from swarmcore.agent import (
     check_approvals,
     check_variables,
     needs_approval,
+    reachable,
     run_sync,
 )
 from swarmcore.context import SharedContext
@@ -116,6 +117,9 @@ class Swarm:
             positions={name: i for i, name in enumerate(flow.names)},
         )
         self._agents = agents
+        # What each run checks of its agents, worked out once: a flow never changes.
+        self._variables_used = frozenset(v for a in reachable(agents) for v in a.variables)
+        self._needs_approval = needs_approval(agents)
         self._hooks = [events.bind(h) for h in hooks]
         self._approve = approve
         self._store = None
@@ -387,8 +391,9 @@ class Swarm:
         """A fresh run, its input checked before any model call."""
         _check_task(task)
         values = normalize_variables(variables)
-        check_variables(self._agents, values)
-        if self._approve is None and needs_approval(self._agents):
+        if not self._variables_used <= values.keys():
+            check_variables(self._agents, values)
+        if self._approve is None and self._needs_approval:
             check_approvals(self._agents)
         options = _loop.RunOptions(
             defaults=self._setup.defaults, variables=values, approve=self._approve
