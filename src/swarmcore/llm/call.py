@@ -19,9 +19,10 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 from swarmcore import events
 from swarmcore.errors import ModelError
@@ -118,6 +119,7 @@ async def _with_retries(request: LLMRequest, model: str, tries: _Tries) -> LLMRe
     delay = policy.delay(1, first.retry_after)
     _report_retry(request.call, model, first, 1, delay)
     await asyncio.sleep(delay)
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # on a retry only
 
     def failure(state: RetryCallState) -> ModelError:
         error = state.outcome.exception() if state.outcome else None
