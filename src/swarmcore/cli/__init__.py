@@ -15,12 +15,11 @@ at once: heavy imports live inside the command functions.
 
 The modules: ``app`` (arguments and ``main``), ``targets`` (loading a flow),
 ``run`` (``run``, ``demo``), ``runs`` (``runs ...``), ``shape`` (reading a
-stored run's shape), ``graph`` (``graph`` and the text tree) and ``format``.
+stored run's shape), ``graph`` (``graph``) and ``format``.
 """
 
 from swarmcore.cli.app import main
 from swarmcore.cli.errors import CLIError
-from swarmcore.cli.graph import tree
 from swarmcore.cli.targets import load_target
 
-__all__ = ["CLIError", "load_target", "main", "tree"]
+__all__ = ["CLIError", "load_target", "main"]
