@@ -57,6 +57,7 @@ __all__ = [
     "RouteChosen",
     "RunFinished",
     "RunStarted",
+    "Span",
     "SpanIds",
     "StepFinished",
     "StepStarted",
@@ -168,14 +169,21 @@ class SpanIds(TypedDict):
     parent_id: int | None
 
 
-class span:
+def span(
+    start: Callable[..., Event],
+    finish: Callable[..., Event],
+    *,
+    bus: EventBus | None = None,
+    started: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Span:
     """One start/finish pair of events around a block: ``with events.span(...) as s:``.
 
     Publishes ``start(**fields, **started)`` on entry and ``finish(**fields,
     duration_seconds=..., error=..., **s.outcome)`` on exit, where ``outcome``
-    is what the block :meth:`set` (it overrides the defaults). Events emitted
-    inside the block nest under this span. With nobody listening it publishes
-    nothing and costs one context-variable read.
+    is what the block :meth:`Span.set` (it overrides the defaults). Events
+    emitted inside the block nest under this span. With nobody listening it
+    publishes nothing and costs one context-variable read.
 
     ```python
     with events.span(AgentStarted, AgentFinished, agent_name=name, model=model) as s:
@@ -191,46 +199,46 @@ class span:
         started: Fields only the start event takes.
         **fields: Fields both events take.
     """
+    parent: int | None = None
+    if bus is None:
+        scope = _scope.get()
+        if scope is None:
+            return _INERT  # nobody listens: one shared object that does nothing
+        bus, parent = scope.bus, scope.span_id
+    extra = started or {}
+    return Span(bus, parent, lambda ids: start(**ids, **fields, **extra), finish, fields)
+
+
+class Span:
+    """A span that publishes: see :func:`span`."""
 
     def __init__(
         self,
-        start: Callable[..., Event],
-        finish: Callable[..., Event],
-        *,
-        bus: EventBus | None = None,
-        started: dict[str, Any] | None = None,
-        **fields: Any,
+        bus: EventBus | None,
+        parent: int | None,
+        opened: Callable[[SpanIds], Event] | None = None,
+        finish: Callable[..., Event] | None = None,
+        fields: dict[str, Any] | None = None,
     ) -> None:
-        parent: int | None = None
-        if bus is None:
-            scope = _scope.get()
-            if scope is not None:
-                bus, parent = scope.bus, scope.span_id
-        self._bus = bus
-        self._token: contextvars.Token[_Scope | None] | None = None
+        self.bus = bus
         self.outcome: dict[str, Any] = {}
-        self.ids: SpanIds | None = None
-        if bus is None:
-            return
-        self.ids = {"run_id": bus.run_id, "span_id": new_span_id(), "parent_id": parent}
         self._finish = finish
-        self._fields = fields
+        self._fields = fields or {}
+        self._token: contextvars.Token[_Scope | None] | None = None
         self._started = time.perf_counter()
-        bus.publish(start(**self.ids, **fields, **(started or {})))
-
-    @property
-    def bus(self) -> EventBus | None:
-        """The bus this span publishes on; None when nobody listens."""
-        return self._bus
+        self.ids: SpanIds = {"run_id": "", "span_id": 0, "parent_id": parent}
+        if bus is not None and opened is not None:
+            self.ids = {"run_id": bus.run_id, "span_id": new_span_id(), "parent_id": parent}
+            bus.publish(opened(self.ids))
 
     def set(self, **outcome: Any) -> None:
         """Fields for the finish event (overriding its defaults)."""
-        if self._bus is not None:
+        if self.bus is not None:
             self.outcome.update(outcome)
 
-    def __enter__(self) -> span:
-        if self._bus is not None and self.ids is not None:
-            self._token = _scope.set(_Scope(self._bus, self.ids["span_id"]))
+    def __enter__(self) -> Span:
+        if self.bus is not None:
+            self._token = _scope.set(_Scope(self.bus, self.ids["span_id"]))
         return self
 
     def __exit__(
@@ -239,7 +247,7 @@ class span:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._bus is None or self.ids is None:
+        if self.bus is None or self._finish is None:
             return
         if self._token is not None:
             _scope.reset(self._token)
@@ -249,7 +257,11 @@ class span:
             "error": error,
             **self.outcome,
         }
-        self._bus.publish(self._finish(**self.ids, **finish))
+        self.bus.publish(self._finish(**self.ids, **finish))
+
+
+_INERT = Span(None, None)
+"""The span of a run nobody listens to: publishes nothing, holds nothing."""
 
 
 def listening() -> EventBus | None:
