@@ -8,7 +8,7 @@ earlier outputs is the context mode's business (:mod:`swarmcore.modes`).
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
 import os
 import uuid
@@ -26,7 +26,7 @@ from swarmcore.agent import (
     run_sync,
 )
 from swarmcore.context import SharedContext
-from swarmcore.engines import Budget, LocalEngine, Subscriber
+from swarmcore.engines import Budget, LocalEngine, Subscriber, stream_events
 from swarmcore.errors import UserError
 from swarmcore.events import Hook
 from swarmcore.flow import Flow, FlowNode, chain, shape_of
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from swarmcore.batch import MapProgress
     from swarmcore.dryrun import DryRunReport
     from swarmcore.events import Event
-    from swarmcore.store import RunStore
+    from swarmcore.store import RunRecord, RunStore
+    from swarmcore.structured import OutputSpec
 
 __all__ = ["ContextMode", "Swarm"]
 
@@ -263,14 +264,7 @@ class Swarm:
             record.settings.get("metadata"),
             run_id=record.run_id,
         )
-        run.resumed = True
-        run.stored_decisions = list(record.decisions)
-        positions = self._setup.positions
-        names = [r.agent_name for r in record.results]
-        run.context.place(iteration_ranks(self.flow, positions, names))
-        for result in record.results:
-            if result.agent_name.partition("#")[0] in positions:
-                run.finish(self._reparsed(result))
+        _restore(run, record, self._setup, self._agents)
         return await self._execute(run)
 
     async def map(
@@ -329,28 +323,10 @@ class Swarm:
             variables: Values for the ``{name}`` placeholders in instructions.
         """
         run = self._new_run(task, variables, None)
-        queue: asyncio.Queue[Event] = asyncio.Queue()
-        runner = asyncio.ensure_future(
-            self._execute(run, [(queue.put_nowait, ())], text_deltas=text)
-        )
-        try:
-            while True:
-                if queue.empty() and runner.done():
-                    break
-                getter = asyncio.ensure_future(queue.get())
-                await asyncio.wait({getter, runner}, return_when=asyncio.FIRST_COMPLETED)
-                if not getter.done():
-                    getter.cancel()
-                    continue
-                event = getter.result()
+        stream = stream_events(lambda hook: self._execute(run, [(hook, ())], text_deltas=text))
+        async with contextlib.aclosing(stream):  # leaving early cancels the run, here
+            async for event in stream:
                 yield event
-                if isinstance(event, events.RunFinished):
-                    break
-            await runner  # the result is in RunFinished; a failure is raised here
-        finally:
-            if not runner.done():
-                runner.cancel()
-                await asyncio.gather(runner, return_exceptions=True)
 
     async def dry_run(
         self, task: str, *, variables: Mapping[str, object] | None = None
@@ -431,16 +407,27 @@ class Swarm:
             self._setup, run, subscribers, limits=self._budget, text_deltas=text_deltas
         )
 
-    def _reparsed(self, result: AgentResult) -> AgentResult:
-        """A stored result whose ``parsed`` is the agent's output_type again, not plain JSON."""
-        agent = next((a for a in self._agents if a.name == result.agent_name), None)
-        spec = agent.output_spec if agent is not None else None
-        if spec is None or result.parsed is None:
-            return result
-        try:
-            return result.model_copy(update={"parsed": spec.adapter.validate_json(result.output)})
-        except ValueError:  # the type changed since: keep what was stored
-            return result
+
+def _restore(run: Run, record: RunRecord, setup: FlowSetup, agents: Sequence[Agent]) -> None:
+    """Put a stored run's results and decisions back into ``run``, to go on from there."""
+    run.resumed = True
+    run.stored_decisions = list(record.decisions)
+    names = [r.agent_name for r in record.results]
+    run.context.place(iteration_ranks(setup.flow, setup.positions, names))
+    specs = {a.name: a.output_spec for a in agents}
+    for result in record.results:
+        if result.agent_name.partition("#")[0] in setup.positions:
+            run.finish(_reparsed(result, specs.get(result.agent_name)))
+
+
+def _reparsed(result: AgentResult, spec: OutputSpec | None) -> AgentResult:
+    """A stored result whose ``parsed`` is the agent's output_type again, not plain JSON."""
+    if spec is None or result.parsed is None:
+        return result
+    try:
+        return result.model_copy(update={"parsed": spec.adapter.validate_json(result.output)})
+    except ValueError:  # the type changed since: keep what was stored
+        return result
 
 
 def _check_task(task: object) -> None:

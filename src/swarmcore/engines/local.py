@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from swarmcore.walk import AgentRunner, FlowSetup, Run, Walk, run_in_process
 if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
 
-__all__ = ["Budget", "LocalEngine", "Subscriber"]
+__all__ = ["Budget", "LocalEngine", "Subscriber", "stream_events"]
 
 Subscriber = tuple[Hook, tuple[type[events.Event], ...]]
 """An event consumer and the event types it wants (every type when empty)."""
@@ -109,3 +110,33 @@ class LocalEngine:
             return result
         finally:
             await bus.drain()
+
+
+async def stream_events(
+    start: Callable[[Hook], Awaitable[SwarmResult]],
+) -> AsyncGenerator[events.Event]:
+    """Run ``start(hook)`` and yield every event its hook receives, as it happens.
+
+    The last event is RunFinished; the run's failure, if any, is raised after it.
+    Stopping the iteration early cancels the run.
+    """
+    queue: asyncio.Queue[events.Event] = asyncio.Queue()
+    runner = asyncio.ensure_future(start(queue.put_nowait))
+    try:
+        while True:
+            if queue.empty() and runner.done():
+                break
+            getter = asyncio.ensure_future(queue.get())
+            await asyncio.wait({getter, runner}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                continue
+            event = getter.result()
+            yield event
+            if isinstance(event, events.RunFinished):
+                break
+        await runner  # the result is in RunFinished; a failure is raised here
+    finally:
+        if not runner.done():
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
