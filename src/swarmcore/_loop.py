@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from swarmcore import events, llm, prompt
 from swarmcore.context import parse_summary
@@ -423,7 +423,8 @@ class RunState:
             token_usage=sum_usage(usages),
             tool_calls=list(self.tool_records),
             llm_calls=list(self.llm_calls),
-            messages=self.messages,
+            # Kept as plain dicts: a provider's extra keys must survive the round trip.
+            messages=cast("list[dict[str, Any]]", self.messages),
             attempts=1,
             parsed=answer.parsed,
             delegations=delegations,

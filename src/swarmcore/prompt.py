@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from swarmcore.errors import UserError
 
@@ -151,4 +151,4 @@ def copy_history(owner: str, history: Sequence[Mapping[str, Any]] | None) -> lis
             f"Agent {owner!r}: history must be a list of messages (dicts with a 'role'), "
             "such as an earlier result's messages."
         )
-    return [copy.deepcopy(dict(m)) for m in history]
+    return [cast("Message", copy.deepcopy(dict(m))) for m in history]  # each has a role

@@ -8,14 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
 from swarmcore.models import TokenUsage
 from swarmcore.policies import RetryPolicy
 
 __all__ = ["CallSpec", "LLMReply", "LLMRequest", "Message", "ToolCall"]
 
-Message = dict[str, Any]
+
+class Message(TypedDict, total=False):
+    """One chat message in OpenAI's format, as LiteLLM takes and returns it."""
+
+    role: Required[Literal["system", "user", "assistant", "tool"]]
+    content: str | None
+    tool_calls: list[dict[str, Any]]
+    """An assistant's native tool calls."""
+    tool_call_id: str
+    """Which call a ``tool`` message answers."""
+    name: str
+
+
 """A chat message in OpenAI format, the wire format every LiteLLM provider accepts."""
 
 
