@@ -23,14 +23,13 @@ import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from swarmcore import events, llm, prompt
 from swarmcore.context import parse_summary
 from swarmcore.errors import (
     AgentError,
-    DelegationDepthExceeded,
     MaxTurnsExceeded,
     OutputValidationError,
     UserError,
@@ -42,7 +41,15 @@ from swarmcore.tools import Approver, Tool, run_tool_call, to_tools
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
 
-__all__ = ["Answer", "Rejected", "RunOptions", "ToolCalls", "delegate", "run_agent"]
+__all__ = [
+    "Answer",
+    "Rejected",
+    "RunOptions",
+    "ToolCalls",
+    "call_position",
+    "current_run",
+    "run_agent",
+]
 
 DEFAULTS = AgentDefaults()
 
@@ -361,8 +368,8 @@ class RunState:
         # Each call runs in a task of its own, so neither needs a reset. Set here, not
         # around the whole run: litellm's logging tasks copy the model call's context and
         # would keep the run alive until they finish.
-        _current_run.set(self)
-        _call_position.set(position)
+        current_run.set(self)
+        call_position.set(position)
         server: str | None = getattr(self.tools.get(call.name), "server", None)
         with events.span(
             events.ToolCallStarted,
@@ -464,51 +471,10 @@ def _native(protocol: str, model: str, feature: Literal["tools", "output"]) -> b
     return llm.supports(model, "response_schema") is True
 
 
-# --- delegation (agent.as_tool) ----------------------------------------------------------
+# --- what a delegate (agent.as_tool) reads of the run whose tool is calling it ---------
 
-
-class DelegateFailed(Exception):
-    """A delegate agent failed: reported to the calling model as a tool error."""
-
-
-_current_run: ContextVar[RunState | None] = ContextVar("swarmcore_agent_run", default=None)
+current_run: ContextVar[RunState | None] = ContextVar("swarmcore_agent_run", default=None)
 """The agent run whose tools are executing: how a delegate finds its caller."""
 
-_call_position: ContextVar[int] = ContextVar("swarmcore_tool_call_position", default=0)
+call_position: ContextVar[int] = ContextVar("swarmcore_tool_call_position", default=0)
 """The running tool call's place in its agent's run, so delegations keep call order."""
-
-
-async def delegate(agent: Agent, task: str, max_depth: int) -> str:
-    """Run ``agent`` on ``task`` for the agent run whose tool is calling it.
-
-    Raises:
-        DelegationDepthExceeded: The chain of delegations is deeper than ``max_depth``.
-        DelegateFailed: The delegate failed; its caller's model is told.
-    """
-    caller = _current_run.get()
-    chain = (*(caller.chain if caller else ()), agent.name)
-    if len(chain) - 1 > max_depth:
-        raise DelegationDepthExceeded(
-            f"Delegation too deep: {' -> '.join(chain)} is {len(chain) - 1} levels, past "
-            f"max_depth={max_depth} of {agent.name!r}.as_tool(); stop agents calling each other "
-            "in a loop, or raise max_depth.",
-            agent_name=caller.agent.name if caller else agent.name,
-            chain=list(chain),
-            max_depth=max_depth,
-        )
-    spent: list[AgentResult] = []  # a failed run's partial result lands here
-    options = RunOptions(chain=chain, spent=spent)
-    if caller is not None:
-        options = replace(caller.options, chain=chain, history=None, spent=spent)
-    position = _call_position.get()
-    try:
-        result = await run_agent(agent, task, options)
-    except (DelegationDepthExceeded, UserError):
-        raise
-    except AgentError as exc:  # the caller's model is told, and can try something else
-        if caller is not None and spent:  # what it spent before failing still counts
-            caller.delegations.append((position, spent[0]))
-        raise DelegateFailed(f"agent {agent.name!r} failed: {exc}") from exc
-    if caller is not None:
-        caller.delegations.append((position, result))
-    return result.output

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from swarmcore import _loop, prompt
 from swarmcore.context import SharedContext
-from swarmcore.errors import UserError
+from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
 from swarmcore.flow import FlowNode
 from swarmcore.models import AgentResult
 from swarmcore.policies import RetryPolicy
@@ -265,7 +265,7 @@ class Agent(FlowNode):
                 task: The whole task, with everything the agent needs to know: it sees
                     nothing else of this conversation.
             """
-            return await _loop.delegate(agent, task, max_depth)
+            return await _delegate(agent, task, max_depth)
 
         tool = function_tool(
             delegate,
@@ -346,6 +346,46 @@ class Agent(FlowNode):
         loop on a worker thread. Takes the same arguments as :meth:`run`.
         """
         return run_sync(lambda: self.run(task, **kwargs))
+
+
+class _DelegateFailed(Exception):
+    """A delegate agent failed: reported to the calling model as a tool error."""
+
+
+async def _delegate(agent: Agent, task: str, max_depth: int) -> str:
+    """Run ``agent`` on ``task`` for the agent run whose tool is calling it.
+
+    Raises:
+        DelegationDepthExceeded: The chain of delegations is deeper than ``max_depth``.
+        DelegateFailed: The delegate failed; its caller's model is told.
+    """
+    caller = _loop.current_run.get()
+    chain = (*(caller.chain if caller else ()), agent.name)
+    if len(chain) - 1 > max_depth:
+        raise DelegationDepthExceeded(
+            f"Delegation too deep: {' -> '.join(chain)} is {len(chain) - 1} levels, past "
+            f"max_depth={max_depth} of {agent.name!r}.as_tool(); stop agents calling each other "
+            "in a loop, or raise max_depth.",
+            agent_name=caller.agent.name if caller else agent.name,
+            chain=list(chain),
+            max_depth=max_depth,
+        )
+    spent: list[AgentResult] = []  # a failed run's partial result lands here
+    options = _loop.RunOptions(chain=chain, spent=spent)
+    if caller is not None:
+        options = replace(caller.options, chain=chain, history=None, spent=spent)
+    position = _loop.call_position.get()
+    try:
+        result = await _loop.run_agent(agent, task, options)
+    except (DelegationDepthExceeded, UserError):
+        raise
+    except AgentError as exc:  # the caller's model is told, and can try something else
+        if caller is not None and spent:  # what it spent before failing still counts
+            caller.delegations.append((position, spent[0]))
+        raise _DelegateFailed(f"agent {agent.name!r} failed: {exc}") from exc
+    if caller is not None:
+        caller.delegations.append((position, result))
+    return result.output
 
 
 def reachable(agents: Iterable[Agent]) -> list[Agent]:
