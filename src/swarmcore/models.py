@@ -47,6 +47,8 @@ class TokenUsage(BaseModel):
 
 def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
     """Add up token usage."""
+    if len(usages) == 1:  # frozen: shared, not copied (the common one-call agent run)
+        return usages[0]
     return TokenUsage(
         prompt_tokens=sum(u.prompt_tokens for u in usages),
         completion_tokens=sum(u.completion_tokens for u in usages),

@@ -169,6 +169,8 @@ class Walk:
         self.setup = setup
         self.run = run
         self.runner = runner
+        self._last_view: tuple[Position, SharedContext, Prepared] | None = None
+        """What agents at the last position seen see: a parallel group's members share it."""
 
     async def result(self) -> SwarmResult:
         """Walk the whole flow.
@@ -235,8 +237,7 @@ class Walk:
         run = self.run
         if agent.name in run.results:  # finished before a resume: kept, not paid for again
             return at.after(agent.name)
-        view = run.context.subset(at.seen)
-        prepared = self.setup.mode.prepare(view, at.previous)
+        view, prepared = self._view(at)
         attempt = 0
         while True:
             attempt += 1
@@ -261,6 +262,21 @@ class Walk:
             result = result.model_copy(update={"attempts": attempt})
         run.finish(result)
         return at.after(agent.name)
+
+    def _view(self, at: Position) -> tuple[SharedContext, Prepared]:
+        """The context an agent at ``at`` sees, and what the mode makes of it.
+
+        What the agents in ``at.seen`` left no longer changes, so the agents at
+        one position (the members of a parallel group, which start one after
+        another) share one view and hint instead of making N copies.
+        """
+        last = self._last_view
+        if last is not None and last[0] == at:
+            return last[1], last[2]
+        view = self.run.context.subset(at.seen)
+        prepared = self.setup.mode.prepare(view, at.previous)
+        self._last_view = (at, view, prepared)
+        return view, prepared
 
     async def _attempt(self, step: AgentStep) -> AgentResult:
         agent = step.agent

@@ -15,7 +15,6 @@ The backend (``Backend``) makes the attempt itself and classifies its failures.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -84,9 +83,7 @@ async def complete(request: LLMRequest) -> LLMReply:
             _report_fallback(call, model, fallback, tries.made, exc)
             continue
         # The whole call, every attempt and wait included, is what the agent's record shows.
-        reply = dataclasses.replace(
-            reply, duration_seconds=time.perf_counter() - start, attempts=made + tries.made
-        )
+        reply = reply.timed(time.perf_counter() - start, made + tries.made)
         meter = budget.current_meter()
         if meter is not None:
             meter.charge(reply.usage.total_tokens, reply.cost)

@@ -96,6 +96,19 @@ class LLMReply:
     attempts: int = 1
     """Attempts made across every model tried."""
 
+    def timed(self, duration_seconds: float, attempts: int) -> LLMReply:
+        """This reply with the whole call's duration and attempt count."""
+        return LLMReply(
+            self.text,
+            self.tool_calls,
+            self.usage,
+            self.cost,
+            self.finish_reason,
+            duration_seconds,
+            self.model,
+            attempts,
+        )
+
     def as_message(self) -> Message:
         """The reply as an assistant message to append to the conversation."""
         message: Message = {"role": "assistant", "content": self.text}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import re
@@ -81,9 +82,9 @@ class Tool:
                 f"got {self.timeout!r}."
             )
 
-    @property
+    @functools.cached_property
     def spec(self) -> dict[str, Any]:
-        """The tool in OpenAI's ``tools=`` format."""
+        """The tool in OpenAI's ``tools=`` format (made once; a bound copy shares it)."""
         return {
             "type": "function",
             "function": {
