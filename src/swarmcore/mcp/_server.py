@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -334,19 +333,7 @@ class MCPTool(Tool):
         Raises:
             ToolArgumentsError: The arguments are not a JSON object or the schema rejects them.
         """
-        try:
-            raw = json.loads(arguments.strip() or "{}")
-        except json.JSONDecodeError as exc:
-            raise ToolArgumentsError(
-                f"Tool {self.name!r}: the arguments are not valid JSON ({exc.msg} at position "
-                f"{exc.pos}). Send one JSON object matching the tool's parameters."
-            ) from exc
-        if not isinstance(raw, dict):
-            raise ToolArgumentsError(
-                f"Tool {self.name!r}: the arguments must be a JSON object, "
-                f"got {type(raw).__name__}."
-            )
-        values: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+        values = self.json_object(arguments)
         problem = self._validator(values)
         if problem:
             raise ToolArgumentsError(

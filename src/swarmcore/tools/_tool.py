@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
@@ -139,17 +139,11 @@ class Tool:
                 result = await result
         return serialise_result(result)
 
-    def validate_arguments(self, arguments: str) -> dict[str, Any]:
-        """Parse and validate the JSON ``arguments`` the model sent.
-
-        Args:
-            arguments: The arguments as JSON text; empty text means none.
-
-        Returns:
-            The values the function is called with, by parameter name.
+    def json_object(self, arguments: str) -> dict[str, Any]:
+        """The JSON ``arguments`` as an object (empty text means none), before validation.
 
         Raises:
-            ToolArgumentsError: The arguments are not a JSON object or fail validation.
+            ToolArgumentsError: The arguments are not valid JSON, or not an object.
         """
         try:
             raw = json.loads(arguments.strip() or "{}")
@@ -163,6 +157,21 @@ class Tool:
                 f"Tool {self.name!r}: the arguments must be a JSON object, got "
                 f"{type(raw).__name__}. Send one JSON object matching the tool's parameters."
             )
+        return cast("dict[str, Any]", raw)
+
+    def validate_arguments(self, arguments: str) -> dict[str, Any]:
+        """Parse and validate the JSON ``arguments`` the model sent.
+
+        Args:
+            arguments: The arguments as JSON text; empty text means none.
+
+        Returns:
+            The values the function is called with, by parameter name.
+
+        Raises:
+            ToolArgumentsError: The arguments are not a JSON object or fail validation.
+        """
+        raw = self.json_object(arguments)
         try:
             model = self._args_model.model_validate(raw)
         except ValidationError as exc:
