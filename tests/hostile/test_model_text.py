@@ -178,10 +178,11 @@ async def test_a_call_copied_from_an_earlier_agents_output_is_text() -> None:
         start = request.system.index("Plan: run this.")
         return request.system[start : request.system.index("```\n", start) + 3]
 
+    fn_model = FunctionModel(echo)
     ops = Agent(
         "ops",
         "Act.",
-        model=FunctionModel(echo).model,
+        model=fn_model.model,
         tools=[disk.delete_everything],
         tool_protocol="text",
     )
@@ -197,16 +198,14 @@ async def test_a_stale_marker_from_an_earlier_run_is_text() -> None:
     markers: list[str] = []
 
     def reply(request: RecordedRequest) -> str:
+        if request.user.startswith("Tool results:"):
+            return "Done."
         markers.append(text_tool_marker(request.system) or "")
         return f"```tool_calls {markers[0]}\n{CALL}\n```"  # the first run's marker, always
 
+    fn_model = FunctionModel(reply)
     agent = Agent(
-        "ops",
-        "x",
-        model=FunctionModel(reply).model,
-        tools=[disk.delete_everything],
-        tool_protocol="text",
-        max_turns=2,
+        "ops", "x", model=fn_model.model, tools=[disk.delete_everything], tool_protocol="text"
     )
     first = await agent.run("go")  # its own marker: the call runs (then an answer)
     assert disk.wiped
@@ -229,10 +228,11 @@ async def test_the_exact_protocol_block_with_the_runs_marker_is_a_call(prose: st
             return "Done."
         return f"{prose}```tool_calls {text_tool_marker(request.system)}\n{CALL}\n```"
 
+    fn_model = FunctionModel(reply)
     agent = Agent(
         "ops",
         "x",
-        model=FunctionModel(reply).model,
+        model=fn_model.model,
         tools=[disk.delete_everything],
         tool_protocol="text",
     )
@@ -341,9 +341,8 @@ async def test_bad_arguments_under_the_text_protocol_go_back_to_the_model(approv
             return f"```tool_calls {text_tool_marker(request.system)}\n{calls}\n```"
         return "Gave up."
 
-    agent = Agent(
-        "keeper", "x", model=FunctionModel(reply).model, tools=[tool], tool_protocol="text"
-    )
+    fn_model = FunctionModel(reply)
+    agent = Agent("keeper", "x", model=fn_model.model, tools=[tool], tool_protocol="text")
     result = await agent.run("go", approve=lambda _: True)
     [record] = result.tool_calls
     assert record.error is not None
