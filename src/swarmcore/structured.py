@@ -65,7 +65,7 @@ A longer one is rejected with feedback to the model (shorten the answer) instead
 of being searched; a plain text answer of any length is kept as it is.
 """
 
-OFF_LOOP_CHARS = 50_000
+OFF_LOOP_CHARS = 20_000
 """Answers longer than this are searched for JSON in a worker thread, so the
 agents running beside this one keep running meanwhile."""
 
