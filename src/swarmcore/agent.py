@@ -100,15 +100,17 @@ class Agent(FlowNode):
     """How model calls retry 429s, timeouts, connection errors and 5xx; an int is a
     number of retries. None: the Swarm's default (2 retries with jittered backoff)."""
     call_timeout: float | None = None
-    """Seconds for one model call attempt. None: the Swarm's default (120 s)."""
+    """Seconds for one model call attempt; ``math.inf`` for no limit. None: the Swarm's
+    default (120 s)."""
     timeout: float | None = None
-    """Seconds for the whole run (every turn and tool). None: the Swarm's default (no limit)."""
+    """Seconds for the whole run (every turn and tool); ``math.inf`` for no limit. None: the
+    Swarm's default (no limit)."""
     tool_timeout: float | None = None
-    """Seconds for one tool call (a Tool's own ``timeout`` wins). None: the Swarm's default
-    (120 s)."""
+    """Seconds for one tool call (a Tool's own ``timeout`` wins); ``math.inf`` for no limit.
+    None: the Swarm's default (120 s)."""
     max_tool_result_chars: int | None = None
-    """Tool results longer than this are cut, with a marker. None: the Swarm's default
-    (50,000)."""
+    """Tool results longer than this are cut, with a marker; ``math.inf`` keeps them whole.
+    None: the Swarm's default (50,000)."""
     max_parallel_tools: int | None = None
     """The most tool calls of one reply run at once. None: the Swarm's default (8)."""
     model_settings: Mapping[str, Any] = field(default_factory=dict[str, Any])

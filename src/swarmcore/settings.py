@@ -18,7 +18,8 @@ __all__ = ["SETTING_NAMES", "AgentDefaults", "check_settings"]
 class AgentDefaults:
     """Settings for agents that leave them unset (None): pass one to ``Swarm(defaults=...)``.
 
-    An Agent's own setting always wins. ``math.inf`` means no limit. A run's
+    An Agent's own setting always wins. For the timeouts and
+    ``max_tool_result_chars``, ``math.inf`` means no limit. A run's
     settings are the same type, with the agent's own values filled in
     (:meth:`resolve`).
 
@@ -32,7 +33,9 @@ class AgentDefaults:
         max_parallel_tools: The most tool calls of one reply run at once.
 
     Raises:
-        UserError: A setting that is not a positive number (or None where allowed).
+        UserError: A setting that is not a positive number (whole for counts and
+            sizes), ``math.inf`` where it means no limit, or None where allowed;
+            NaN, bools and ints beyond float range never are.
     """
 
     retry: RetryPolicy | int = field(default_factory=RetryPolicy)

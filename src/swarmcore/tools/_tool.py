@@ -66,7 +66,7 @@ class Tool:
     _positional: tuple[str, ...] = field(repr=False, default=())
     timeout: float | None = None
     """Seconds one call may take before it is stopped and reported to the model as an
-    error; None uses the agent's ``tool_timeout``."""
+    error; ``math.inf`` for no limit; None uses the agent's ``tool_timeout``."""
     requires_approval: bool = False
     """Ask the run's approval callback before every call (see :class:`Approval`)."""
     delegate: Any = field(default=None, repr=False)
