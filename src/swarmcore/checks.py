@@ -52,11 +52,12 @@ def check_number(
     if _usable(value, whole=whole, zero=zero, unlimited=unlimited):
         return
     choices = [_kind(whole=whole, zero=zero, unlimited=unlimited)]
-    if unlimited:
-        choices.append("math.inf for no limit")
-    if none is not None:
-        choices.append(f"None for {none}")
-    allowed = choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+    if unlimited and none == "no limit":
+        choices.append("math.inf or None for no limit")
+    else:
+        choices += ["math.inf for no limit"] if unlimited else []
+        choices += [f"None for {none}"] if none is not None else []
+    allowed = choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])}, or {choices[-1]}"
     prefix = f"{owner}: " if owner else ""
     raise UserError(f"{prefix}{name} must be {allowed}; got {_shown(value)}.{hint}")
 

@@ -37,7 +37,7 @@ from swarmcore.mcp import MCPServer
 from swarmcore.testing import MockOpenAIServer, Reply, ScriptedModel
 from swarmcore.tools import function_tool
 
-HUGE = 10**400  # an int beyond float range
+HUGE = 10**5000  # beyond float range, and beyond the 4,300 digits repr() will print
 
 
 def _agent(model: str, **settings: Any) -> Agent:
