@@ -1,0 +1,265 @@
+"""Hostile table: a credential echoed by a provider or an MCP server never leaves swarmcore.
+
+Each source below puts a key of its own shape where swarmcore passes it on (the
+environment LiteLLM reads, ``model_settings``, ``api_key=``, an MCP server's
+headers), and the far end echoes that key in its error, as careless providers
+do. One failing run per source is captured on every path text leaves by; each
+row of the table asserts that the key is absent from one path, so a regression
+fails by name (``gemini-key-in-env/traceback``...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from swarmcore import Agent, RetryPolicy, Swarm, SwarmError
+from swarmcore.cli import main
+from swarmcore.events import Event
+from swarmcore.mcp import MCPServer
+from swarmcore.store import SQLiteStore
+from swarmcore.testing import Fail, MockOpenAIServer, ScriptedModel
+from swarmcore.tracing import OpenTelemetryTracer
+
+FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
+MCP_HTTP_SERVER = Path(__file__).parents[1] / "integration" / "_mcp_http_server.py"
+
+GEMINI_KEY = "AIzaSyD3" + "q7Xk2LmN9pR4tV6wY8zA1bC3dE5fG7h"  # AIza + 35 characters
+AZURE_KEY = "3f9a1c0e7b2d48e6a5c1f0b9d8e7a6c5"  # 32 hex digits
+OPENAI_KEY = "sk-" + "Zx81QwErTy45UiOp09AsDfGh23JkLzXc"
+MCP_TOKEN = "mT0k3n.Rq7vW2xY9zB4nC6dF8gH1jK5"  # no known shape at all
+
+# The provider's error quotes the key it was sent: a 500 (retried, so logged) then a 400.
+ECHO = "Invalid request: the key {credential} may not use this deployment."
+ECHOING_PROVIDER = (
+    Fail(500, f"Upstream failed for {{credential}}. {ECHO}", echo_credential=True),
+    Fail(400, ECHO, echo_credential=True),
+)
+
+
+@dataclass
+class Captured:
+    """Every text one failing run let out, by path."""
+
+    secret: str
+    texts: dict[str, str] = field(default_factory=dict[str, str])
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the key comes from, and the agent that uses it."""
+
+    id: str
+    secret: str
+    build: Callable[[MockOpenAIServer, str], Agent]
+    env: dict[str, str] = field(default_factory=dict[str, str])
+    """Environment variables set for the run (LiteLLM reads the provider's)."""
+    reaches_provider: bool = True
+    """Whether the key is sent to the (echoing) model provider; else to the MCP server."""
+
+
+def _gemini_key_in_env(server: MockOpenAIServer, _: str) -> Agent:
+    # No api_key: LiteLLM takes the provider's key from OPENAI_API_KEY.
+    return Agent("writer", "Write.", model="openai/test-model", api_base=server.url, retry=FAST)
+
+
+def _azure_key_in_model_settings(server: MockOpenAIServer, _: str) -> Agent:
+    # Azure sends the key as an `api-key` header to {api_base}/openai/deployments/...
+    return Agent(
+        "writer",
+        "Write.",
+        model="azure/test-deployment",
+        api_base=server.url.removesuffix("/v1"),
+        model_settings={"api_key": AZURE_KEY, "api_version": "2024-06-01"},
+        retry=FAST,
+    )
+
+
+def _openai_key_argument(server: MockOpenAIServer, _: str) -> Agent:
+    return Agent(
+        "writer",
+        "Write.",
+        model="openai/test-model",
+        api_base=server.url,
+        api_key=OPENAI_KEY,
+        retry=FAST,
+    )
+
+
+def _mcp_header(_: MockOpenAIServer, mcp_url: str) -> Agent:
+    server = MCPServer.http(
+        mcp_url, headers={"Authorization": f"Bearer {MCP_TOKEN}"}, name="web", timeout=20
+    )
+    return Agent("writer", "Write.", model=ScriptedModel([]).model, tools=[server])
+
+
+SOURCES = {
+    s.id: s
+    for s in (
+        Source("gemini-key-in-env", GEMINI_KEY, _gemini_key_in_env, {"OPENAI_API_KEY": GEMINI_KEY}),
+        Source("azure-hex-key-in-model_settings", AZURE_KEY, _azure_key_in_model_settings),
+        Source("sk-key-as-api_key", OPENAI_KEY, _openai_key_argument),
+        Source("random-token-in-mcp-header", MCP_TOKEN, _mcp_header, reaches_provider=False),
+    )
+}
+
+PATHS = ("message", "traceback", "partial", "stream-events", "log-lines", "span", "store", "cli")
+TABLE = [pytest.param(s, p, id=f"{s}/{p}") for s in SOURCES for p in PATHS]
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """The error and every exception it holds as cause or context, printed or not."""
+    seen: list[BaseException] = []
+    todo: list[BaseException] = [error]
+    while todo:
+        exc = todo.pop()
+        if any(exc is s for s in seen):
+            continue
+        seen.append(exc)
+        yield exc
+        todo.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
+
+
+def _describe_error(error: BaseException) -> str:
+    parts = ["".join(traceback.format_exception(error))]
+    for exc in _chain(error):
+        parts += [str(exc), repr(exc), *map(repr, exc.args), repr(vars(exc))]
+    return "\n".join(parts)
+
+
+def _describe_event(event: Event) -> str:
+    parts = [repr(event)]
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, BaseException):
+            parts.append(_describe_error(value))
+    return "\n".join(parts)
+
+
+def _spans_text(exporter: InMemorySpanExporter) -> str:
+    parts: list[str] = []
+    for span in exporter.get_finished_spans():
+        parts += [span.name, str(span.status.description), repr(dict(span.attributes or {}))]
+        parts += [f"{e.name} {dict(e.attributes or {})!r}" for e in span.events]
+    return "\n".join(parts)
+
+
+def _store_text(path: Path) -> str:
+    with closing(sqlite3.connect(path)) as db:
+        return "\n".join(db.iterdump())
+
+
+async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
+    """Run the source's agent against an echoing far end and keep what came out on each path."""
+    captured = Captured(source.secret)
+    texts = captured.texts
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    db = tmp / "runs.db"
+    events: list[str] = []
+    saved = {name: os.environ.get(name) for name in source.env}
+    os.environ.update(source.env)
+    try:
+        with MockOpenAIServer(ECHOING_PROVIDER) as server:
+            agent = source.build(server, mcp_url)
+            swarm = Swarm(agent, hooks=[OpenTelemetryTracer(provider)], store=SQLiteStore(db))
+            with pytest.raises(SwarmError) as caught:
+                async for event in swarm.stream("Write a haiku."):
+                    events.append(_describe_event(event))
+            if source.reaches_provider:  # the key did reach the provider, which echoed it back
+                assert server.headers, f"the provider was never called: {caught.value}"
+                assert source.secret in " ".join(server.headers[0].values())
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    error = caught.value
+    texts["message"] = f"{error}\n{error!r}"
+    texts["traceback"] = _describe_error(error)
+    assert error.partial is not None
+    texts["partial"] = error.partial.model_dump_json()
+    texts["stream-events"] = "\n".join(events)
+    texts["log-lines"] = log.getvalue()
+    texts["span"] = _spans_text(exporter)
+    texts["store"] = _store_text(db)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        status = main(["runs", "show", "--store", str(db), error.partial.run_id])
+    texts["cli"] = out.getvalue()
+    assert status == 0, texts["cli"]
+    return captured
+
+
+@pytest.fixture(scope="module")
+def mcp_url() -> Iterator[str]:
+    """An MCP server over HTTP that quotes a rejected Authorization header in its error."""
+    process = subprocess.Popen(
+        [sys.executable, str(MCP_HTTP_SERVER), "the-right-token", "--echo-rejected"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.strip().isdigit(), f"the MCP server did not start (output {line!r})"
+        yield f"http://127.0.0.1:{int(line)}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def capture(
+    mcp_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], Awaitable[Captured]]:
+    """One failing run per source, made when a row first needs it and shared by its rows."""
+    done: dict[str, Captured] = {}
+
+    async def get(source_id: str) -> Captured:
+        if source_id not in done:
+            tmp = tmp_path_factory.mktemp(source_id)
+            done[source_id] = await _capture(SOURCES[source_id], mcp_url, tmp)
+        return done[source_id]
+
+    return get
+
+
+@pytest.mark.parametrize(("source", "path"), TABLE)
+async def test_an_echoed_key_never_leaves_swarmcore(
+    capture: Callable[[str], Awaitable[Captured]], source: str, path: str
+) -> None:
+    captured = await capture(source)
+    text = captured.texts[path]
+    assert text.strip(), f"nothing was captured on {path}"
+    assert captured.secret not in text, f"the key leaked on {path}:\n{text}"
+    assert captured.secret[-12:] not in text, f"part of the key leaked on {path}:\n{text}"
