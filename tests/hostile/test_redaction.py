@@ -175,6 +175,9 @@ async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
     log = io.StringIO()
     handler = logging.StreamHandler(log)
     handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    # swarmcore's records at every level, other libraries' from INFO: LiteLLM's own DEBUG
+    # log prints raw provider responses, which swarmcore does not write.
+    handler.addFilter(lambda r: r.name.startswith("swarmcore") or r.levelno >= logging.INFO)
     root = logging.getLogger()
     old_level = root.level
     root.addHandler(handler)
