@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -32,6 +31,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from swarmcore import Agent, RetryPolicy, Swarm, SwarmError
 from swarmcore.cli import main
 from swarmcore.events import Event
+from swarmcore.llm import redact
+from swarmcore.llm.redaction import is_secret_name, secret_values
 from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Fail, MockOpenAIServer, ScriptedModel
@@ -44,6 +45,7 @@ GEMINI_KEY = "AIzaSyD3" + "q7Xk2LmN9pR4tV6wY8zA1bC3dE5fG7h"  # AIza + 35 charact
 AZURE_KEY = "3f9a1c0e7b2d48e6a5c1f0b9d8e7a6c5"  # 32 hex digits
 OPENAI_KEY = "sk-" + "Zx81QwErTy45UiOp09AsDfGh23JkLzXc"
 MCP_TOKEN = "mT0k3n.Rq7vW2xY9zB4nC6dF8gH1jK5"  # no known shape at all
+HEADER_TOKEN = "hdr.9Kq2Lm7Np4RtVx0Wz"  # no known shape either
 
 # The provider's error quotes the key it was sent: a 500 (retried, so logged) then a 400.
 ECHO = "Invalid request: the key {credential} may not use this deployment."
@@ -102,6 +104,19 @@ def _openai_key_argument(server: MockOpenAIServer, _: str) -> Agent:
     )
 
 
+def _token_in_extra_headers(server: MockOpenAIServer, _: str) -> Agent:
+    # The header given to the (OpenAI-compatible) server replaces the one from api_key.
+    return Agent(
+        "writer",
+        "Write.",
+        model="openai/test-model",
+        api_base=server.url,
+        api_key="sk-test-local",
+        model_settings={"extra_headers": {"Authorization": f"Bearer {HEADER_TOKEN}"}},
+        retry=FAST,
+    )
+
+
 def _mcp_header(_: MockOpenAIServer, mcp_url: str) -> Agent:
     server = MCPServer.http(
         mcp_url, headers={"Authorization": f"Bearer {MCP_TOKEN}"}, name="web", timeout=20
@@ -115,6 +130,7 @@ SOURCES = {
         Source("gemini-key-in-env", GEMINI_KEY, _gemini_key_in_env, {"OPENAI_API_KEY": GEMINI_KEY}),
         Source("azure-hex-key-in-model_settings", AZURE_KEY, _azure_key_in_model_settings),
         Source("sk-key-as-api_key", OPENAI_KEY, _openai_key_argument),
+        Source("token-in-extra_headers", HEADER_TOKEN, _token_in_extra_headers),
         Source("random-token-in-mcp-header", MCP_TOKEN, _mcp_header, reaches_provider=False),
     )
 }
@@ -165,6 +181,11 @@ def _store_text(path: Path) -> str:
         return "\n".join(db.iterdump())
 
 
+async def _stream(swarm: Swarm, into: list[str]) -> None:
+    async for event in swarm.stream("Write a haiku."):
+        into.append(_describe_event(event))
+
+
 async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
     """Run the source's agent against an echoing far end and keep what came out on each path."""
     captured = Captured(source.secret)
@@ -191,8 +212,7 @@ async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
             agent = source.build(server, mcp_url)
             swarm = Swarm(agent, hooks=[OpenTelemetryTracer(provider)], store=SQLiteStore(db))
             with pytest.raises(SwarmError) as caught:
-                async for event in swarm.stream("Write a haiku."):
-                    events.append(_describe_event(event))
+                await _stream(swarm, events)
             if source.reaches_provider:  # the key did reach the provider, which echoed it back
                 assert server.headers, f"the provider was never called: {caught.value}"
                 assert source.secret in " ".join(server.headers[0].values())
@@ -266,3 +286,70 @@ async def test_an_echoed_key_never_leaves_swarmcore(
     assert text.strip(), f"nothing was captured on {path}"
     assert captured.secret not in text, f"the key leaked on {path}:\n{text}"
     assert captured.secret[-12:] not in text, f"part of the key leaked on {path}:\n{text}"
+
+
+# --- redact() itself: what is replaced, and what is left alone ---------------------------------
+
+REDACT_TABLE = [
+    pytest.param(f"bad key {AZURE_KEY}.", (AZURE_KEY,), "bad key ***.", id="hex-value"),
+    pytest.param(f"got {GEMINI_KEY}", (GEMINI_KEY,), "got ***", id="aiza-value"),
+    pytest.param(f"got {OPENAI_KEY}", (), "got sk-***", id="sk-shape-without-its-value"),
+    pytest.param("got sk-proj-****abcd", (), "got sk-***", id="masked-sk-shape"),
+    pytest.param("the token abc is short", ("abc",), "the token abc is short", id="short-kept"),
+    pytest.param("ab1234567 ab12345678", ("ab12345678",), "ab1234567 ***", id="min-length-8"),
+    pytest.param(
+        "Bearer tok-long-value-1 and tok-long-value-1",
+        ("Bearer tok-long-value-1", "tok-long-value-1"),
+        "*** and ***",
+        id="longest-first",
+    ),
+    pytest.param("nothing here", (None, ""), "nothing here", id="none-and-empty"),
+]
+
+
+@pytest.mark.parametrize(("text", "secrets", "expected"), REDACT_TABLE)
+def test_redact(text: str, secrets: tuple[str | None, ...], expected: str) -> None:
+    assert redact(text, *secrets) == expected
+
+
+NAME_TABLE = [
+    *(
+        pytest.param(name, True, id=name)
+        for name in (
+            "OPENAI_API_KEY",
+            "GEMINI_API_KEY",
+            "AZURE_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "HF_TOKEN",
+            "WATSONX_APIKEY",
+            "api_key",
+            "azure_ad_token",
+            "x-api-key",
+            "Authorization",
+        )
+    ),
+    *(
+        pytest.param(name, False, id=name)
+        for name in ("max_tokens", "PATH", "KEYBOARD_LAYOUT", "AZURE_API_BASE", "api_version")
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "secret"), NAME_TABLE)
+def test_which_names_hold_a_credential(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_secret_settings_are_found_at_any_depth_headers_whole() -> None:
+    settings = {
+        "api_key": AZURE_KEY,
+        "temperature": 0.2,
+        "api_version": "2024-06-01",
+        "extra_headers": {"Authorization": f"Bearer {HEADER_TOKEN}", "X-Team": "research-team"},
+        "vertex": {"vertex_credentials": GEMINI_KEY},
+    }
+    found = secret_values(api_key=OPENAI_KEY, settings=settings)
+    assert sorted(found) == sorted(
+        [OPENAI_KEY, AZURE_KEY, f"Bearer {HEADER_TOKEN}", HEADER_TOKEN, "research-team", GEMINI_KEY]
+    )
