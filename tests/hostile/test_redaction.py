@@ -35,7 +35,14 @@ from swarmcore.llm import redact
 from swarmcore.llm.redaction import is_secret_name, secret_values
 from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
-from swarmcore.testing import Fail, MockOpenAIServer, ScriptedModel
+from swarmcore.testing import (
+    Fail,
+    FunctionModel,
+    MockOpenAIServer,
+    RecordedRequest,
+    Reply,
+    ScriptedModel,
+)
 from swarmcore.tracing import OpenTelemetryTracer
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
@@ -46,6 +53,7 @@ AZURE_KEY = "3f9a1c0e7b2d48e6a5c1f0b9d8e7a6c5"  # 32 hex digits
 OPENAI_KEY = "sk-" + "Zx81QwErTy45UiOp09AsDfGh23JkLzXc"
 MCP_TOKEN = "mT0k3n.Rq7vW2xY9zB4nC6dF8gH1jK5"  # no known shape at all
 HEADER_TOKEN = "hdr.9Kq2Lm7Np4RtVx0Wz"  # no known shape either
+MCP_RIGHT_TOKEN = "rt.Lq3Wm8Xn2Yp6Zr9Tv"  # the one the MCP server accepts
 
 # The provider's error quotes the key it was sent: a 500 (retried, so logged) then a 400.
 ECHO = "Invalid request: the key {credential} may not use this deployment."
@@ -245,7 +253,7 @@ async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
 def mcp_url() -> Iterator[str]:
     """An MCP server over HTTP that quotes a rejected Authorization header in its error."""
     process = subprocess.Popen(
-        [sys.executable, str(MCP_HTTP_SERVER), "the-right-token", "--echo-rejected"],
+        [sys.executable, str(MCP_HTTP_SERVER), MCP_RIGHT_TOKEN, "--echo-rejected"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -353,3 +361,73 @@ def test_secret_settings_are_found_at_any_depth_headers_whole() -> None:
     assert sorted(found) == sorted(
         [OPENAI_KEY, AZURE_KEY, f"Bearer {HEADER_TOKEN}", HEADER_TOKEN, "research-team", GEMINI_KEY]
     )
+
+
+# --- an MCP tool's error quoting the header: it goes back to the model, redacted ----------------
+
+TOOL_PATHS = ("model-request", "result", "stream-events", "log-lines", "span", "store")
+
+
+async def _capture_tool_echo(mcp_url: str, tmp: Path) -> dict[str, str]:
+    server = MCPServer.http(
+        mcp_url, headers={"Authorization": f"Bearer {MCP_RIGHT_TOKEN}"}, name="web", timeout=20
+    )
+
+    def answer(request: RecordedRequest) -> Reply:
+        return Reply(text="done") if request.tool_results else Reply.tool("refuse")
+
+    model = FunctionModel(answer)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    db = tmp / "runs.db"
+    swarm = Swarm(
+        Agent("writer", "Write.", model=model.model, tools=[server]),
+        hooks=[OpenTelemetryTracer(provider)],
+        store=SQLiteStore(db),
+    )
+    events: list[str] = []
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    logger = logging.getLogger("swarmcore")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        await _stream(swarm, events)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    (record,) = [c for r in model.requests for c in r.tool_results]
+    assert "may not call this tool" in str(record), record  # the tool did fail, quoting
+    return {
+        "model-request": repr(model.requests[-1]),
+        "result": events[-1],
+        "stream-events": "\n".join(events),
+        "log-lines": log.getvalue(),
+        "span": _spans_text(exporter),
+        "store": _store_text(db),
+    }
+
+
+@pytest.fixture(scope="module")
+def tool_echo(
+    mcp_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[], Awaitable[dict[str, str]]]:
+    done: list[dict[str, str]] = []
+
+    async def get() -> dict[str, str]:
+        if not done:
+            done.append(await _capture_tool_echo(mcp_url, tmp_path_factory.mktemp("tool")))
+        return done[0]
+
+    return get
+
+
+@pytest.mark.parametrize("path", TOOL_PATHS)
+async def test_an_mcp_tool_error_quoting_its_header_is_redacted(
+    tool_echo: Callable[[], Awaitable[dict[str, str]]], path: str
+) -> None:
+    text = (await tool_echo())[path]
+    assert text.strip(), f"nothing was captured on {path}"
+    assert MCP_RIGHT_TOKEN not in text, f"the header leaked on {path}:\n{text}"

@@ -3,7 +3,8 @@
 It listens on a free port of 127.0.0.1 and prints that port as its first line
 of output. Every HTTP request must carry ``Authorization: Bearer TOKEN``
 (others get 401); the ``authorization`` tool returns the header it was called
-with, so a test can see what reached the server.
+with, so a test can see what reached the server, and the ``refuse`` tool fails
+with an error that quotes it.
 
 With ``--echo-rejected`` after the token, a request with a wrong token gets a
 JSON-RPC error that quotes the ``Authorization`` header it carried, as a
@@ -19,6 +20,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("web", log_level="ERROR")
 _seen: list[str] = []
@@ -34,6 +36,12 @@ def add(a: int, b: int) -> int:
 def authorization() -> str:
     """The Authorization header of the request that called this tool."""
     return _seen[-1] if _seen else "none"
+
+
+@server.tool(structured_output=False)
+def refuse() -> str:
+    """Always fails, quoting the Authorization header it was called with (as careless tools do)."""
+    raise ToolError(f"{_seen[-1] if _seen else 'no credential'} may not call this tool")
 
 
 class RequireBearer:
