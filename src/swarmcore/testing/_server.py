@@ -25,7 +25,9 @@ class MockOpenAIServer:
 
     It binds a free port on 127.0.0.1 and runs in a background thread. Replies
     can carry text and tool calls; a ``Fail`` answers with its HTTP status and
-    headers; a request with ``"stream": true`` gets server-sent events.
+    headers (and, with ``echo_credential=True``, quotes the key the request
+    carried in its message, as some providers do); a request with
+    ``"stream": true`` gets server-sent events.
 
     ```python
     with MockOpenAIServer([Reply(text="hi")]) as server:
