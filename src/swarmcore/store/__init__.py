@@ -16,10 +16,11 @@ from pathlib import Path
 
 from swarmcore.errors import UserError
 from swarmcore.store.base import RunRecord, RunStatus, RunStore, RunSummary
-from swarmcore.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from swarmcore.store.sqlite import SCHEMA_VERSION, RunListing, SQLiteStore
 
 __all__ = [
     "SCHEMA_VERSION",
+    "RunListing",
     "RunRecord",
     "RunStatus",
     "RunStore",
