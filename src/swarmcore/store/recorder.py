@@ -83,7 +83,7 @@ class Recorder:
             StoreError: A write of this run failed.
         """
         if self._failure is not None and self._on_error == "raise":
-            self._raise(None, None)
+            _raise(self._failure, None, None)
 
     def finish(self, result: SwarmResult | None, error: BaseException | None) -> None:
         """After the run: raise the kept failure over a result or another error (raise mode).
@@ -99,17 +99,7 @@ class Recorder:
         if self._failure is None or self._on_error != "raise" or isinstance(error, StoreError):
             return
         partial = result if result is not None else getattr(error, "partial", None)
-        self._raise(partial if isinstance(partial, SwarmResult) else None, error)
-
-    def _raise(self, partial: SwarmResult | None, error: BaseException | None) -> NoReturn:
-        failure = self._failure
-        assert failure is not None  # noqa: S101 -- callers check
-        message = str(failure)
-        if error is not None:
-            message += f" The run failed too: {type(error).__name__}: {error}"
-        fresh = StoreError(message, path=failure.path)  # one per raise: tracebacks stay apart
-        fresh.partial = partial
-        raise fresh from error or failure.__cause__
+        _raise(self._failure, partial if isinstance(partial, SwarmResult) else None, error)
 
     def _record(self, event: events.Event) -> None:
         store = self._store
@@ -192,13 +182,25 @@ class Recorder:
             )
 
 
+def _raise(
+    failure: StoreError, partial: SwarmResult | None, error: BaseException | None
+) -> NoReturn:
+    """Raise ``failure`` afresh (one per raise, so tracebacks stay apart), over ``error``."""
+    message = str(failure)
+    if error is not None:
+        message += f" The run failed too: {type(error).__name__}: {error}"
+    fresh = StoreError(message, path=failure.path)
+    fresh.partial = partial
+    raise fresh from error or failure.__cause__
+
+
 def _what(event: events.Event) -> str:
     """What a failed write was storing, for the error message."""
     match event:
         case events.RunStarted():
             return "the run's start"
         case events.AgentFinished():
-            return f"agent {event.agent_name!r}'s result"
+            return f"the result of agent {event.agent_name!r}"
         case events.RunFinished():
             return "the run's end"
         case _:
