@@ -416,10 +416,10 @@ def test_runs_list_skips_malformed_rows_and_reports_them(
 HUGE = "99999999999999999999"
 
 CLI_COUNTS = {
-    "list-limit-huge": (["runs", "list", "--limit", HUGE], "--limit must be a whole number"),
-    "list-limit-zero": (["runs", "list", "--limit", "0"], "--limit must be a whole number"),
-    "prune-keep-huge": (["runs", "prune", "--keep", HUGE], "--keep must be a whole number"),
-    "prune-keep-negative": (["runs", "prune", "--keep", "-1"], "--keep must be a whole number"),
+    "list-limit-huge": (["runs", "list", "--limit", HUGE], "--limit must be 1 or more"),
+    "list-limit-zero": (["runs", "list", "--limit", "0"], "--limit must be 1 or more"),
+    "prune-keep-huge": (["runs", "prune", "--keep", HUGE], "--keep must be 0 or more"),
+    "prune-keep-negative": (["runs", "prune", "--keep", "-1"], "--keep must be 0 or more"),
     "prune-older-than-nan": (["runs", "prune", "--older-than", "nan"], "--older-than must be"),
     "prune-older-than-inf": (["runs", "prune", "--older-than", "inf"], "--older-than must be"),
 }

@@ -28,7 +28,7 @@ _MAX_COUNT = 2**63 - 1
 def _count(option: str, value: int, least: int) -> int:
     """``value`` if it is a count SQLite can take, else a usage error naming ``option``."""
     if not least <= value <= _MAX_COUNT:
-        raise CLIError(f"{option} must be a whole number from {least} to {_MAX_COUNT}, got {value}")
+        raise CLIError(f"{option} must be {least} or more (and at most {_MAX_COUNT}), got {value}")
     return value
 
 
