@@ -7,6 +7,7 @@ expected, so a regression fails by name.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -357,10 +358,18 @@ def test_an_unusable_store_is_one_clear_store_error_from_the_api(
 ) -> None:
     path = case.build(tmp_path)
     before = path.read_bytes() if path.is_file() else None
-    with pytest.raises(StoreError, match=case.message) as caught:
+
+    def use() -> None:
+        """Open, list and show: the first that fails is the error."""
         store = SQLiteStore(path)
-        store.list_runs()
-        store.get_run("r1")
+        try:
+            store.list_runs()
+            store.get_run("r1")
+        finally:
+            store.close()
+
+    with pytest.raises(StoreError, match=case.message) as caught:
+        use()
     assert str(path) in str(caught.value)
     assert "\n" not in str(caught.value)
     if before == b"":
@@ -383,6 +392,7 @@ def test_an_unusable_store_is_one_line_and_exit_2_from_the_cli(
     assert out.err.startswith("swarmcore: error: ")
     assert out.err.count("\n") == 1  # one line, no traceback
     assert str(path) in out.err
+    assert re.search(case.message, out.err), out.err
     assert "stored in" not in out.err
 
 
