@@ -25,6 +25,7 @@ from swarmcore.agent import (
     reachable,
     run_sync,
 )
+from swarmcore.checks import check_number
 from swarmcore.context import SharedContext
 from swarmcore.engines import Budget, LocalEngine, Subscriber, stream_events
 from swarmcore.errors import SwarmError, UserError
@@ -113,8 +114,7 @@ class Swarm:
         agents = _check_agents(flow)
         if defaults is not None and not isinstance(defaults, AgentDefaults):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"defaults must be an AgentDefaults, got {type(defaults).__name__}.")
-        if isinstance(step_retries, bool) or not isinstance(step_retries, int) or step_retries < 0:
-            raise UserError(f"step_retries must be 0 or more, got {step_retries!r}.")
+        check_number("Swarm", "step_retries", step_retries, whole=True, zero=True)
         if store_errors not in ("raise", "warn"):
             raise UserError(f"store_errors must be 'raise' or 'warn', got {store_errors!r}.")
         if approve is not None and not callable(approve):

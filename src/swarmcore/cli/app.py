@@ -12,7 +12,7 @@ from swarmcore import __version__
 from swarmcore.cli.errors import CLIError
 from swarmcore.cli.format import one_line
 from swarmcore.cli.graph import command_graph
-from swarmcore.cli.run import command_demo, command_run
+from swarmcore.cli.run import budget_number, command_demo, command_run
 from swarmcore.cli.runs import (
     command_runs_list,
     command_runs_prune,
@@ -109,8 +109,16 @@ def _add_run_parser(commands: Any) -> None:
         action="store_true",
         help="count model calls and prompt tokens on the offline model; spend nothing",
     )
-    run.add_argument("--max-cost", type=float, help="stop before spending more than this (USD)")
-    run.add_argument("--max-tokens", type=int, help="stop before spending more tokens than this")
+    run.add_argument(
+        "--max-cost",
+        type=budget_number(whole=False),
+        help="stop before spending more than this (USD)",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=budget_number(whole=True),
+        help="stop before spending more tokens than this",
+    )
     run.add_argument(
         "--var",
         action="append",

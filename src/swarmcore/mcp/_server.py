@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
+from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 from swarmcore.mcp._connection import Connection, StreamableTransport
 from swarmcore.mcp._results import render_result, schema_validator
@@ -35,7 +36,10 @@ class MCPServer:
         predicate: Offer only tools for which ``predicate(name, description)`` is true.
         prefix: Prepended to every tool name (``files_`` -> ``files_read_file``),
             to avoid clashes with other tools.
-        timeout: Seconds to connect and list tools.
+        timeout: Seconds to connect and list tools; a positive finite number.
+
+    Raises:
+        UserError: An invalid name or ``timeout``.
     """
 
     def __init__(
@@ -51,6 +55,8 @@ class MCPServer:
         _origin: MCPServer | None = None,
     ) -> None:
         self.name = validate_name(name, "MCP server")
+        # No inf: a server that never answers is what this timeout is there to catch.
+        check_number(f"MCP server {self.name!r}", "timeout", timeout)
         self._origin = _origin
         self._target = target
         self._include = None if include is None else frozenset(include)
