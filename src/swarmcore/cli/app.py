@@ -19,7 +19,7 @@ from swarmcore.cli.runs import (
     command_runs_resume,
     command_runs_show,
 )
-from swarmcore.errors import SwarmError, UserError
+from swarmcore.errors import StoreError, SwarmError, UserError
 
 __all__ = ["build_parser", "main"]
 
@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (CLIError, UserError) as exc:
+    except (CLIError, UserError, StoreError) as exc:  # a store that cannot be opened or read
         print(f"swarmcore: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except SwarmError as exc:  # a failure outside a run (the runs report their own)
