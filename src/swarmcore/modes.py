@@ -84,7 +84,7 @@ class PullMode:
         """See :class:`Mode`."""
         if not len(view) and not view.failures():
             return Prepared()
-        framing = Framing()  # one nonce for the hint and the tools' results
+        framing = view.framing()  # one nonce for the hint and the tools' results
         reader = _Reader(view, framing)
         tools = (
             _schema("list_context").bind(reader.list),
@@ -103,7 +103,7 @@ class PushMode:
         """See :class:`Mode`."""
         if not len(view) and not view.failures():
             return Prepared()
-        framing = Framing()
+        framing = view.framing()
         summarised = _summarises(view, previous)
         reader = _Reader(view, framing)
         tools = (_schema("expand_context").bind(reader.read),) if summarised else ()
@@ -233,7 +233,7 @@ def pull_hint(view: SharedContext, previous: Sequence[str], framing: Framing | N
     with its size and a one-line summary (framed as that agent's words), and
     says how many more outputs ``list_context`` can show.
     """
-    frame = framing or Framing()
+    frame = framing or view.framing()
     entries = view.entries()
     shown = entries if len(entries) <= HINT_RECENT else _chosen(entries, previous)
     lines = [
