@@ -347,15 +347,18 @@ def search_entries(
 ) -> SearchReport:
     """Lines of ``entries`` matching ``pattern``, case-insensitive, in order; at most ``max_hits``.
 
-    The pattern may come from a model, so every stage is bounded. Text without
-    regex syntax is searched as text (linear). A regex longer than
-    ``SEARCH_MAX_PATTERN``, with repeat counts past ``SEARCH_MAX_EXPANSION``,
-    that fails to compile or nests too deeply, or whose matching outlasts
-    ``SEARCH_TIME_BUDGET``, is searched as plain text instead, and the report
-    says why. Matching releases the GIL, so a caller running this in a worker
-    thread keeps its event loop free.
+    The pattern may come from a model, so every stage is bounded. A query over
+    ``SEARCH_MAX_PATTERN`` characters, a regex with repeat counts past
+    ``SEARCH_MAX_EXPANSION``, one that fails to compile or nests too deeply,
+    or one whose matching outlasts ``SEARCH_TIME_BUDGET`` is searched as plain
+    text (linear in the text), and the report says why; text without regex
+    syntax is searched as text too, silently. Matching releases the GIL, so a
+    caller running this in a worker thread keeps its event loop free.
     """
     entries = list(entries)
+    if len(pattern) > SEARCH_MAX_PATTERN:
+        why = f"it is over {SEARCH_MAX_PATTERN} characters"
+        return SearchReport(_literal_search(entries, pattern, max_hits), why)
     if not _REGEX_SYNTAX.intersection(pattern):
         return SearchReport(_literal_search(entries, pattern, max_hits))
     matcher, why = _compile(pattern)
@@ -381,8 +384,6 @@ def _compile(pattern: str) -> tuple[Any, str | None]:
 
     Uses the ``regex`` module, whose matching takes a timeout and can release the GIL.
     """
-    if len(pattern) > SEARCH_MAX_PATTERN:
-        return None, f"it is over {SEARCH_MAX_PATTERN} characters"
     if len(pattern) * _repeat_product(pattern) > SEARCH_MAX_EXPANSION:
         return None, "its repeat counts are too large"
     import regex
