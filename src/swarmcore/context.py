@@ -175,6 +175,9 @@ class SharedContext:
     def __init__(self, order: Iterable[str] = ()) -> None:
         self._order: dict[str, tuple[int, ...]] = {name: (i,) for i, name in enumerate(order)}
         self._entries: dict[str, ContextEntry] = {}
+        # Each entry's digest, taken once when it is set: framing a view then costs
+        # O(entries), not a hash of every output again at every step of a long flow.
+        self._digests: dict[str, bytes] = {}
         self._failures: dict[str, str] = {}
         self._unsorted_entries = False
         self._unsorted_failures = False
@@ -195,6 +198,7 @@ class SharedContext:
         if not self._unsorted_entries and self._arrives_out_of_order(self._entries, key):
             self._unsorted_entries = True
         self._entries[key] = entry
+        self._digests[key] = _digest(key, value, entry.summary)
 
     def _arrives_out_of_order(self, items: dict[str, Any], key: str) -> bool:
         return (
@@ -273,6 +277,7 @@ class SharedContext:
         wanted = set(keys)
         view = SharedContext()
         view._order = self._order
+        view._digests = self._digests  # read only for the view's own keys
         view._entries = {k: e for k, e in self._ordered().items() if k in wanted}
         if self._failures:
             view._failures = {k: r for k, r in self._ordered_failures().items() if k in wanted}
@@ -306,13 +311,10 @@ class SharedContext:
     def framing(self) -> Framing:
         """Frames for rendering this context, their nonce a digest of every entry in it."""
         digest = hashlib.sha256()
-        for entry in self._ordered().values():
-            for part in (entry.name, entry.output, entry.summary):
-                digest.update(f"{len(part)}:".encode())  # length-prefixed: no two splits collide
-                digest.update(part.encode(errors="surrogatepass"))
+        for name in self._ordered():
+            digest.update(self._digests[name])
         for name, reason in self._ordered_failures().items():
-            digest.update(f"{len(name)}:{name}{len(reason)}:".encode(errors="surrogatepass"))
-            digest.update(reason.encode(errors="surrogatepass"))
+            digest.update(_digest(name, reason))
         return Framing(digest.hexdigest()[:16])
 
     def format_for_prompt(
@@ -340,6 +342,14 @@ class SharedContext:
             for name, reason in self._ordered_failures().items()
         ]
         return "\n\n".join(sections)
+
+
+def _digest(*parts: str) -> bytes:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(f"{len(part)}:".encode())  # length-prefixed: no two splits collide
+        digest.update(part.encode(errors="surrogatepass"))
+    return digest.digest()
 
 
 def search_entries(
