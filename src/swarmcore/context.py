@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from swarmcore.errors import UserError
+
 __all__ = [
     "ContextEntry",
     "Framing",
@@ -52,6 +54,7 @@ seconds of CPU; such a query is searched as plain text instead.
 _SEARCH_MAX_LINE = 300
 _REGEX_SYNTAX = frozenset(".^$*+?{}[]\\|()")
 _REPEAT_COUNT = re.compile(r"(?<!\\)\{(\d*)(?:,(\d*))?\}")
+_NONCE = re.compile(r"[0-9a-f]{16,}")
 _V = TypeVar("_V")
 
 
@@ -95,12 +98,19 @@ class Framing:
     itself, and the same context renders the same prompt (replays match).
 
     Args:
-        nonce: The id to frame with: hex digits, at least 16 of them.
+        nonce: The id to frame with: at least 16 lowercase hex digits.
+
+    Raises:
+        UserError: ``nonce`` is shorter or not hex (escaping it would garble text).
     """
 
     __slots__ = ("nonce",)
 
     def __init__(self, nonce: str) -> None:
+        if not _NONCE.fullmatch(nonce):
+            raise UserError(
+                f"Framing nonce must be 16 or more lowercase hex digits, got {nonce!r}."
+            )
         self.nonce = nonce
 
     def legend(self) -> str:

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from swarmcore import Agent, SharedContext, Swarm, parallel
+from swarmcore import Agent, SharedContext, Swarm, UserError, parallel
 from swarmcore.context import (
     SEARCH_MAX_PATTERN,
     Framing,
@@ -153,6 +153,8 @@ async def test_an_output_that_holds_the_nonce_cannot_close_its_frame() -> None:
     same = SharedContext()
     same.set("writer", forged)
     assert same.framing().nonce == same.framing().nonce  # the same context, the same prompt
+    with pytest.raises(UserError, match="16 or more lowercase hex digits, got 'a'"):
+        Framing("a")
     other = SharedContext()
     other.set("writer", forged + ".")
     assert other.framing().nonce != same.framing().nonce
