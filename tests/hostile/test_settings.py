@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from swarmcore import (
 )
 from swarmcore.cli import main
 from swarmcore.mcp import MCPServer
+from swarmcore.store import SQLiteStore
 from swarmcore.testing import MockOpenAIServer, Reply, ScriptedModel
 from swarmcore.tools import function_tool
 
@@ -178,6 +180,18 @@ SETTINGS: dict[str, tuple[Build, str, bool, bool]] = {
         "max_iterations",
         False,
         True,
+    ),
+    "SQLiteStore.keep_last": (
+        lambda v, m: SQLiteStore(Path(tempfile.mkdtemp()) / "runs.db", keep_last=v),
+        "keep_last",
+        False,
+        True,
+    ),
+    "SQLiteStore.keep_days": (
+        lambda v, m: SQLiteStore(Path(tempfile.mkdtemp()) / "runs.db", keep_days=v),
+        "keep_days",
+        False,
+        False,
     ),
     "plan.max_attempts": (
         lambda v, m: plan(_agent(m), [_b(m)], max_attempts=v),

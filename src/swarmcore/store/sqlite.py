@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from swarmcore.checks import check_number
 from swarmcore.errors import StoreError, UserError
 from swarmcore.models import AgentFailure, AgentResult, Decision
 from swarmcore.store._location import check_location
@@ -109,6 +110,10 @@ class SQLiteStore:
         keep_last: int | None = None,
         keep_days: float | None = None,
     ) -> None:
+        check_number(
+            "SQLiteStore", "keep_last", keep_last, whole=True, zero=True, none="keep every run"
+        )
+        check_number("SQLiteStore", "keep_days", keep_days, zero=True, none="keep every run")
         self.path = Path(path)
         self.keep_last = keep_last
         self.keep_days = keep_days
@@ -242,6 +247,8 @@ class SQLiteStore:
         Returns:
             How many runs were deleted.
         """
+        check_number("prune", "keep_last", keep_last, whole=True, zero=True, none="no count limit")
+        check_number("prune", "older_than", older_than, zero=True, none="no age limit")
         deleted = 0
         with self._write() as db:
             if older_than is not None:
