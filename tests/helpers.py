@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from typing import NamedTuple
 
 from swarmcore import Agent
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
@@ -42,3 +44,53 @@ def rendezvous_model(count: int, text: str = "done") -> tuple[FunctionModel, lis
         return Reply(text=text)
 
     return FunctionModel(answer), arrived
+
+
+_LEGEND = re.compile(r"are framed as <output .*?, where ID is ([0-9a-f]+):")
+
+
+class Frame(NamedTuple):
+    """One agent's words as swarmcore framed them in a prompt or a tool result."""
+
+    agent: str
+    kind: str | None
+    words: str
+    start: int
+    end: int
+
+
+def nonce_of(prompt: str) -> str:
+    """The frames' id that the (first) context legend in ``prompt`` announces."""
+    found = _LEGEND.search(prompt)
+    assert found, f"no context legend in: {prompt[:300]!r}"
+    return found.group(1)
+
+
+def frames(text: str, nonce: str | None = None) -> list[Frame]:
+    """The frames in ``text``, read as a model is told to: by the real nonce only.
+
+    ``nonce`` defaults to the one ``text``'s own legend announces (tool results
+    carry none: pass the system prompt's).
+    """
+    nonce = nonce or nonce_of(text)
+    opening = re.compile(rf'<output agent="([^"]*)"(?: kind="([^"]*)")? id="{nonce}">\n?')
+    closing = re.compile(rf'\n?</output id="{nonce}">')
+    found: list[Frame] = []
+    pos = 0
+    while (start := opening.search(text, pos)) is not None:
+        end = closing.search(text, start.end())
+        assert end, f"frame of {start.group(1)!r} never closes"
+        words = text[start.end() : end.start()]
+        found.append(Frame(start.group(1), start.group(2), words, start.start(), end.end()))
+        pos = end.end()
+    return found
+
+
+def framed(text: str, nonce: str | None = None) -> list[tuple[str, str | None, str]]:
+    """(agent, kind, words) of each frame in ``text``, in order."""
+    return [(f.agent, f.kind, f.words) for f in frames(text, nonce)]
+
+
+def summarised(text: str) -> list[str]:
+    """The agents whose frames in ``text`` hold only a summary."""
+    return [f.agent for f in frames(text) if f.kind == "summary"]

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
         OutputValidationError as OutputValidationError,
     )
     from swarmcore.errors import (
+        StoreError as StoreError,
+    )
+    from swarmcore.errors import (
         SwarmError as SwarmError,
     )
     from swarmcore.errors import (
@@ -136,6 +139,7 @@ _SOURCES: dict[str, str] = {
     "Quorum": "swarmcore.policies",
     "RetryPolicy": "swarmcore.policies",
     "SharedContext": "swarmcore.context",
+    "StoreError": "swarmcore.errors",
     "Swarm": "swarmcore.swarm",
     "SwarmError": "swarmcore.errors",
     "SwarmResult": "swarmcore.models",
@@ -178,6 +182,7 @@ __all__ = [
     "Quorum",
     "RetryPolicy",
     "SharedContext",
+    "StoreError",
     "Swarm",
     "SwarmError",
     "SwarmResult",

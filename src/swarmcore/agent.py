@@ -15,13 +15,14 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from swarmcore import _loop, prompt
+from swarmcore.checks import check_number
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
 from swarmcore.flow import FlowNode
 from swarmcore.models import AgentResult
 from swarmcore.policies import RetryPolicy
 from swarmcore.prompt import SUMMARY_INSTRUCTION, normalize_variables, placeholders
-from swarmcore.settings import AgentDefaults, check_positive
+from swarmcore.settings import AgentDefaults, check_settings
 from swarmcore.tools import Approver, Tool, Toolset, function_tool, to_tools, validate_name
 
 if TYPE_CHECKING:
@@ -99,15 +100,17 @@ class Agent(FlowNode):
     """How model calls retry 429s, timeouts, connection errors and 5xx; an int is a
     number of retries. None: the Swarm's default (2 retries with jittered backoff)."""
     call_timeout: float | None = None
-    """Seconds for one model call attempt. None: the Swarm's default (120 s)."""
+    """Seconds for one model call attempt; ``math.inf`` for no limit. None: the Swarm's
+    default (120 s)."""
     timeout: float | None = None
-    """Seconds for the whole run (every turn and tool). None: the Swarm's default (no limit)."""
+    """Seconds for the whole run (every turn and tool); ``math.inf`` for no limit. None: the
+    Swarm's default (no limit)."""
     tool_timeout: float | None = None
-    """Seconds for one tool call (a Tool's own ``timeout`` wins). None: the Swarm's default
-    (120 s)."""
+    """Seconds for one tool call (a Tool's own ``timeout`` wins); ``math.inf`` for no limit.
+    None: the Swarm's default (120 s)."""
     max_tool_result_chars: int | None = None
-    """Tool results longer than this are cut, with a marker. None: the Swarm's default
-    (50,000)."""
+    """Tool results longer than this are cut, with a marker; ``math.inf`` keeps them whole.
+    None: the Swarm's default (50,000)."""
     max_parallel_tools: int | None = None
     """The most tool calls of one reply run at once. None: the Swarm's default (8)."""
     model_settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
@@ -133,10 +136,10 @@ class Agent(FlowNode):
                 f"{DEFAULT_MODEL!r}, got {self.model!r}."
             )
         owner = f"Agent {self.name!r}"
-        check_positive(owner, "max_turns", self.max_turns, True, optional=False)
-        for setting in ("timeout", "call_timeout", "tool_timeout", "max_tool_result_chars"):
-            check_positive(owner, setting, getattr(self, setting))
-        check_positive(owner, "max_parallel_tools", self.max_parallel_tools, True)
+        check_number(owner, "max_turns", self.max_turns, whole=True)
+        default = "the Swarm's default"
+        check_settings(owner, self, none=default)
+        check_number(owner, "max_parallel_tools", self.max_parallel_tools, whole=True, none=default)
         if self.retry is not None:
             object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
         if isinstance(self.fallback_models, str) or not all(
@@ -167,14 +170,7 @@ class Agent(FlowNode):
                     f"{owner}: {setting} must be 'auto', 'native' or 'text', "
                     f"got {getattr(self, setting)!r}."
                 )
-        if isinstance(self.output_retries, bool) or not isinstance(self.output_retries, int):
-            raise UserError(
-                f"{owner}: output_retries must be 0 or more, got {self.output_retries!r}."
-            )
-        if self.output_retries < 0:
-            raise UserError(
-                f"{owner}: output_retries must be 0 or more, got {self.output_retries!r}."
-            )
+        check_number(owner, "output_retries", self.output_retries, whole=True, zero=True)
         validators = self.output_validators
         if callable(validators) or not all(callable(v) for v in validators):
             raise UserError(
@@ -255,7 +251,7 @@ class Agent(FlowNode):
         Raises:
             UserError: An invalid name or ``max_depth``.
         """
-        check_positive(f"Agent {self.name!r}", "max_depth", max_depth, True, optional=False)
+        check_number(f"Agent {self.name!r}", "max_depth", max_depth, whole=True)
         agent = self
 
         async def delegate(task: str) -> str:

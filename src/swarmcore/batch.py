@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from swarmcore.agent import normalize_variables
+from swarmcore.checks import check_number
 from swarmcore.errors import SwarmError, UserError, first_error
 
 if TYPE_CHECKING:
@@ -235,11 +236,8 @@ class _Batch:
 
 
 def _check_concurrency(concurrency: object) -> None:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise UserError(
-            "concurrency must be a whole number of 1 or more (the most runs in flight at "
-            f"once), got {concurrency!r}."
-        )
+    hint = " It is the most runs in flight at once."
+    check_number("map()", "concurrency", concurrency, whole=True, hint=hint)
 
 
 def _materialize(tasks: Iterable[str]) -> list[str]:

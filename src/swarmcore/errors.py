@@ -9,7 +9,8 @@ SwarmError                 base of everything swarmcore raises; .partial: finish
 │   ├── OutputValidationError  the answer failed output_type/validators on every try; .last_output
 │   └── DelegationDepthExceeded  agents called agents deeper than the limit; .chain
 ├── GroupError             a parallel group's failure policy was not met; .failures
-└── BudgetExceeded         the run's max_cost / max_tokens was spent; .spent_cost, .spent_tokens
+├── BudgetExceeded         the run's max_cost / max_tokens was spent; .spent_cost, .spent_tokens
+└── StoreError             the run store could not be opened, read or written; .path
 ```
 
 Every message says what happened, the offending value, and what to do next.
@@ -31,6 +32,7 @@ __all__ = [
     "MaxTurnsExceeded",
     "ModelError",
     "OutputValidationError",
+    "StoreError",
     "SwarmError",
     "UserError",
 ]
@@ -188,6 +190,23 @@ class BudgetExceeded(SwarmError):
         self.spent_tokens = spent_tokens
         self.max_cost = max_cost
         self.max_tokens = max_tokens
+
+
+class StoreError(SwarmError):
+    """The run store could not be opened, read or written.
+
+    Raised when a store file cannot be used (a folder, an unwritable place, an
+    empty or damaged file, a damaged row), and when a write fails during a run:
+    then the run stops before its next agent starts, and ``partial`` holds every
+    result that finished, in memory, including any the store could not record.
+
+    Attributes:
+        path: The store's file (for other backends, the store's repr), when known.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

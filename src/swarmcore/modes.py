@@ -12,16 +12,28 @@ they need nothing from the agent run that calls them.
   neither.
 - **push**: the previous step in full and earlier steps as summaries in the
   prompt, plus ``expand_context`` when anything is summarised.
+
+Wherever an agent's words appear (the hint, the pushed context, what the tools
+return), they are framed by one :class:`~swarmcore.context.Framing` per
+prepared view, so no output can pass itself off as another agent's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from swarmcore.context import SEARCH_MAX_HITS, ContextEntry, SharedContext, shorten
+from swarmcore.context import (
+    SEARCH_MAX_HITS,
+    ContextEntry,
+    Framing,
+    SharedContext,
+    search_entries,
+    shorten,
+)
 from swarmcore.errors import UserError
 from swarmcore.tools import Tool, function_tool
 
@@ -72,13 +84,14 @@ class PullMode:
         """See :class:`Mode`."""
         if not len(view) and not view.failures():
             return Prepared()
-        reader = _Reader(view)
+        framing = view.framing()  # one nonce for the hint and the tools' results
+        reader = _Reader(view, framing)
         tools = (
             _schema("list_context").bind(reader.list),
             _schema("get_context").bind(reader.read),
             _schema("search_context").bind(reader.search),
         )
-        return Prepared(pull_hint(view, previous), tools)
+        return Prepared(pull_hint(view, previous, framing), tools)
 
 
 class PushMode:
@@ -90,9 +103,11 @@ class PushMode:
         """See :class:`Mode`."""
         if not len(view) and not view.failures():
             return Prepared()
+        framing = view.framing()
         summarised = _summarises(view, previous)
-        tools = (_schema("expand_context").bind(_Reader(view).read),) if summarised else ()
-        return Prepared(push_hint(view, previous), tools)
+        reader = _Reader(view, framing)
+        tools = (_schema("expand_context").bind(reader.read),) if summarised else ()
+        return Prepared(push_hint(view, previous, framing), tools)
 
 
 _MODES: dict[str, Mode] = {"pull": PullMode(), "push": PushMode()}
@@ -131,7 +146,8 @@ def _search_context(query: str) -> str:
     """Find lines in earlier agents' outputs that match a regular expression or plain text.
 
     Args:
-        query: A regular expression or plain text; matching ignores case.
+        query: A regular expression or plain text (at most 500 characters as a
+            regex; longer is searched as text); matching ignores case.
     """
     raise NotImplementedError
 
@@ -162,77 +178,85 @@ def _schema(name: str) -> Tool:
 class _Reader:
     """What the context tools of one step do, over the view that step sees."""
 
-    def __init__(self, view: SharedContext) -> None:
+    def __init__(self, view: SharedContext, framing: Framing) -> None:
         self._view = view
+        self._frame = framing
 
-    # Async: they only read memory, so they need no worker thread (sync tools get one).
+    # Async: list and read only touch memory, so they need no worker thread.
     async def list(self) -> str:
         view = self._view
         lines = [f"{len(view)} earlier outputs, in flow order:"]
-        lines += [
-            f"- {e.name} ({len(e.output):,} chars): {shorten(e.summary, HINT_SUMMARY_CHARS)}"
-            for e in view.entries()
-        ]
-        return "\n".join(lines + _failure_lines(view))
+        lines += [_listed(e, self._frame) for e in view.entries()]
+        return "\n".join(lines + _failure_lines(view, self._frame))
 
     async def read(self, agent_name: str) -> str:
         view = self._view
         output = view.get(agent_name)
         reason = view.failures().get(agent_name)
         if output is None and reason is not None:
-            raise LookupError(f"Agent {agent_name!r} failed and left no output: {reason}")
+            framed = self._frame.inline(agent_name, shorten(reason, 500), "failed")
+            raise LookupError(f"Agent {agent_name!r} failed and left no output: {framed}")
         if output is None:
             available = ", ".join(view.keys()) or "none yet"
             raise LookupError(
                 f"No output from {agent_name!r} in the shared context. Available: {available}."
             )
-        return output
+        return self._frame.block(agent_name, output)
 
     async def search(self, query: str) -> str:
         view = self._view
-        hits = view.search(query)
-        if not hits:
-            return f"No lines match {query!r} in: {', '.join(view.keys())}."
-        lines = [f"{h.name}:{h.line_number}: {h.line}" for h in hits]
-        if len(hits) >= SEARCH_MAX_HITS:
-            lines.append(f"(first {SEARCH_MAX_HITS} matches shown; narrow the query for more)")
-        return "\n".join(lines)
+        # A worker thread: the regex releases the GIL while it matches, so a hard
+        # pattern never stalls the other agents; search_entries bounds the work itself.
+        report = await asyncio.to_thread(search_entries, view.entries(), query)
+        how = (
+            f" (searched as plain text: {report.literal_because})" if report.literal_because else ""
+        )
+        if not report.hits:
+            return f"No lines match {shorten(query, 80)!r}{how} in: {', '.join(view.keys())}."
+        by_agent: dict[str, list[str]] = {}
+        for hit in report.hits:
+            by_agent.setdefault(hit.name, []).append(f"line {hit.line_number}: {hit.line}")
+        parts = [f"Lines matching {shorten(query, 80)!r}{how}:"]
+        parts += [self._frame.block(name, "\n".join(lines)) for name, lines in by_agent.items()]
+        if len(report.hits) >= SEARCH_MAX_HITS:
+            parts.append(f"(first {SEARCH_MAX_HITS} matches shown; narrow the query for more)")
+        return "\n".join(parts)
 
 
 # --- the hints -------------------------------------------------------------------------
 
 
-def pull_hint(view: SharedContext, previous: Sequence[str]) -> str:
+def pull_hint(view: SharedContext, previous: Sequence[str], framing: Framing | None = None) -> str:
     """The pull-mode system-prompt hint: bounded, whatever the length of the flow.
 
     It names the previous step's agents and the few most recent others, each
-    with its size and a one-line summary, and says how many more outputs
-    ``list_context`` can show.
+    with its size and a one-line summary (framed as that agent's words), and
+    says how many more outputs ``list_context`` can show.
     """
+    frame = framing or view.framing()
     entries = view.entries()
     shown = entries if len(entries) <= HINT_RECENT else _chosen(entries, previous)
     lines = [
         "## Shared context",
         "Earlier agents' outputs are not in this prompt. Read them with the tools "
         "list_context(), get_context(agent_name) and search_context(query).",
+        frame.legend(),
         "Most recent:" if len(shown) < len(entries) else "Available:",
     ]
-    for entry in shown:
-        summary = shorten(entry.summary, HINT_SUMMARY_CHARS)
-        lines.append(f"- {entry.name} ({len(entry.output):,} chars): {summary}")
+    lines += [_listed(entry, frame) for entry in shown]
     hidden = len(entries) - len(shown)
     if hidden:
         lines.append(f"{hidden} earlier outputs are not listed here; list_context() shows them.")
-    return "\n".join(lines + _failure_lines(view))
+    return "\n".join(lines + _failure_lines(view, frame))
 
 
-def push_hint(view: SharedContext, previous: Sequence[str]) -> str:
+def push_hint(view: SharedContext, previous: Sequence[str], framing: Framing | None = None) -> str:
     """The push-mode context: the previous step in full, earlier steps as summaries."""
-    text = view.format_for_prompt(expand=previous)
+    text = view.format_for_prompt(expand=previous, framing=framing)
     note = ""
     if _summarises(view, previous):  # failures are shown whole already
         note = (
-            "\n\nEntries marked (summary) are shortened; "
+            '\n\nFrames marked kind="summary" are shortened; '
             "expand_context(agent_name) reads one in full."
         )
     return f"# Context from earlier agents\n\n{text}{note}"
@@ -256,12 +280,19 @@ def _summarises(view: SharedContext, previous: Sequence[str]) -> bool:
     return any(name not in full for name in view)
 
 
-def _failure_lines(view: SharedContext) -> list[str]:
+def _listed(entry: ContextEntry, frame: Framing) -> str:
+    """One line of the hint or of list_context: name, size and the framed summary."""
+    summary = frame.inline(entry.name, shorten(entry.summary, HINT_SUMMARY_CHARS), "summary")
+    return f"- {entry.name} ({len(entry.output):,} chars): {summary}"
+
+
+def _failure_lines(view: SharedContext, frame: Framing) -> list[str]:
     failures = view.failures()
     if not failures:
         return []
     lines = ["Failed, with no output (do not wait for them):"]
     lines += [
-        f"- {name}: {shorten(reason, HINT_SUMMARY_CHARS)}" for name, reason in failures.items()
+        f"- {name}: {frame.inline(name, shorten(reason, HINT_SUMMARY_CHARS), 'failed')}"
+        for name, reason in failures.items()
     ]
     return lines

@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 
 __all__ = ["BEST_EFFORT", "GroupPolicy", "Quorum", "RetryPolicy", "check_group_policy"]
@@ -38,7 +39,8 @@ class RetryPolicy:
         max_retry_after: The longest ``Retry-After`` honoured, in seconds.
 
     Raises:
-        UserError: A negative count or delay.
+        UserError: A count that is not a whole number of 0 or more, or a
+            delay that is not a finite number of 0 or more.
     """
 
     max_retries: int = 2
@@ -48,12 +50,10 @@ class RetryPolicy:
     max_retry_after: float = 60.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
-            raise UserError(f"RetryPolicy: max_retries must be an int, got {self.max_retries!r}.")
-        for name in ("max_retries", "initial_delay", "max_delay", "jitter", "max_retry_after"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise UserError(f"RetryPolicy: {name} must be 0 or more, got {value!r}.")
+        check_number("RetryPolicy", "max_retries", self.max_retries, whole=True, zero=True)
+        # Seconds: NaN or inf would make every wait unbounded or undefined.
+        for name in ("initial_delay", "max_delay", "jitter", "max_retry_after"):
+            check_number("RetryPolicy", name, getattr(self, name), zero=True)
 
     @classmethod
     def of(cls, value: RetryPolicy | int) -> RetryPolicy:
@@ -97,8 +97,7 @@ class Quorum:
     k: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise UserError(f"Quorum(k) needs a positive whole number, got {self.k!r}.")
+        check_number("Quorum", "k", self.k, whole=True)
 
 
 BEST_EFFORT = "best_effort"

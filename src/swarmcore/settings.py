@@ -8,17 +8,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from swarmcore.errors import UserError
+from swarmcore.checks import check_number
 from swarmcore.policies import RetryPolicy
 
-__all__ = ["SETTING_NAMES", "AgentDefaults", "check_positive"]
+__all__ = ["SETTING_NAMES", "AgentDefaults", "check_settings"]
 
 
 @dataclass(frozen=True, slots=True)
 class AgentDefaults:
     """Settings for agents that leave them unset (None): pass one to ``Swarm(defaults=...)``.
 
-    An Agent's own setting always wins. ``math.inf`` means no limit. A run's
+    An Agent's own setting always wins. For the timeouts and
+    ``max_tool_result_chars``, ``math.inf`` means no limit. A run's
     settings are the same type, with the agent's own values filled in
     (:meth:`resolve`).
 
@@ -32,7 +33,9 @@ class AgentDefaults:
         max_parallel_tools: The most tool calls of one reply run at once.
 
     Raises:
-        UserError: A setting that is not a positive number (or None where allowed).
+        UserError: A setting that is not a positive number (whole for counts and
+            sizes), ``math.inf`` where it means no limit, or None where allowed;
+            NaN, bools and ints beyond float range never are.
     """
 
     retry: RetryPolicy | int = field(default_factory=RetryPolicy)
@@ -44,10 +47,8 @@ class AgentDefaults:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
-        for name in ("call_timeout", "timeout", "tool_timeout"):
-            check_positive("AgentDefaults", name, getattr(self, name))
-        check_positive("AgentDefaults", "max_tool_result_chars", self.max_tool_result_chars)
-        check_positive("AgentDefaults", "max_parallel_tools", self.max_parallel_tools, True)
+        check_settings("AgentDefaults", self, none="no limit")
+        check_number("AgentDefaults", "max_parallel_tools", self.max_parallel_tools, whole=True)
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -90,21 +91,14 @@ class _HasSettings(Protocol):
     def max_parallel_tools(self) -> int | None: ...
 
 
-def check_positive(
-    owner: str, name: str, value: object, integer: bool = False, *, optional: bool = True
-) -> None:
-    """Fail unless ``value`` is a positive number (a whole one if ``integer``), or None.
+def check_settings(owner: str, settings: _HasSettings, *, none: str) -> None:
+    """Check the timeouts and the result size of ``settings`` (None there means ``none``).
 
     Raises:
-        UserError: Naming the owner, the setting and the value.
+        UserError: A value that is not a positive number (a whole one for the
+            size), ``math.inf`` for no limit, or None.
     """
-    if value is None and optional:
-        return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or value <= 0
-        or (integer and not isinstance(value, int))
-    ):
-        kind = "a positive whole number" if integer else "a positive number"
-        raise UserError(f"{owner}: {name} must be {kind}, got {value!r}.")
+    for name in ("call_timeout", "timeout", "tool_timeout"):
+        check_number(owner, name, getattr(settings, name), unlimited=True, none=none)
+    size = settings.max_tool_result_chars
+    check_number(owner, "max_tool_result_chars", size, whole=True, unlimited=True, none=none)

@@ -25,9 +25,10 @@ from swarmcore.agent import (
     reachable,
     run_sync,
 )
+from swarmcore.checks import check_number
 from swarmcore.context import SharedContext
 from swarmcore.engines import Budget, LocalEngine, Subscriber, stream_events
-from swarmcore.errors import UserError
+from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Hook
 from swarmcore.flow import Flow, FlowNode, chain, shape_of
 from swarmcore.models import AgentResult, SwarmResult
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from swarmcore.dryrun import DryRunReport
     from swarmcore.events import Event
     from swarmcore.store import RunRecord, RunStore
+    from swarmcore.store.recorder import StoreErrors
     from swarmcore.structured import OutputSpec
 
 __all__ = ["ContextMode", "Swarm"]
@@ -70,6 +72,12 @@ class Swarm:
         store: Record every run and each agent result as it finishes: a path
             (a SQLite file, created when missing) or a RunStore. Enables
             :meth:`resume`.
+        store_errors: What a failed store write (a full disk, say) does.
+            ``"raise"`` (default): the run stops before its next agent starts
+            and raises StoreError, whose ``partial`` holds every finished
+            result. ``"warn"``: a RuntimeWarning names the failure, the run goes
+            on, and it is marked ``incomplete`` in the store: it cannot be
+            resumed, since its record has gaps.
         approve: Called (sync or async) with an ``ApprovalRequest`` before each
             call to a tool marked ``requires_approval``; returns
             ``Approval.allow()``, ``.deny(reason)``, ``.edit(arguments)``, or a bool.
@@ -79,6 +87,8 @@ class Swarm:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
             an agent's tool uses a name the context modes reserve, or a setting
             is invalid.
+        StoreError: ``store`` is a path that cannot hold a run store, or a
+            damaged one.
     """
 
     def __init__(
@@ -93,6 +103,7 @@ class Swarm:
         max_tokens: int | None = None,
         allow_unpriced: bool = False,
         store: RunStore | str | os.PathLike[str] | None = None,
+        store_errors: StoreErrors = "raise",
         approve: Approver | None = None,
     ) -> None:
         if isinstance(flow, FlowNode):
@@ -103,8 +114,9 @@ class Swarm:
         agents = _check_agents(flow)
         if defaults is not None and not isinstance(defaults, AgentDefaults):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"defaults must be an AgentDefaults, got {type(defaults).__name__}.")
-        if isinstance(step_retries, bool) or not isinstance(step_retries, int) or step_retries < 0:
-            raise UserError(f"step_retries must be 0 or more, got {step_retries!r}.")
+        check_number("Swarm", "step_retries", step_retries, whole=True, zero=True)
+        if store_errors not in ("raise", "warn"):
+            raise UserError(f"store_errors must be 'raise' or 'warn', got {store_errors!r}.")
         if approve is not None and not callable(approve):
             raise UserError(f"approve must be a function, got {type(approve).__name__}.")
         self._budget = Budget(max_cost, max_tokens, allow_unpriced)
@@ -124,6 +136,7 @@ class Swarm:
         self._hooks = [events.bind(h) for h in hooks]
         self._approve = approve
         self._store = None
+        self._store_errors: StoreErrors = store_errors
         if store is not None:
             from swarmcore.store import open_store  # sqlite3 is loaded only for runs that store
 
@@ -242,8 +255,10 @@ class Swarm:
             run_id: The stored run's id (or a unique prefix of it).
 
         Raises:
-            UserError: This Swarm has no store, the run is not in it, or this
-                Swarm's flow has another shape than the stored run's.
+            UserError: This Swarm has no store, the run is not in it, its
+                record is incomplete (a store write failed while it ran), or
+                this Swarm's flow has another shape than the stored run's.
+            StoreError: The store or the run's record cannot be read.
         """
         if self._store is None:
             raise UserError("resume() needs a run store: Swarm(flow, store='runs.db').")
@@ -251,6 +266,12 @@ class Swarm:
         if record is None:
             raise UserError(
                 f"No run {run_id!r} in {self._store!r}; list them with `swarmcore runs list`."
+            )
+        if record.status == "incomplete":
+            raise UserError(
+                f"Run {record.run_id[:12]} cannot be resumed: its record is incomplete (a store "
+                "write failed while it ran, and it went on with store_errors='warn'); run its "
+                "task again."
             )
         if record.shape != shape_of(self.flow):
             raise UserError(
@@ -387,25 +408,46 @@ class Swarm:
     ) -> SwarmResult:
         """Hand ``run`` to the engine with every consumer of its events."""
         subscribers = [*self._hooks, *extra]
+        recorder = None
         if self._store is not None:
             from swarmcore.store.recorder import Recorder
 
-            store = self._store
-            run.on_decision = lambda decision: store.save_decision(run.run_id, decision)
             settings = {
                 "max_cost": self._budget.max_cost,
                 "max_tokens": self._budget.max_tokens,
                 "metadata": run.metadata,
                 "variables": dict(run.options.variables),
             }
-            subscribers.append((Recorder(store, shape=shape_of(self.flow), settings=settings), ()))
+            recorder = Recorder(
+                self._store,
+                shape=shape_of(self.flow),
+                settings=settings,
+                on_error=self._store_errors,
+            )
+            record = recorder  # bound for the lambda: pyright cannot narrow the variable there
+            run.on_decision = lambda decision: record.decision(run.run_id, decision)
+            subscribers.append((recorder, ()))
         from swarmcore.eventlog import log_event, run_logger
 
         if run_logger.isEnabledFor(logging.INFO):
             subscribers.append((log_event, ()))
-        return await self._engine.execute(
-            self._setup, run, subscribers, limits=self._budget, text_deltas=text_deltas
-        )
+        try:
+            result = await self._engine.execute(
+                self._setup,
+                run,
+                subscribers,
+                limits=self._budget,
+                text_deltas=text_deltas,
+                # a failed store write stops the run before its next agent (raise mode)
+                checkpoint=None if recorder is None else recorder.check,
+            )
+        except SwarmError as error:
+            if recorder is not None:
+                recorder.finish(None, error)  # a lost record outranks the run's own failure
+            raise
+        if recorder is not None:
+            recorder.finish(result, None)  # never report success over a lost record
+        return result
 
 
 def _restore(run: Run, record: RunRecord, setup: FlowSetup, agents: Sequence[Agent]) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from swarmcore import Agent, ModelError, Swarm
+from swarmcore.context import Framing
 from swarmcore.llm import load_litellm
 from swarmcore.testing import Call, Fail, MockOpenAIServer, RecordedRequest, Reply
+from tests.helpers import nonce_of
 
 
 def lookup(term: str, limit: int = 2) -> list[str]:
@@ -78,7 +80,8 @@ async def test_swarm_over_http_in_pull_mode() -> None:
         first = Agent("first", "first agent", **server.model_kwargs)
         second = Agent("second", "second agent", **server.model_kwargs)
         result = await Swarm(first >> second).run("go")
-    assert result.output == "second saw first saw nothing"
+    nonce = nonce_of(server.raw_bodies[1]["messages"][0]["content"])
+    assert result.output == "second saw " + Framing(nonce).block("first", "first saw nothing")
     assert "list_context" in server.raw_bodies[1]["tools"][0]["function"]["name"]
 
 

@@ -268,7 +268,7 @@ async def test_an_agent_uses_a_streamable_http_server_with_headers(http_url: str
     assert json.loads(add.result) == {"result": 42}
     assert auth.result == f"Bearer {TOKEN}"  # the header reached the server
     assert {add.server, auth.server} == {"mcp_127_0_0_1"}
-    assert model.requests[0].tool_names == ["add", "authorization"]
+    assert model.requests[0].tool_names == ["add", "authorization", "refuse"]
 
 
 async def test_an_http_server_refusing_the_credentials_is_an_mcp_error(http_url: str) -> None:

@@ -18,7 +18,7 @@ from swarmcore import (
     function_tool,
 )
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
-from tests.helpers import rendezvous_model
+from tests.helpers import framed, rendezvous_model
 
 
 def add(a: int, b: int) -> int:
@@ -215,7 +215,7 @@ async def test_context_without_hint_is_rendered_in_full() -> None:
     ctx = SharedContext()
     ctx.set("researcher", "FULL RESEARCH", summary="short")
     await Agent("w", "Write.", model=model.model).run("go", ctx)
-    assert "## researcher\n\nFULL RESEARCH" in model.requests[0].system
+    assert framed(model.requests[0].system) == [("researcher", None, "FULL RESEARCH")]
 
 
 async def test_agent_without_tools_makes_one_call() -> None:

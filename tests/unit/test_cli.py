@@ -3,8 +3,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -227,6 +229,33 @@ def test_a_failed_run_says_how_to_resume_it(
 ) -> None:
     _fail_flaky_run(flaky_file, capsys)
     assert _calls(flaky_file) == ["a", "b", "c"]
+
+
+def test_a_run_whose_store_write_fails_is_not_reported_stored(
+    flaky_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flaky_file.with_name("fail_c").unlink()
+    SQLiteStore(store_path).close()
+    with closing(sqlite3.connect(store_path)) as raw:  # b's row cannot be written: a full disk
+        raw.execute(
+            "CREATE TRIGGER full BEFORE INSERT ON agents WHEN NEW.agent_name = 'b' "
+            "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        )
+        raw.commit()
+    assert main(["run", f"{flaky_file}:flow", "what is tea", "--quiet"]) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert "stored in" not in out.err
+    lost = f"agent 'b': Could not write to the run store {store_path}: database or disk is full"
+    assert lost in out.err
+    assert _calls(flaky_file) == ["a", "b", "c"]  # d, after the lost write, never ran
+    match = re.search(r"^resume with: swarmcore runs resume ([0-9a-f]{32})$", out.err, re.MULTILINE)
+    assert match, out.err
+    with closing(sqlite3.connect(store_path)) as raw:  # the disk is freed
+        raw.execute("DROP TRIGGER full")
+        raw.commit()
+    assert main(["runs", "resume", match.group(1), "--quiet"]) == 0
+    assert _calls(flaky_file) == ["a", "b", "c", "b", "d"]  # only what was not recorded
 
 
 # --- demo ----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import re
 import subprocess
 import sys
 import threading
@@ -147,7 +148,8 @@ async def test_failing_agent_shows_failed_line_and_the_error() -> None:
         await Swarm(a >> (b | c) >> d, hooks=[ConsoleProgress(file=out)]).run("go")
     lines = out.getvalue().splitlines()
     assert any(line[9:].startswith("  c FAILED: ModelError: ") for line in lines)
-    assert any(line[9:] == "  b cancelled after 0.0s" for line in lines)
+    # The sibling is cancelled; how long it ran depends on the machine's load.
+    assert any(re.fullmatch(r"  b cancelled after \d+\.\ds", line[9:]) for line in lines)
     assert any(line[9:].startswith("b | c FAILED after ") for line in lines)
     final = next(line for line in lines if " FAILED after " in line and "run " in line)
     assert "ModelError: Agent 'c'" in final

@@ -6,6 +6,7 @@ import pytest
 
 from swarmcore import SharedContext
 from swarmcore.context import SEARCH_MAX_HITS, parse_summary, shorten
+from tests.helpers import framed
 
 
 @pytest.mark.parametrize(
@@ -13,8 +14,8 @@ from swarmcore.context import SEARCH_MAX_HITS, parse_summary, shorten
     [
         ("Body.\n<summary>One line.</summary>", "Body.", "One line."),
         (
-            "Body.\n<SUMMARY>\n  spread\n  over lines </SUMMARY>\nTail.",
-            "Body.\n\nTail.",
+            "Body.\n<SUMMARY>\n  spread\n  over lines </SUMMARY>\n",
+            "Body.",
             "spread over lines",
         ),
         (
@@ -22,7 +23,7 @@ from swarmcore.context import SEARCH_MAX_HITS, parse_summary, shorten
             "a <summary>first</summary> b",
             "last",
         ),
-        ("Truncated answer <summary>cut off", "Truncated answer", "cut off"),
+        ("Truncated answer <summary>cut off", "Truncated answer <summary>cut off", None),
         ("No tag at all.", "No tag at all.", None),
         ("Empty <summary> </summary>", "Empty", None),
         ("<summary>only a summary</summary>", "only a summary", "only a summary"),
@@ -76,8 +77,8 @@ def test_a_wide_group_finishing_shuffled_reads_in_flow_order_at_every_point() ->
     view = ctx.subset(reversed(names[:40]))
     assert view.keys() == [n for n in names[:40] if n not in failed]
     assert list(view.failures()) == [n for n in names[:40] if n in failed]
-    headers = [line for line in ctx.format_for_prompt().splitlines() if line.startswith("## ")]
-    assert headers[: len(stored)] == [f"## {n}" for n in stored]
+    shown = [(agent, kind) for agent, kind, _ in framed(ctx.format_for_prompt())]
+    assert shown == [(n, None) for n in stored] + [(n, "failed") for n in names if n in failed]
 
 
 def test_unranked_names_keep_the_order_they_were_set_in_among_ranked_ones() -> None:
@@ -97,21 +98,25 @@ def test_format_for_prompt_expands_and_labels_summaries() -> None:
     ctx.set("researcher", "long research " * 40, summary="research in one line")
     ctx.set("analyst", "analysis body", summary="analysis")
     text = ctx.format_for_prompt(expand=["analyst"])
-    assert "## researcher (summary)\n\nresearch in one line" in text
-    assert "## analyst\n\nanalysis body" in text
+    assert framed(text) == [
+        ("researcher", "summary", "research in one line"),
+        ("analyst", None, "analysis body"),
+    ]
     assert "long research" not in text
-    everything = ctx.format_for_prompt()
-    assert "(summary)" not in everything
-    assert "long research" in everything
+    everything = framed(ctx.format_for_prompt())
+    assert everything == [
+        ("researcher", None, "long research " * 40),
+        ("analyst", None, "analysis body"),
+    ]
 
 
 def test_summary_without_tag_is_shortened_in_prompts() -> None:
     ctx = SharedContext()
     ctx.set("a", "word " * 200)
-    section = ctx.format_for_prompt(expand=[])
-    assert section.startswith("## a (summary)")
-    assert len(section) < 240
-    assert section.endswith("…")
+    [(agent, kind, words)] = framed(ctx.format_for_prompt(expand=[]))
+    assert (agent, kind) == ("a", "summary")
+    assert len(words) <= 200
+    assert words.endswith("…")
     assert shorten("a\nb   c", 10) == "a b c"
 
 

@@ -38,6 +38,7 @@ from swarmcore.flow import shape_of
 from swarmcore.store import SQLiteStore
 from swarmcore.structured import SCHEMA_PROMPT
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
+from tests.helpers import framed, nonce_of, summarised
 
 Answer = str | Reply | Fail
 
@@ -107,11 +108,13 @@ async def test_a_predicate_route_runs_only_the_chosen_branch() -> None:
     assert views == [(["a"], "this needs depth")]
     assert quick_model.requests == []  # the other branch's model is never asked
     deep_model.assert_consumed()
-    assert "## a\n\nthis needs depth" in deep_model.requests[0].system
+    assert ("a", None, "this needs depth") in framed(deep_model.requests[0].system)
     assert team.calls == Counter({"a": 1, "d": 1})
     assert names_of(result) == ["a", "l", "d"]
     assert list(result.context) == ["a", "l", "d"]
-    assert "## l\n\nlong answer" in team.requests["d"][0].system  # the branch's output in full
+    assert ("l", None, "long answer") in framed(
+        team.requests["d"][0].system
+    )  # the branch's output in full
     assert "short answer" not in team.requests["d"][0].system
     assert result.output == "d output"
     assert result.decisions == [Decision(kind="route", step="route", value="deep", by="predicate")]
@@ -210,8 +213,8 @@ async def test_branches_can_be_multi_step_flows_and_parallel_groups() -> None:
 
     chained = await Swarm(route(branches, by=pick("chain")) >> d, context_mode="push").run("t")
     assert names_of(chained) == ["s1", "s2", "d"]
-    assert "## s2\n\ns2 output" in team.requests["d"][0].system
-    assert "## s1 (summary)" in team.requests["d"][0].system
+    assert ("s2", None, "s2 output") in framed(team.requests["d"][0].system)
+    assert "s1" in summarised(team.requests["d"][0].system)
     assert team.calls["p1"] == team.calls["p2"] == 0
 
     fanned = await Swarm(route(branches, by=pick("fan"))).run("t")
@@ -288,7 +291,7 @@ async def test_a_router_agent_chooses_from_the_branch_names() -> None:
     assert request.system.startswith("triage decides.")
     assert "- quick: s" in request.system
     assert "- deep: l" in request.system
-    assert "## a\n\na output" in request.system  # the router sees the steps before it
+    assert ("a", None, "a output") in framed(request.system)  # the router sees the steps before it
     schema = schema_in(request.system)
     assert schema["properties"]["branch"]["enum"] == ["quick", "deep"]
     assert schema["required"] == ["branch"]
@@ -301,7 +304,7 @@ async def test_a_router_agent_chooses_from_the_branch_names() -> None:
             kind="route", step="triage_route", value="deep", by="triage", detail="it is subtle"
         )
     ]
-    assert "## l\n\nlong answer" in team.requests["d"][0].system
+    assert ("l", None, "long answer") in framed(team.requests["d"][0].system)
 
 
 async def test_an_invalid_router_answer_goes_back_to_the_router() -> None:
@@ -390,7 +393,9 @@ async def test_the_second_iteration_reads_the_first_in_pull_mode() -> None:
     assert "- w#1 (" in second.system
     assert "- c#1 (" in second.system
     assert "get_context" in second.tool_names
-    assert [m["content"] for m in third.tool_results] == ["crit 1"]
+    assert [framed(str(m["content"]), nonce_of(second.system)) for m in third.tool_results] == [
+        [("c#1", None, "crit 1")]
+    ]
     assert result.output == "crit 2"
 
 
@@ -399,11 +404,11 @@ async def test_the_second_iteration_sees_the_first_in_push_mode() -> None:
     w, c = team.agents("w", "c")
     await Swarm(loop(w >> c, max_iterations=2), context_mode="push").run("task")
     second = team.requests["w"][1].system
-    assert "## c#1\n\ncrit 1" in second  # the previous step in full
-    assert "## w#1 (summary)" in second
+    assert ("c#1", None, "crit 1") in framed(second)  # the previous step in full
+    assert "w#1" in summarised(second)
     critic = team.requests["c"][1].system
-    assert "## w#2\n\ndraft 2" in critic
-    assert "## c#1 (summary)" in critic
+    assert ("w#2", None, "draft 2") in framed(critic)
+    assert "c#1" in summarised(critic)
 
 
 async def test_a_loop_that_is_never_done_stops_at_max_iterations() -> None:
@@ -458,7 +463,7 @@ async def test_a_judge_ends_the_loop_and_its_feedback_reaches_the_next_iteration
     assert team.calls == Counter({"w": 2, "d": 1})
     first_verdict = judge_model.requests[0].system
     assert "Judge the latest iteration of: w" in first_verdict
-    assert "## w#1\n\ndraft 1" in first_verdict
+    assert ("w#1", None, "draft 1") in framed(first_verdict)
     assert schema_in(first_verdict)["required"] == ["done"]
     assert "more detail" in team.requests["w"][1].system
     assert "more detail" not in team.requests["w"][0].system
@@ -467,8 +472,8 @@ async def test_a_judge_ends_the_loop_and_its_feedback_reaches_the_next_iteration
     ]
     # The agent after the loop gets the last iteration's exit in full.
     after = team.requests["d"][0].system
-    assert "## w#2\n\ndraft 2" in after
-    assert "## w#1 (summary)" in after
+    assert ("w#2", None, "draft 2") in framed(after)
+    assert "w#1" in summarised(after)
     assert result["editor"].agent_name == "editor#2"
 
 
@@ -631,11 +636,11 @@ async def test_a_plan_composes_with_steps_before_and_after() -> None:
     flow = intake >> plan(planner, [a, b]) >> final
     assert flow.names == ("intake", "planner", "a", "b", "final")
     result = await Swarm(flow, context_mode="push").run("goal")
-    assert "## intake\n\nintake output" in planner_model.requests[0].system
+    assert ("intake", None, "intake output") in framed(planner_model.requests[0].system)
     assert names_of(result) == ["intake", "planner", "b", "a", "final"]
     assert list(result.context) == ["intake", "planner", "b", "a", "final"]
-    assert "## b\n\nb found it" in team.requests["a"][0].system
-    assert "## a\n\na output" in team.requests["final"][0].system
+    assert ("b", None, "b found it") in framed(team.requests["a"][0].system)
+    assert ("a", None, "a output") in framed(team.requests["final"][0].system)
     assert result.output == "final output"
     assert result.decisions == [
         Decision(kind="plan", step="planner_plan", value="b >> a", by="planner", detail="b first")

@@ -258,7 +258,7 @@ async def test_cost_budget_fails_closed_on_unpriced_models() -> None:
     assert caught.value.partial is not None
     result = await Swarm(a, max_cost=1.0, allow_unpriced=True).run("go")
     assert result.cost is None
-    with pytest.raises(UserError, match="max_cost must be a positive number"):
+    with pytest.raises(UserError, match="max_cost must be a positive finite number"):
         Swarm(a, max_cost=0)
 
 

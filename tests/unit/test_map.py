@@ -303,7 +303,7 @@ async def test_bad_variables_fail_before_any_run(variables: Any, message: str) -
 async def test_concurrency_must_be_a_positive_int(concurrency: Any) -> None:
     model = task_model()
     [a] = agents(model.model, "a")
-    with pytest.raises(UserError, match=r"concurrency must be a whole number of 1 or more"):
+    with pytest.raises(UserError, match=r"map\(\): concurrency must be a positive whole number"):
         await Swarm(a).map(["x"], concurrency=concurrency)
     assert model.requests == []
 

@@ -249,7 +249,7 @@ def test_flow_package_imports_point_one_way() -> None:
     outside = {
         n for names in imported.values() for n in names if not n.startswith("swarmcore.flow")
     }
-    assert outside <= {"swarmcore.errors", "swarmcore.policies"}
+    assert outside <= {"swarmcore.errors", "swarmcore.policies", "swarmcore.checks"}
     assert imported["shape"] <= {"swarmcore.policies"}
     assert imported["parse"] <= {"swarmcore.errors"}
     assert imported["render"] <= {"swarmcore.errors", "swarmcore.policies", "swarmcore.flow.shape"}

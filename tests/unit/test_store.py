@@ -11,7 +11,17 @@ from typing import Any
 
 import pytest
 
-from swarmcore import Agent, AgentError, Flow, ModelError, Swarm, UserError, chain, parallel
+from swarmcore import (
+    Agent,
+    AgentError,
+    Flow,
+    ModelError,
+    StoreError,
+    Swarm,
+    UserError,
+    chain,
+    parallel,
+)
 from swarmcore.flow import shape_of
 from swarmcore.models import AgentResult
 from swarmcore.store import SCHEMA_VERSION, RunRecord, SQLiteStore
@@ -476,7 +486,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
             "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),)
         )
         raw.commit()
-    with pytest.raises(UserError, match=r"newer swarmcore.*upgrade swarmcore"):
+    with pytest.raises(StoreError, match=r"newer swarmcore.*upgrade swarmcore"):
         SQLiteStore(path)
     with closing(sqlite3.connect(path)) as raw:  # left untouched
         version = raw.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -499,7 +509,7 @@ def test_a_refused_file_leaves_no_connection_open(
         return opened[-1]
 
     monkeypatch.setattr(sqlite3, "connect", tracking)
-    with pytest.raises(UserError, match="newer swarmcore"):
+    with pytest.raises(StoreError, match="newer swarmcore"):
         SQLiteStore(path)
     [connection] = opened
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
@@ -514,7 +524,7 @@ def test_a_refused_file_leaves_no_connection_open(
 def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "notes.db"
     path.write_bytes(content)
-    with pytest.raises(UserError, match="is not a swarmcore run store"):
+    with pytest.raises(StoreError, match="is not a swarmcore run store"):
         SQLiteStore(path)
     assert path.read_bytes() == content
 
@@ -553,7 +563,7 @@ def test_a_failed_write_leaves_the_store_usable(
     store.start_run(bare_record("r1"))
     result = AgentResult(agent_name="a", output="x", summary="x", model="m", duration_seconds=0)
     monkeypatch.setattr(store, "_db", _Faulty(store._db, fail))  # pyright: ignore[reportPrivateUsage]
-    with pytest.raises(sqlite3.OperationalError, match="disk is full"):  # not masked
+    with pytest.raises(StoreError, match=f"{db}: database or disk is full; free disk space"):
         store.save_result("r1", result)
     assert not store._db.in_transaction  # pyright: ignore[reportPrivateUsage]
     other = SQLiteStore(db)  # no write lock was left behind

@@ -20,6 +20,7 @@ from swarmcore import (
     UserError,
 )
 from swarmcore.agent import SUMMARY_INSTRUCTION
+from swarmcore.context import Framing
 from swarmcore.llm import load_litellm
 from swarmcore.store import SQLiteStore
 from swarmcore.structured import (
@@ -30,6 +31,7 @@ from swarmcore.structured import (
     text_tool_marker,
 )
 from swarmcore.testing import Call, Fail, RecordedRequest, Reply, ScriptedModel
+from tests.helpers import framed, nonce_of
 
 
 class City(BaseModel):
@@ -663,7 +665,7 @@ async def test_a_later_agent_reads_the_structured_output_as_json_text() -> None:
     city = Agent("city", "Find the city.", model=first.model, output_type=City)
     writer = Agent("writer", "Write a report.", model=second.model)
     result = await Swarm(city >> writer, context_mode="push").run("Norway")
-    assert f"## city\n\n{OSLO_DUMP}" in second.requests[0].system
+    assert ("city", None, OSLO_DUMP) in framed(second.requests[0].system)
     assert result["city"].parsed == OSLO
     assert isinstance(result["city"].parsed, City)
     assert result["city"].output == OSLO_DUMP
@@ -859,10 +861,11 @@ async def test_context_tools_in_pull_mode_work_under_the_text_protocol() -> None
     for name in ("list_context", "get_context", "search_context"):
         assert f"- {name}: " in ask.system
     [record] = result["writer"].tool_calls
-    assert (record.tool_name, record.result, record.error) == ("get_context", scout_output, None)
+    scout_words = Framing(nonce_of(ask.system)).block("scout", scout_output)
+    assert (record.tool_name, record.result, record.error) == ("get_context", scout_words, None)
     assert last_message(read) == {
         "role": "user",
-        "content": f"Tool results:\n\n## get_context ({record.call_id})\n{scout_output}",
+        "content": f"Tool results:\n\n## get_context ({record.call_id})\n{scout_words}",
     }
     assert result.output == "Oslo: ferries."
 

@@ -7,7 +7,7 @@ import pytest
 from swarmcore import Agent, AgentError, ModelError, SharedContext, Swarm, UserError, chain
 from swarmcore.modes import PullMode
 from swarmcore.testing import Call, Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
-from tests.helpers import agents, echo_model, rendezvous_model
+from tests.helpers import agents, echo_model, framed, nonce_of, rendezvous_model
 
 
 async def test_sequential_flow_passes_context_forward() -> None:
@@ -110,8 +110,9 @@ async def test_context_tools_read_their_own_runs_context_when_runs_overlap() -> 
     a, b = agents(model.model, "a", "b")
     swarm = Swarm(a >> b, context_mode="pull")
     one, two = await asyncio.gather(swarm.run("ONE"), swarm.run("TWO"))
-    assert one.context["b"] == "b read: a on ONE"
-    assert two.context["b"] == "b read: a on TWO"
+    for result, task in ((one, "ONE"), (two, "TWO")):
+        nonce = nonce_of(str(result["b"].messages[0]["content"]))
+        assert framed(result.context["b"], nonce) == [("a", None, f"a on {task}")]
 
 
 async def test_an_agent_run_alone_reads_the_context_it_is_given_through_pull_tools() -> None:
@@ -129,7 +130,8 @@ async def test_an_agent_run_alone_reads_the_context_it_is_given_through_pull_too
         extra_tools=PullMode().prepare(context, ()).tools,
         context_hint="Notes are in the context.",
     )
-    assert result.output == "got the sky is green"
+    expected = context.framing().block("notes", "the sky is green")
+    assert result.output == f"got {expected}"
 
 
 async def test_context_tools_read_the_view_they_were_made_over_not_later_entries() -> None:
@@ -204,12 +206,15 @@ async def test_push_mode_previous_in_full_earlier_as_summaries_with_expand_tool(
     first_b = next(r for r in model.requests if r.system.startswith("b "))
     first_c = next(r for r in model.requests if r.system.startswith("c "))
     assert first_b.tools == []  # nothing summarised yet: only the previous step
-    assert f"## a\n\n{result.context['a']}" in first_b.system
+    assert framed(first_b.system) == [("a", None, result.context["a"])]
     assert first_c.tool_names == ["expand_context"]
-    assert "## a (summary)\n\n" + result["a"].summary in first_c.system
-    assert f"## b\n\n{result.context['b']}" in first_c.system
+    assert framed(first_c.system) == [
+        ("a", "summary", result["a"].summary),
+        ("b", None, result.context["b"]),
+    ]
     assert [t.tool_name for t in result["c"].tool_calls] == ["expand_context"]
-    assert result["c"].tool_calls[0].result == result.context["a"]
+    expanded = framed(result["c"].tool_calls[0].result, nonce_of(first_c.system))
+    assert expanded == [("a", None, result.context["a"])]
 
 
 async def test_failure_keeps_finished_results_as_partial() -> None:

@@ -12,14 +12,14 @@ from swarmcore import __version__
 from swarmcore.cli.errors import CLIError
 from swarmcore.cli.format import one_line
 from swarmcore.cli.graph import command_graph
-from swarmcore.cli.run import command_demo, command_run
+from swarmcore.cli.run import budget_number, command_demo, command_run
 from swarmcore.cli.runs import (
     command_runs_list,
     command_runs_prune,
     command_runs_resume,
     command_runs_show,
 )
-from swarmcore.errors import SwarmError, UserError
+from swarmcore.errors import StoreError, SwarmError, UserError
 
 __all__ = ["build_parser", "main"]
 
@@ -109,8 +109,16 @@ def _add_run_parser(commands: Any) -> None:
         action="store_true",
         help="count model calls and prompt tokens on the offline model; spend nothing",
     )
-    run.add_argument("--max-cost", type=float, help="stop before spending more than this (USD)")
-    run.add_argument("--max-tokens", type=int, help="stop before spending more tokens than this")
+    run.add_argument(
+        "--max-cost",
+        type=budget_number(whole=False),
+        help="stop before spending more than this (USD)",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=budget_number(whole=True),
+        help="stop before spending more tokens than this",
+    )
     run.add_argument(
         "--var",
         action="append",
@@ -173,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (CLIError, UserError) as exc:
+    except (CLIError, UserError, StoreError) as exc:  # a store that cannot be opened or read
         print(f"swarmcore: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except SwarmError as exc:  # a failure outside a run (the runs report their own)

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarmcore.agent import Agent
+from swarmcore.checks import check_number
 from swarmcore.cli.errors import CLIError
-from swarmcore.cli.format import one_line
+from swarmcore.cli.format import one_line, shorten
 from swarmcore.cli.targets import as_flow, load_target, on_model
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Event, Hook, RunStarted
@@ -25,7 +26,15 @@ from swarmcore.tools import ApprovalRequest, Approver, Tool
 if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
 
-__all__ = ["approver", "command_demo", "command_run", "execute", "progress_hooks", "store_location"]
+__all__ = [
+    "approver",
+    "budget_number",
+    "command_demo",
+    "command_run",
+    "execute",
+    "progress_hooks",
+    "store_location",
+]
 
 
 def store_location(args: argparse.Namespace) -> Path:
@@ -78,6 +87,27 @@ def execute(
     if store_path is not None:
         print(f"run {result.run_id} stored in {store_path}", file=sys.stderr)
     return 0
+
+
+def budget_number(*, whole: bool) -> Callable[[str], float]:
+    """An argparse type for ``--max-cost`` (``whole=False``) or ``--max-tokens``.
+
+    ``float("nan")`` and ``float("inf")`` parse, and a NaN budget would stop
+    nothing, so the value is checked by the same rule as ``Swarm(max_cost=...)``.
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = int(text) if whole else float(text)
+            check_number("", "budget", value, whole=whole)
+        except (ValueError, UserError):
+            kind = "a positive whole number" if whole else "a positive number of USD, e.g. 0.50"
+            raise argparse.ArgumentTypeError(
+                f"must be {kind}, got {shorten(text, 40)!r}; leave the flag out for no budget"
+            ) from None
+        return value
+
+    return parse
 
 
 def _parse_vars(items: Sequence[str]) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,20 @@ from swarmcore.swarm import ContextMode, Swarm
 
 __all__ = ["command_runs_list", "command_runs_prune", "command_runs_resume", "command_runs_show"]
 
+_MAX_COUNT = 2**63 - 1
+"""The largest count SQLite can take (``--limit``, ``--keep``)."""
+
+
+def _count(option: str, value: int, least: int) -> int:
+    """``value`` if it is a count SQLite can take, else a usage error naming ``option``."""
+    if not least <= value <= _MAX_COUNT:
+        raise CLIError(f"{option} must be {least} or more (and at most {_MAX_COUNT}), got {value}")
+    return value
+
 
 def _open_store(path: Path) -> SQLiteStore:
     """The store at ``path``, which must exist (reading never creates one)."""
-    if not path.is_file():
+    if not path.exists():
         raise CLIError(f"no run store at {path} (runs are stored there by `swarmcore run`)")
     return SQLiteStore(path)
 
@@ -40,16 +51,21 @@ def _get_run(store: SQLiteStore, run_id: str, path: Path) -> RunRecord:
 def command_runs_list(args: argparse.Namespace) -> int:
     """``swarmcore runs list``: the newest stored runs, one line each."""
     path = store_location(args)
-    if args.limit < 1:
-        raise CLIError(f"--limit must be 1 or more, got {args.limit}")
-    if not path.is_file():
+    limit = _count("--limit", args.limit, 1)
+    if not path.exists():
         print(f"no runs stored in {path}", file=sys.stderr)
         return 0
     store = SQLiteStore(path)
     try:
-        runs = store.list_runs(limit=args.limit)
+        runs, unreadable = store.read_runs(limit=limit)
     finally:
         store.close()
+    if unreadable:  # one damaged row never hides the others
+        print(
+            f"swarmcore: skipped {len(unreadable)} unreadable run(s) in {path}: "
+            f"{', '.join(unreadable)}",
+            file=sys.stderr,
+        )
     if not runs:
         print(f"no runs stored in {path}", file=sys.stderr)
         return 0
@@ -100,7 +116,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
         print("\ndecisions")
         for d in record.decisions:
             print(f"  {d.kind:<6} {d.step}: {_decision_text(d)}")
-    if record.status != "succeeded" and origin:
+    if record.status not in ("succeeded", "incomplete") and origin:
         print(f"\nresume with: swarmcore runs resume {record.run_id}")
     return 0
 
@@ -232,13 +248,13 @@ def command_runs_prune(args: argparse.Namespace) -> int:
     days: float | None = args.older_than
     if keep is None and days is None:
         raise CLIError("runs prune needs --keep N or --older-than DAYS (or both)")
-    if keep is not None and keep < 0:
-        raise CLIError(f"--keep must be 0 or more, got {keep}")
-    if days is not None and days < 0:
+    if keep is not None:
+        _count("--keep", keep, 0)
+    if days is not None and not (math.isfinite(days) and days >= 0):
         raise CLIError(f"--older-than must be 0 or more days, got {days:g}")
     path = store_location(args)
     deleted = 0
-    if path.is_file():
+    if path.exists():
         store = SQLiteStore(path)
         try:
             older = None if days is None else days * 86_400

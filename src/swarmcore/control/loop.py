@@ -13,6 +13,7 @@ from pydantic import Field as PydanticField
 from typing_extensions import override
 
 from swarmcore import events
+from swarmcore.checks import check_number
 from swarmcore.control._common import (
     Predicate,
     as_flow,
@@ -122,12 +123,7 @@ def loop(
             )
     if until is not None and not (callable(until) or is_agent(until)):
         raise UserError("loop(until=...) takes a function of the context, a judge Agent or None.")
-    if (
-        isinstance(max_iterations, bool)
-        or not isinstance(max_iterations, int)
-        or max_iterations < 1
-    ):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
-        raise UserError(f"loop(max_iterations=...) must be 1 or more, got {max_iterations!r}.")
+    check_number("loop()", "max_iterations", max_iterations, whole=True)
     node = Loop(validate_name(name or "loop", "Loop"), flow, until, max_iterations)
     return chain(node)
 

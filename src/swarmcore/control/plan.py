@@ -11,6 +11,7 @@ from pydantic import Field as PydanticField
 from typing_extensions import override
 
 from swarmcore import events
+from swarmcore.checks import check_number
 from swarmcore.control._common import (
     describe_agent,
     field_of,
@@ -98,8 +99,7 @@ def plan(
     listed = tuple(agents)
     if not listed or not all(is_agent(a) for a in listed):
         raise UserError("plan() needs a non-empty list of Agents for the planner to use.")
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
-        raise UserError(f"plan(max_attempts=...) must be 1 or more, got {max_attempts!r}.")
+    check_number("plan()", "max_attempts", max_attempts, whole=True)
     node = Plan(
         validate_name(name or f"{planner.name}_plan", "Plan"), planner, listed, max_attempts
     )

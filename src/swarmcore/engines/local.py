@@ -11,10 +11,10 @@ from swarmcore import events
 from swarmcore.agent import Agent
 from swarmcore.events import EventBus, Hook
 from swarmcore.llm import budget
-from swarmcore.walk import AgentRunner, FlowSetup, Run, Walk, run_in_process
+from swarmcore.walk import AgentRunner, AgentStep, FlowSetup, Run, Walk, run_in_process
 
 if TYPE_CHECKING:
-    from swarmcore.models import SwarmResult
+    from swarmcore.models import AgentResult, SwarmResult
 
 __all__ = ["Budget", "LocalEngine", "Subscriber", "stream_events"]
 
@@ -58,8 +58,18 @@ class LocalEngine:
         *,
         limits: Budget,
         text_deltas: bool = False,
+        checkpoint: Callable[[], None] | None = None,
     ) -> SwarmResult:
         """Walk ``run`` inside its budget meter, MCP connection scope and event span.
+
+        Args:
+            setup: What every run of the Swarm shares.
+            run: This run's state.
+            subscribers: Who receives the run's events.
+            limits: What the run may spend.
+            text_deltas: Stream model text as events.
+            checkpoint: Called before each agent starts; what it raises stops
+                the run there (the run store's failed write, say).
 
         Raises:
             SwarmError: Whatever stopped the run; ``error.partial`` holds what finished.
@@ -74,7 +84,7 @@ class LocalEngine:
             scope = mcp.ConnectionScope()
             scope_token = mcp.enter_scope(scope)
         try:
-            return await self._observed(setup, run, subscribers, text_deltas)
+            return await self._observed(setup, run, subscribers, text_deltas, checkpoint)
         finally:
             budget.reset(token)
             if scope is not None and scope_token is not None:
@@ -84,10 +94,17 @@ class LocalEngine:
                 mcp.exit_scope(scope_token)
 
     async def _observed(
-        self, setup: FlowSetup, run: Run, subscribers: Sequence[Subscriber], text_deltas: bool
+        self,
+        setup: FlowSetup,
+        run: Run,
+        subscribers: Sequence[Subscriber],
+        text_deltas: bool,
+        checkpoint: Callable[[], None] | None,
     ) -> SwarmResult:
         """The walk, inside the run's span when anything listens."""
-        walk = Walk(setup, run, self.runner)
+        walk = Walk(
+            setup, run, self.runner if checkpoint is None else _checked(self.runner, checkpoint)
+        )
         if not subscribers:
             return await walk.result()
         bus = EventBus(run.run_id, subscribers, text_deltas=text_deltas)
@@ -110,6 +127,16 @@ class LocalEngine:
             return result
         finally:
             await bus.drain()
+
+
+def _checked(runner: AgentRunner, checkpoint: Callable[[], None]) -> AgentRunner:
+    """``runner``, calling ``checkpoint`` before each agent: raising there stops the run."""
+
+    async def run_checked(step: AgentStep) -> AgentResult:
+        checkpoint()
+        return await runner(step)
+
+    return run_checked
 
 
 async def stream_events(

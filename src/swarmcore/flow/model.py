@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 from swarmcore.flow.group import Group, Member
 from swarmcore.flow.parse import (
@@ -380,12 +381,11 @@ def parallel(*items: object, policy: GroupPolicy = "all", retries: int | None = 
     return _from_steps((_make_group(tuple(members), policy, retries),))
 
 
-def _make_group(members: tuple[Member, ...], policy: object, retries: object) -> Group:
+def _make_group(members: tuple[Member, ...], policy: object, retries: int | None) -> Group:
     checked = check_group_policy(policy, len(members))
-    if retries is not None and (
-        isinstance(retries, bool) or not isinstance(retries, int) or retries < 0
-    ):
-        raise UserError(f"A group's retries must be 0 or more, got {retries!r}.")
+    check_number(
+        "A group", "retries", retries, whole=True, zero=True, none="the Swarm's step_retries"
+    )
     return Group(members, checked, retries)
 
 

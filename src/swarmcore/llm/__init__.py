@@ -13,8 +13,9 @@ Modules, by concern:
   ``Backend`` protocol an attempt goes through;
 * ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
   response to reply), with ``loader`` importing LiteLLM on first use;
-* ``errors``: provider exceptions classified into ``ModelError``, key checks,
-  redaction;
+* ``errors``: provider exceptions classified into ``ModelError`` (their text
+  redacted), key checks;
+* ``redaction``: credentials removed from text by value, then by shape;
 * ``pricing``: cost and capabilities from LiteLLM's model data;
 * ``limits``: per-model concurrency and rate limits;
 * ``budget``: a run's cost and token budget.
@@ -23,9 +24,9 @@ Modules, by concern:
 from __future__ import annotations
 
 from swarmcore.llm.call import Backend, complete
-from swarmcore.llm.errors import redact
 from swarmcore.llm.loader import load_litellm, register_provider
 from swarmcore.llm.pricing import is_priced, prompt_cost, supports
+from swarmcore.llm.redaction import redact
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest, Message, ToolCall
 
 __all__ = [

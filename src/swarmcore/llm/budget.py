@@ -16,9 +16,12 @@ import contextvars
 import threading
 from collections.abc import Callable
 
-from swarmcore.errors import BudgetExceeded, UserError
+from swarmcore.checks import check_number
+from swarmcore.errors import BudgetExceeded
 
 __all__ = ["Meter", "current_meter", "metering", "reset"]
+
+_USD = " It is in USD, e.g. max_cost=0.50."
 
 
 class Meter:
@@ -31,11 +34,9 @@ class Meter:
         max_tokens: int | None = None,
         allow_unpriced: bool = False,
     ) -> None:
-        for name, value in (("max_cost", max_cost), ("max_tokens", max_tokens)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
-            ):
-                raise UserError(f"{name} must be a positive number or None, got {value!r}.")
+        # NaN here once meant no budget at all (every `spent >= nan` is false).
+        check_number("Swarm", "max_cost", max_cost, none="no cost budget", hint=_USD)
+        check_number("Swarm", "max_tokens", max_tokens, whole=True, none="no token budget")
         self.max_cost = max_cost
         self.max_tokens = max_tokens
         self.allow_unpriced = allow_unpriced

@@ -4,34 +4,49 @@ Errors are classified here, once. Rate limits, timeouts, connection errors and
 5xx are retryable; a rejected key, a denied permission, an unknown model, a bad
 request, an overlong prompt and a content-policy refusal are not. Each becomes
 a ``ModelError`` with the agent, the model, the status and a next step.
+
+The provider's text in a ``ModelError`` is redacted (``redaction``) with every
+credential the call could have sent: its ``api_key``, its secret settings and
+headers, the key LiteLLM found for the provider, and the credential-named
+environment variables. The provider's own exception is never chained to it.
 """
 
 from __future__ import annotations
 
 import email.utils
 import logging
-import re
 import time
 from typing import Any
 
 from swarmcore.errors import ModelError
 from swarmcore.llm.loader import load_litellm
+from swarmcore.llm.redaction import env_secrets, redact, secret_values
 from swarmcore.llm.types import CallSpec
 
-__all__ = ["check_key", "classify", "redact", "timed_out"]
+__all__ = ["call_secrets", "check_key", "classify", "redact", "timed_out"]
 
 logger = logging.getLogger("swarmcore.llm")
-
-_KEY_PATTERN = re.compile(r"\b(sk|pk|key|gsk|xai)-[A-Za-z0-9_\-*]{6,}")
 
 _CONTENT_POLICY_MARKERS = ("content_policy", "content policy", "safety system", "content filter")
 
 
-def redact(text: str, secret: str | None = None) -> str:
-    """Remove API keys from text that may be shown to a user or logged."""
-    if secret:
-        text = text.replace(secret, "***")
-    return _KEY_PATTERN.sub(lambda m: f"{m.group(1)}-***", text)
+def call_secrets(call: CallSpec, model: str) -> list[str]:
+    """Every credential a call to ``model`` could have sent, to redact from its errors.
+
+    The call's ``api_key`` and secret settings (``model_settings={"api_key": ...}``,
+    headers), the key LiteLLM resolves for the provider (``get_llm_provider``),
+    and every credential-named environment variable (a superset of those
+    LiteLLM reads, e.g. ``GEMINI_API_KEY``, ``AZURE_API_KEY``).
+    """
+    found = secret_values(api_key=call.api_key, settings=call.settings)
+    try:
+        resolved: Any = load_litellm().get_llm_provider(model, api_base=call.api_base)[2]
+    except Exception as exc:  # an unknown provider resolves no key
+        logger.debug("get_llm_provider(%s) failed: %s", model, exc)
+        resolved = None
+    if isinstance(resolved, str):
+        found += secret_values(api_key=resolved)
+    return found + env_secrets()
 
 
 def timed_out(call: CallSpec, model: str, attempt: int) -> ModelError:
@@ -64,7 +79,7 @@ def _classify_provider_error(
     lit: Any, exc: Exception, call: CallSpec, model: str, attempt: int
 ) -> ModelError | None:
     status: int | None = getattr(exc, "status_code", None)
-    detail = redact(_first_line(str(exc)), call.api_key)
+    detail = redact(_first_line(str(exc)), *call_secrets(call, model))
     who = f"Agent {call.agent_name!r}: {model}"
     retry_after = _retry_after(exc)
 
@@ -169,7 +184,7 @@ def check_key(call: CallSpec, model: str) -> None:
     Raises:
         ModelError: No API key for ``model`` was passed or found in the environment.
     """
-    if call.api_key is not None or model in _keys_found:
+    if _has_key(call) or model in _keys_found:
         return
     missing = [k for k in _missing_keys(model) if "KEY" in k or "TOKEN" in k]
     if missing:
@@ -182,6 +197,11 @@ def check_key(call: CallSpec, model: str) -> None:
     _keys_found.add(model)
 
 
+def _has_key(call: CallSpec) -> bool:
+    """Whether the agent passes its key: ``api_key=`` or ``model_settings={"api_key": ...}``."""
+    return call.api_key is not None or bool(call.settings.get("api_key"))
+
+
 def _missing_keys(model: str) -> list[str]:
     try:
         return list(load_litellm().validate_environment(model).get("missing_keys", []))
@@ -192,7 +212,7 @@ def _missing_keys(model: str) -> list[str]:
 
 def _key_hint(call: CallSpec, model: str) -> str:
     """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
-    names = [k for k in _missing_keys(model) if "KEY" in k] if call.api_key is None else []
+    names = [k for k in _missing_keys(model) if "KEY" in k] if not _has_key(call) else []
     if names:
         return f"No key was found: set {' or '.join(names)}."
     return "Check the key passed as api_key= or set in the provider's environment variable."

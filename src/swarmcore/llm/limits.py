@@ -24,7 +24,6 @@ concurrent ``asyncio.run`` calls in any thread.
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 import time
 from collections import deque
@@ -32,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
+from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 
 __all__ = [
@@ -75,22 +75,8 @@ class ModelLimit:
 
 
 def _check_limit(name: str, value: object, *, integer: bool, example: str) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool):
-        ok = False
-    elif isinstance(value, int):
-        ok = value > 0
-    elif isinstance(value, float) and not integer:
-        ok = math.isfinite(value) and value > 0
-    else:
-        ok = False
-    if not ok:
-        kind = "a positive whole number" if integer else "a positive number"
-        raise UserError(
-            f"ModelLimit: {name} must be {kind} or None, got {value!r}; "
-            f"pass e.g. {name}={example}, or None for no limit."
-        )
+    hint = f" Pass e.g. {name}={example}."
+    check_number("ModelLimit", name, value, whole=integer, none="no limit", hint=hint)
 
 
 def _is_token_count(value: object) -> bool:

@@ -54,10 +54,12 @@ class LiteLLMBackend:
             error = classify(exc, request.call, model, attempt)
             if error is None:
                 raise
-            # Not chained: the provider's own exception can echo the API key, and a chained
-            # cause is printed in every traceback. The message keeps its type and (redacted) text.
-            raise error from None
-        return _to_reply(model, response, time.perf_counter() - start)
+        else:
+            return _to_reply(model, response, time.perf_counter() - start)
+        # Raised outside the except block, so neither chained nor held as __context__: the
+        # provider's own exception can echo the key. The message keeps its type and
+        # (redacted) text.
+        raise error
 
 
 def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:

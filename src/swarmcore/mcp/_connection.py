@@ -4,6 +4,10 @@ The SDK's transports must be entered and exited by the same task, so each
 connection lives in a task it owns; agents in any task call through it. A
 server that dies mid-call turns the call into an error, and the next call
 restarts it once.
+
+A server may quote the credentials it was given (its headers, its
+environment) in an error, so every error text made here is redacted with
+them, and a cause that would print them in a traceback is not chained.
 """
 
 from __future__ import annotations
@@ -11,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from swarmcore.errors import SwarmError, UserError
+from swarmcore.llm.redaction import carries_secret, redact
 
 logger = logging.getLogger("swarmcore.mcp")
 
@@ -23,6 +28,8 @@ _INSTALL_HINT = (
     "MCP servers need the official mcp SDK: pip install 'swarmcore[mcp]' "
     "(or uv add 'swarmcore[mcp]')."
 )
+
+_E = TypeVar("_E", bound=BaseException)
 
 _MAX_PAGES = 100
 """The most pages of a paginated tool list followed (a cursor that never ends stops here)."""
@@ -39,11 +46,19 @@ class Connection:
         name: The server's name, for errors.
         target: Makes what the SDK's ``Client`` connects to (called on each start).
         connect_timeout: Seconds to connect.
+        secrets: The credentials the server is given, redacted from every error.
     """
 
-    def __init__(self, name: str, target: Callable[[], Any], connect_timeout: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        target: Callable[[], Any],
+        connect_timeout: float,
+        secrets: Sequence[str] = (),
+    ) -> None:
         self.name = name
         self._target = target
+        self._secrets = tuple(secrets)
         self._connect_timeout = connect_timeout
         self._client: Any = None
         self._ready = asyncio.Event()
@@ -56,13 +71,20 @@ class Connection:
         self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
 
     @classmethod
-    async def open(cls, name: str, target: Callable[[], Any], connect_timeout: float) -> Connection:
+    async def open(
+        cls,
+        name: str,
+        target: Callable[[], Any],
+        connect_timeout: float,
+        secrets: Sequence[str] = (),
+    ) -> Connection:
         """Connect to the server.
 
         Args:
             name: The server's name, for errors.
             target: Makes what the SDK's ``Client`` connects to.
             connect_timeout: Seconds to connect.
+            secrets: The credentials the server is given, redacted from every error.
 
         Returns:
             The open connection.
@@ -71,7 +93,7 @@ class Connection:
             MCPError: The server did not connect in time or could not be started.
             UserError: The ``mcp`` SDK is not installed.
         """
-        connection = cls(name, target, connect_timeout)
+        connection = cls(name, target, connect_timeout, secrets)
         await connection._start()
         return connection
 
@@ -111,10 +133,32 @@ class Connection:
                 if _connection_lost(cause)
                 else ""
             )
-            raise MCPError(
-                f"MCP server {self.name!r} could not be started: "
-                f"{type(cause).__name__}: {cause}{hint}"
-            ) from failure
+            raise self.redacted(
+                MCPError(
+                    f"MCP server {self.name!r} could not be started: "
+                    f"{type(cause).__name__}: {cause}{hint}"
+                ),
+                failure,
+            )
+
+    def redact(self, text: str) -> str:
+        """``text`` without the credentials this server was given (or any key-shaped text)."""
+        return redact(text, *self._secrets)
+
+    def redacted(self, error: _E, cause: BaseException) -> _E:
+        """``error`` redacted, caused by ``cause`` unless its traceback shows a credential.
+
+        Raise the result outside any ``except`` block, so that the exception being
+        handled does not become its ``__context__``.
+        """
+        error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
+        # A cause that quotes a credential would print it in every traceback: cut the chain
+        # (the message above keeps its type and its redacted text).
+        if carries_secret(cause, self._secrets):
+            error.__suppress_context__ = True
+        else:
+            error.__cause__ = cause
+        return error
 
     async def _own(self, cancel: Any) -> None:
         try:
@@ -174,8 +218,12 @@ class Connection:
         except MCPError:
             raise
         except Exception as exc:
-            raise MCPError(f"MCP server {self.name!r} could not list its tools: {exc}") from exc
-        return tools
+            error = self.redacted(
+                MCPError(f"MCP server {self.name!r} could not list its tools: {exc}"), exc
+            )
+        else:
+            return tools
+        raise error  # outside the except block: the SDK's error is no __context__ of ours
 
     def _live_client(self) -> Any:
         if self._client is None:
@@ -207,12 +255,15 @@ class Connection:
             # A dead process or a dropped connection leaves the owner task waiting, so
             # the error itself says the server is gone.
             if self._alive() and not _connection_lost(exc):
-                raise RuntimeError(f"MCP server {self.name!r}: {exc}") from exc
-            self._broken = True
-            raise RuntimeError(
-                f"MCP server {self.name!r} stopped while running {shown!r} "
-                f"({type(exc).__name__}: {exc}); it will be restarted for the next call."
-            ) from exc
+                error = RuntimeError(f"MCP server {self.name!r}: {exc}")
+            else:
+                self._broken = True
+                error = RuntimeError(
+                    f"MCP server {self.name!r} stopped while running {shown!r} "
+                    f"({type(exc).__name__}: {exc}); it will be restarted for the next call."
+                )
+            error = self.redacted(error, exc)
+        raise error  # outside the except block: the SDK's error is no __context__ of ours
 
     def _alive(self) -> bool:
         return self._owner is not None and not self._owner.done() and not self._broken

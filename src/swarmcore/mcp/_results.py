@@ -7,11 +7,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def render_result(result: Any) -> str:
+def render_result(result: Any, redact: Callable[[str], str] = str) -> str:
     """A ``CallToolResult`` as text for the model.
 
     Args:
         result: What the server returned.
+        redact: Cleans the text of an error the server reported (of its credentials).
 
     Returns:
         The structured content as JSON when there is some, else the content as text.
@@ -32,7 +33,7 @@ def render_result(result: Any) -> str:
             parts.append(f"[{kind or 'content'}: {mime}]")
     text = "\n".join(parts)
     if getattr(result, "is_error", False):
-        raise RuntimeError(f"the server reported an error: {text or 'no details'}")
+        raise RuntimeError(f"the server reported an error: {redact(text) or 'no details'}")
     structured = getattr(result, "structured_content", None)
     if structured is not None:
         return json.dumps(structured, ensure_ascii=False, default=str)

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
+from swarmcore.checks import check_number
 from swarmcore.errors import UserError
+from swarmcore.llm.redaction import secret_values
 from swarmcore.mcp._connection import Connection, StreamableTransport
 from swarmcore.mcp._results import render_result, schema_validator
 from swarmcore.mcp._scope import current_scope
@@ -35,7 +37,10 @@ class MCPServer:
         predicate: Offer only tools for which ``predicate(name, description)`` is true.
         prefix: Prepended to every tool name (``files_`` -> ``files_read_file``),
             to avoid clashes with other tools.
-        timeout: Seconds to connect and list tools.
+        timeout: Seconds to connect and list tools; a positive finite number.
+
+    Raises:
+        UserError: An invalid name or ``timeout``.
     """
 
     def __init__(
@@ -49,8 +54,11 @@ class MCPServer:
         prefix: str = "",
         timeout: float = 30.0,
         _origin: MCPServer | None = None,
+        _secrets: Sequence[str] = (),
     ) -> None:
         self.name = validate_name(name, "MCP server")
+        # No inf: a server that never answers is what this timeout is there to catch.
+        check_number(f"MCP server {self.name!r}", "timeout", timeout)
         self._origin = _origin
         self._target = target
         self._include = None if include is None else frozenset(include)
@@ -58,6 +66,8 @@ class MCPServer:
         self._predicate = predicate
         self._prefix = prefix
         self.timeout = timeout
+        # Credentials the server is given (headers, environment), redacted from its errors.
+        self._secrets = tuple(_secrets)
         self._shared: Connection | None = None
         self._shared_users = 0
         # One lock per event loop: an asyncio.Lock belongs to the loop that first waits on it.
@@ -101,7 +111,9 @@ class MCPServer:
         # `python server.py` / `node server.js` are named after the script, not the interpreter.
         script = next((a for a in arguments if a.endswith((".py", ".js", ".mjs", ".ts"))), None)
         default = _stem(script or command) or "mcp"
-        return cls(target, name=name or _identifier(default), **options)
+        # An API key handed to the server in its environment may come back in its errors.
+        secrets = secret_values(settings=environment or {})
+        return cls(target, name=name or _identifier(default), _secrets=secrets, **options)
 
     @classmethod
     def http(
@@ -129,7 +141,9 @@ class MCPServer:
             return StreamableTransport(url, fixed) if fixed else url
 
         host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-        return cls(target, name=name or _identifier(host), **options)
+        # Every header value counts as a credential: a server may quote it in an error.
+        secrets = secret_values(settings={"headers": fixed})
+        return cls(target, name=name or _identifier(host), _secrets=secrets, **options)
 
     @classmethod
     def in_process(cls, server: Any, *, name: str | None = None, **options: Any) -> MCPServer:
@@ -165,6 +179,7 @@ class MCPServer:
             prefix=self._prefix if prefix is None else prefix,
             timeout=self.timeout,
             _origin=self._origin_server(),
+            _secrets=self._secrets,
         )
 
     def _origin_server(self) -> MCPServer:
@@ -205,7 +220,7 @@ class MCPServer:
         return lock
 
     async def _open(self) -> Connection:
-        return await Connection.open(self.name, self._target, self.timeout)
+        return await Connection.open(self.name, self._target, self.timeout, self._secrets)
 
     async def _connection(self) -> Connection:
         """The run's connection to this (origin) server, or the one ``async with`` opened."""
@@ -319,7 +334,7 @@ class MCPTool(Tool):
         """
         values = self.validate_arguments(arguments)
         result = await self._connection.call(self._remote_name, values, self.name)
-        return render_result(result)
+        return render_result(result, self._connection.redact)
 
     def validate_arguments(self, arguments: str) -> dict[str, Any]:
         """Parse the JSON ``arguments`` and check them against the server's schema.

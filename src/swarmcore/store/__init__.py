@@ -6,6 +6,10 @@ result = await swarm.run(task)            # result.run_id names the stored run
 result = await swarm.resume(run_id)       # after a failure or kill: finished agents are kept
 ```
 
+A write that fails (a full disk) stops the run with a StoreError whose
+``partial`` holds every finished result; ``Swarm(..., store_errors="warn")``
+warns instead, goes on, and marks the run ``incomplete`` (not resumable).
+
 Other backends implement the small :class:`RunStore` protocol.
 """
 
@@ -16,10 +20,11 @@ from pathlib import Path
 
 from swarmcore.errors import UserError
 from swarmcore.store.base import RunRecord, RunStatus, RunStore, RunSummary
-from swarmcore.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from swarmcore.store.sqlite import SCHEMA_VERSION, RunListing, SQLiteStore
 
 __all__ = [
     "SCHEMA_VERSION",
+    "RunListing",
     "RunRecord",
     "RunStatus",
     "RunStore",

@@ -10,8 +10,10 @@ from swarmcore.models import AgentFailure, AgentResult, Decision
 
 __all__ = ["RunRecord", "RunStatus", "RunStore", "RunSummary"]
 
-RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
-"""``running`` also marks a run whose process died: resume it."""
+RunStatus = Literal["running", "succeeded", "failed", "cancelled", "incomplete"]
+"""``running`` also marks a run whose process died: resume it. ``incomplete``: a
+store write failed and the run went on (``store_errors="warn"``), so its record
+has gaps and it cannot be resumed."""
 
 
 class RunSummary(BaseModel):

@@ -9,24 +9,41 @@ agent result is stored once, as a row of its own: nothing repeats the history
 of the run before it.
 
 The schema carries a version in ``meta`` and migrates forward on open.
+
+Every failure names the file and what to do, as a
+:class:`~swarmcore.errors.StoreError`: a path that cannot hold a store (a
+folder, a path under a file, an unwritable place, an empty file), a damaged
+file (a bad schema version, a missing table, corrupt pages), a failed write (a
+full disk), and a row that no longer reads as a run.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from swarmcore.errors import UserError
+from pydantic import ValidationError
+
+from swarmcore.checks import check_number
+from swarmcore.errors import StoreError, UserError
 from swarmcore.models import AgentFailure, AgentResult, Decision
+from swarmcore.store._location import check_location
 from swarmcore.store.base import RunRecord, RunStatus, RunSummary
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+__all__ = ["SCHEMA_VERSION", "RunListing", "SQLiteStore"]
+
+logger = logging.getLogger("swarmcore.store")
+
+_MAX_INT = 2**63 - 1
+"""SQLite's largest integer: a bigger limit means "all" anyway."""
+_TABLES = ("runs", "agents", "decisions")
 
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 1: runs and their agents
@@ -80,7 +97,9 @@ class SQLiteStore:
             deleted when a run starts. None keeps them.
 
     Raises:
-        UserError: The file is not a swarmcore store, or was written by a newer
+        StoreError: The path cannot hold a store (a folder, a path under a
+            file, an unwritable place, an empty file), the file is not a
+            swarmcore store or is damaged, or it was written by a newer
             swarmcore whose schema this one cannot read.
     """
 
@@ -91,25 +110,28 @@ class SQLiteStore:
         keep_last: int | None = None,
         keep_days: float | None = None,
     ) -> None:
+        check_number(
+            "SQLiteStore", "keep_last", keep_last, whole=True, zero=True, none="keep every run"
+        )
+        check_number("SQLiteStore", "keep_days", keep_days, zero=True, none="keep every run")
         self.path = Path(path)
         self.keep_last = keep_last
         self.keep_days = keep_days
         self._lock = threading.RLock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(
-            self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-        )
+        check_location(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise self._failure(exc, "open") from exc
         try:
             self._open()
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             self._db.close()
-            raise UserError(f"{self.path} could not be opened: {exc}.") from exc
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise UserError(
-                f"{self.path} is not a swarmcore run store ({exc}); pass another path."
-            ) from exc
-        except BaseException:  # a newer schema, an interrupt: do not leak the connection
+            raise self._failure(exc, "open") from exc
+        except BaseException:  # a damaged file, an interrupt: do not leak the connection
             self._db.close()
             raise
 
@@ -225,6 +247,8 @@ class SQLiteStore:
         Returns:
             How many runs were deleted.
         """
+        check_number("prune", "keep_last", keep_last, whole=True, zero=True, none="no count limit")
+        check_number("prune", "older_than", older_than, zero=True, none="no age limit")
         deleted = 0
         with self._write() as db:
             if older_than is not None:
@@ -237,7 +261,7 @@ class SQLiteStore:
                 cursor = db.execute(
                     """DELETE FROM runs WHERE status != 'running' AND run_id NOT IN (
                            SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ?)""",
-                    (max(keep_last, 0),),
+                    (min(max(keep_last, 0), _MAX_INT),),
                 )
                 deleted += cursor.rowcount
         return deleted
@@ -252,10 +276,11 @@ class SQLiteStore:
 
         Raises:
             UserError: The prefix matches more than one run.
+            StoreError: The file or the run's rows are damaged.
         """
         if not run_id:
             return None
-        with self._lock:
+        with self._read():
             rows = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchall()
             if not rows:
                 rows = self._db.execute(
@@ -274,54 +299,92 @@ class SQLiteStore:
             decided = self._db.execute(
                 "SELECT body FROM decisions WHERE run_id = ? ORDER BY seq", (run["run_id"],)
             ).fetchall()
-        results = [AgentResult.model_validate_json(b) for s, b in agents if s == "done"]
-        failures = [AgentFailure.model_validate_json(b) for s, b in agents if s == "failed"]
-        return RunRecord(
-            run_id=run["run_id"],
-            flow=run["flow"],
-            task=run["task"],
-            status=run["status"],
-            started_at=run["started_at"],
-            ended_at=run["ended_at"],
-            error=run["error"],
-            agents_done=len(results),
-            agents_total=run["agents_total"],
-            shape=run["shape"],
-            settings=json.loads(run["settings"]),
-            results=results,
-            failures=failures,
-            decisions=[Decision.model_validate_json(b) for (b,) in decided],
-        )
+        try:
+            return _record(run, agents, decided)
+        except (ValueError, TypeError) as exc:  # pydantic's and json's errors are ValueErrors
+            raise StoreError(
+                f"Run {run['run_id']} in the run store {self.path} is damaged ({_why(exc)}); "
+                "it cannot be shown or resumed: run its task again.",
+                path=str(self.path),
+            ) from exc
 
     def list_runs(self, *, limit: int = 20) -> list[RunSummary]:
-        """The most recent runs, newest first."""
-        with self._lock:
-            rows = self._db.execute(
+        """The most recent runs, newest first; damaged rows are skipped with a logged warning.
+
+        Raises:
+            StoreError: The file is damaged.
+        """
+        listing = self.read_runs(limit=limit)
+        if listing.unreadable:
+            logger.warning(
+                "skipped %d unreadable run(s) in %s: %s",
+                len(listing.unreadable),
+                self.path,
+                ", ".join(listing.unreadable),
+            )
+        return listing.runs
+
+    def read_runs(self, *, limit: int = 20) -> RunListing:
+        """The most recent runs, newest first, and the ids of rows too damaged to read.
+
+        Raises:
+            StoreError: The file is damaged.
+        """
+        with self._read() as db:
+            rows = db.execute(
                 """SELECT r.*, (SELECT COUNT(*) FROM agents a
                                 WHERE a.run_id = r.run_id AND a.status = 'done') AS done
                    FROM runs r ORDER BY started_at DESC LIMIT ?""",
-                (limit,),
+                (min(limit, _MAX_INT),),
             ).fetchall()
-            described = [(_row(r), r[-1]) for r in rows]
-        return [
-            RunSummary(
-                run_id=run["run_id"],
-                flow=run["flow"],
-                task=run["task"],
-                status=run["status"],
-                started_at=run["started_at"],
-                ended_at=run["ended_at"],
-                error=run["error"],
-                agents_done=done,
-                agents_total=run["agents_total"],
-            )
-            for run, done in described
-        ]
+        listing = RunListing([], [])
+        for row in rows:
+            run = _row(row)
+            try:
+                listing.runs.append(_summary(run, row[-1]))
+            except (ValueError, TypeError):
+                listing.unreadable.append(str(run["run_id"]))
+        return listing
 
     # --- plumbing --------------------------------------------------------------------
 
     @contextmanager
     def _write(self) -> Generator[sqlite3.Connection]:
+        """One write transaction (see :meth:`_transaction`); SQLite's errors become StoreErrors."""
+        try:
+            with self._transaction() as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise self._failure(exc, "write to") from exc
+
+    @contextmanager
+    def _read(self) -> Generator[sqlite3.Connection]:
+        """The connection, for reading; SQLite's errors become StoreErrors."""
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise self._failure(exc, "read") from exc
+
+    def _failure(self, exc: Exception, doing: str) -> StoreError:
+        """``exc`` as a StoreError naming the file, the cause and what to do."""
+        text = str(exc)
+        if "malformed" in text or "not a database" in text:
+            advice = "it is not a swarmcore run store, or it is damaged: restore it from a "
+            advice += "backup, or move it aside (or pick another path) to start a new store"
+        elif "full" in text:
+            advice = "free disk space, or pick another path for the store"
+        elif "readonly" in text or isinstance(exc, PermissionError):
+            advice = "make the file and its folder writable, or pick another path for the store"
+        else:
+            advice = "check the file and its folder, or pick another path for the store"
+        return StoreError(
+            f"Could not {doing} the run store {self.path}: {text or type(exc).__name__}; {advice}.",
+            path=str(self.path),
+        )
+
+    @contextmanager
+    def _transaction(self) -> Generator[sqlite3.Connection]:
         """One short write transaction, taken at once so concurrent writers queue cleanly.
 
         A failed statement or COMMIT rolls back (unless SQLite already did), so
@@ -338,14 +401,15 @@ class SQLiteStore:
                 raise
 
     def _migrate(self) -> None:
-        with self._write() as db:
+        with self._transaction() as db:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            current = int(row[0]) if row else 0
+            current = 0 if row is None else self._version(row[0])
             if current > SCHEMA_VERSION:
-                raise UserError(
+                raise StoreError(
                     f"{self.path} was written by a newer swarmcore (schema {current}; this one "
-                    f"reads up to {SCHEMA_VERSION}); upgrade swarmcore or use another store."
+                    f"reads up to {SCHEMA_VERSION}); upgrade swarmcore or use another store.",
+                    path=str(self.path),
                 )
             for statements in _MIGRATIONS[current:]:
                 for statement in statements:
@@ -354,6 +418,27 @@ class SQLiteStore:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+            for table in _TABLES:
+                if table not in tables:
+                    raise self._damaged(f"its table {table!r} is missing")
+
+    def _version(self, value: object) -> int:
+        """The stored schema version, which must be a whole number from 0 up."""
+        try:
+            version = int(str(value))
+        except ValueError:
+            version = -1
+        if version < 0:
+            raise self._damaged(f"its schema version is {value!r}, not a whole number")
+        return version
+
+    def _damaged(self, why: str) -> StoreError:
+        return StoreError(
+            f"The run store {self.path} is damaged: {why}; restore it from a backup, or move "
+            "it aside (or pick another path) to start a new store.",
+            path=str(self.path),
+        )
 
 
 _COLUMNS = (
@@ -370,8 +455,57 @@ _COLUMNS = (
 )
 
 
+class RunListing(NamedTuple):
+    """What :meth:`SQLiteStore.read_runs` found."""
+
+    runs: list[RunSummary]
+    """The runs that could be read, newest first."""
+    unreadable: list[str]
+    """The ids of runs whose rows are too damaged to read (skipped)."""
+
+
 def _row(row: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(_COLUMNS, row[: len(_COLUMNS)], strict=True))
+
+
+def _summary(run: dict[str, Any], done: int) -> RunSummary:
+    return RunSummary(
+        run_id=run["run_id"],
+        flow=run["flow"],
+        task=run["task"],
+        status=run["status"],
+        started_at=run["started_at"],
+        ended_at=run["ended_at"],
+        error=run["error"],
+        agents_done=done,
+        agents_total=run["agents_total"],
+    )
+
+
+def _record(
+    run: dict[str, Any], agents: list[tuple[Any, ...]], decided: list[tuple[Any, ...]]
+) -> RunRecord:
+    results = [AgentResult.model_validate_json(b) for s, b in agents if s == "done"]
+    failures = [AgentFailure.model_validate_json(b) for s, b in agents if s == "failed"]
+    return RunRecord(
+        **_summary(run, len(results)).model_dump(),
+        shape=run["shape"],
+        settings=json.loads(run["settings"]),
+        results=results,
+        failures=failures,
+        decisions=[Decision.model_validate_json(b) for (b,) in decided],
+    )
+
+
+def _why(exc: Exception) -> str:
+    """A short, one-line reason a row could not be read."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{exc.title} {where}: {first['msg']}".replace("  ", " ")[:200]
+    if isinstance(exc, json.JSONDecodeError):
+        return f"its settings are not JSON ({exc.msg})"
+    return f"{type(exc).__name__}: {exc}"[:200]
 
 
 def _like_prefix(text: str) -> str:

@@ -166,7 +166,7 @@ def offline_model() -> str:
 
 _READING_TOOLS = ("get_context", "expand_context")
 _LISTED = re.compile(r"^- (\S+) \(", re.MULTILINE)
-_SUMMARISED = re.compile(r"^## (\S+) \(summary\)$", re.MULTILINE)
+_PUSHED = re.compile(r'^<output agent="([^"]+)"( kind="summary")? id="[0-9a-f]+">$', re.MULTILINE)
 
 
 def _next_move(request: RecordedRequest) -> Reply:
@@ -218,7 +218,7 @@ def _first_call(name: str, parameters: Mapping[str, Any], task: str) -> Call:
 
 
 def _to_expand(request: RecordedRequest) -> list[str]:
-    return _SUMMARISED.findall(request.system)[-1:]
+    return [name for name, summarised in _PUSHED.findall(request.system) if summarised][-1:]
 
 
 def _tool_output(request: RecordedRequest, name: str) -> str:
@@ -239,9 +239,9 @@ def _answer(request: RecordedRequest) -> str:
             f"- {fn.get('name', '?')}({fn.get('arguments', '')}) -> "
             f"{_short(str(result['content']), 160)}"
         )
-    pushed = re.findall(r"^## (\S+)( \(summary\))?$", request.system, re.MULTILINE)
+    pushed = _PUSHED.findall(request.system)
     if pushed:
-        lines.append("Context in prompt: " + ", ".join(n + s for n, s in pushed))
+        lines.append("Context in prompt: " + ", ".join(n + (s and " (summary)") for n, s in pushed))
     used = len(request.tool_results)
     lines.append(f"<summary>{_short(role, 60)}: answered with {used} tool results.</summary>")
     return "\n".join(lines)

@@ -115,12 +115,17 @@ class Fail:
         message: The provider's error message.
         headers: Extra response headers (the HTTP server sends them, e.g. Retry-After).
         delay: Seconds to wait before failing.
+        echo_credential: ``MockOpenAIServer`` only: replace ``{credential}`` in the
+            message with the key the request carried (its ``Authorization`` bearer
+            token, or its ``api-key`` / ``x-api-key`` header), as a provider that
+            echoes a rejected key does. For tests of key redaction.
     """
 
     status_code: int
     message: str = "simulated failure"
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     delay: float = 0.0
+    echo_credential: bool = False
 
 
 Step = Reply | Fail

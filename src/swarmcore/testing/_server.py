@@ -7,9 +7,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step
 
@@ -23,7 +25,9 @@ class MockOpenAIServer:
 
     It binds a free port on 127.0.0.1 and runs in a background thread. Replies
     can carry text and tool calls; a ``Fail`` answers with its HTTP status and
-    headers; a request with ``"stream": true`` gets server-sent events.
+    headers (and, with ``echo_credential=True``, quotes the key the request
+    carried in its message, as some providers do); a request with
+    ``"stream": true`` gets server-sent events.
 
     ```python
     with MockOpenAIServer([Reply(text="hi")]) as server:
@@ -131,7 +135,8 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            # The query is not part of the route: Azure sends ?api-version=...
+            if not urlsplit(self.path).path.rstrip("/").endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             params = {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
@@ -145,7 +150,10 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if step.delay:
                 server._stopping.wait(step.delay)  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if isinstance(step, Fail):
-                error = {"message": step.message, "type": "error", "code": str(step.status_code)}
+                message = step.message
+                if step.echo_credential:
+                    message = message.replace("{credential}", _credential(self.headers))
+                error = {"message": message, "type": "error", "code": str(step.status_code)}
                 self._send_json(step.status_code, {"error": error}, step.headers)
             elif body.get("stream"):
                 self._send_stream(request, step.for_request(request), body)
@@ -181,6 +189,14 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
     return Handler
+
+
+def _credential(headers: Message) -> str:
+    """The key a request carried: OpenAI's bearer token, Azure's or Anthropic's key header."""
+    bearer = headers.get("Authorization") or ""
+    if bearer.lower().startswith("bearer "):
+        return bearer[len("bearer ") :]
+    return headers.get("api-key") or headers.get("x-api-key") or bearer
 
 
 def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:

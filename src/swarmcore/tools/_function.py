@@ -39,7 +39,8 @@ def function_tool(
         fn: The function. Every parameter needs a type annotation.
         name: The tool name; defaults to the function's ``__name__``.
         description: What the tool does; defaults to the docstring's first paragraph.
-        timeout: Seconds one call may take; None uses the agent's ``tool_timeout``.
+        timeout: Seconds one call may take (``math.inf``: no limit); None uses the
+            agent's ``tool_timeout``.
             An async tool is cancelled at the limit; a sync tool's thread cannot
             be stopped, so it finishes in the background and its result is dropped.
         requires_approval: Ask the run's approval callback (``Swarm(approve=...)``)

@@ -13,6 +13,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -67,22 +68,16 @@ class Tool:
     _positional: tuple[str, ...] = field(repr=False, default=())
     timeout: float | None = None
     """Seconds one call may take before it is stopped and reported to the model as an
-    error; None uses the agent's ``tool_timeout``."""
+    error; ``math.inf`` for no limit; None uses the agent's ``tool_timeout``."""
     requires_approval: bool = False
     """Ask the run's approval callback before every call (see :class:`Approval`)."""
     delegate: Any = field(default=None, repr=False)
     """The Agent this tool runs, for tools made by ``agent.as_tool()``; else None."""
 
     def __post_init__(self) -> None:
-        if self.timeout is not None and (
-            isinstance(self.timeout, bool)
-            or not isinstance(self.timeout, int | float)
-            or self.timeout <= 0
-        ):
-            raise UserError(
-                f"Tool {self.name!r}: timeout must be a positive number of seconds or None, "
-                f"got {self.timeout!r}."
-            )
+        # inf: no limit for this tool, whatever the agent's tool_timeout (None defers to it)
+        owner, default = f"Tool {self.name!r}", "the agent's tool_timeout"
+        check_number(owner, "timeout", self.timeout, unlimited=True, none=default)
 
     @functools.cached_property
     def spec(self) -> dict[str, Any]:
