@@ -3,13 +3,15 @@
 1. Check the turn budget (``max_turns``), then call the model through ``llm.complete``.
 2. Record the reply: the assistant message, usage, cost.
 3. The turn's outcome is one of three:
-   - :class:`ToolCalls` (native, or JSON text for models without native tool
-     calling): run them concurrently, append the results in call order, go to 1.
+   - :class:`ToolCalls` (native, or a marked JSON block for models without
+     native tool calling): run them concurrently, append the results in call
+     order, go to 1.
      An agent without tools makes one call (direct mode) and never gets here.
    - :class:`Answer`: its ``<summary>`` (or, with an ``output_type``, its JSON)
      parsed and every output validator satisfied: the run ends.
-   - :class:`Rejected`: the answer goes back to the model with the reason, up to
-     ``output_retries`` times, and the loop goes to 1.
+   - :class:`Rejected`: the answer (or an unreadable tool-call block) goes back
+     to the model with the reason, up to ``output_retries`` times, and the loop
+     goes to 1.
 
 Everything a run accumulates lives in a :class:`RunState` made by
 :func:`run_agent` and thrown away after, so one Agent can run in any number of
@@ -26,7 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from swarmcore import events, llm, prompt
+from swarmcore import events, llm, prompt, structured
 from swarmcore.context import parse_summary
 from swarmcore.errors import (
     AgentError,
@@ -192,8 +194,10 @@ class RunState:
             api_key=agent.api_key,
             response_format=output.response_format if native_output and output else None,
         )
-        tail = prompt.answer_format(list(tools.values()), self.native_tools, output, native_output)
-        self.tail = tail
+        text_tools = bool(tools) and not self.native_tools
+        # Per run, so no text the run reads can carry it (see structured.new_marker).
+        self.marker = structured.new_marker() if text_tools else None
+        self.tail = prompt.answer_format(list(tools.values()), self.marker, output, native_output)
         self.messages = messages
         self.chain = options.chain or (agent.name,)
         self.llm_calls: list[LLMCallRecord] = []
@@ -264,7 +268,7 @@ class RunState:
         ) as span:
             stream = span.bus is not None and span.bus.text_deltas
             reply = await llm.complete(llm.LLMRequest(self.call, self.messages, stream))
-            calls = self._calls_of(reply)
+            calls, feedback = self._calls_of(reply)
             span.set(
                 model=reply.model,
                 duration_seconds=reply.duration_seconds,
@@ -277,22 +281,26 @@ class RunState:
         self._record(reply, calls)
         if calls:
             return ToolCalls(calls)
+        if feedback is not None:
+            return Rejected(reply.text or "", feedback)
         return await self._judge(reply.text or "")
 
-    def _calls_of(self, reply: llm.LLMReply) -> Sequence[llm.ToolCall]:
-        """The tool calls of a reply to run: native ones, JSON ones (text protocol), or none."""
-        if not self.tools:  # direct mode: one call, whatever the reply holds
-            return ()
-        if self.native_tools:
-            return reply.tool_calls
-        from swarmcore.structured import parse_text_tool_calls
+    def _calls_of(self, reply: llm.LLMReply) -> tuple[Sequence[llm.ToolCall], str | None]:
+        """The tool calls of a reply to run (native, or the text protocol's marked block).
 
-        found = parse_text_tool_calls(reply.text or "", self.tools)
+        Returns the calls, and the feedback for a marked block that cannot be read.
+        """
+        if not self.tools:  # direct mode: one call, whatever the reply holds
+            return (), None
+        if self.marker is None:
+            return reply.tool_calls, None
+        found, feedback = structured.parse_text_tool_calls(reply.text or "", self.marker)
         first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
-        return [
+        calls = [
             llm.ToolCall(id=f"call_{first + i}", name=c.name, arguments=c.arguments)
             for i, c in enumerate(found)
         ]
+        return calls, feedback
 
     def _record(self, reply: llm.LLMReply, calls: Sequence[llm.ToolCall]) -> None:
         if self.native_tools and calls:
@@ -318,14 +326,12 @@ class RunState:
             plain, summary = parse_summary(text)
             answer, checked = Answer(plain, summary, None), plain
         else:
-            parsed, feedback = output.parse(text)
+            parsed, feedback = await output.read(text)
             if feedback is not None:
                 return Rejected(text, feedback)
             answer, checked = Answer(output.dump(parsed), None, parsed), parsed
         if self.agent.output_validators:
-            from swarmcore.structured import run_validators
-
-            feedback = await run_validators(self.agent.output_validators, checked)
+            feedback = await structured.run_validators(self.agent.output_validators, checked)
             if feedback is not None:
                 return Rejected(text, feedback)
         return answer

@@ -103,14 +103,18 @@ def check_variables(agents: Iterable[_UsesVariables], variables: Mapping[str, ob
 
 
 def answer_format(
-    tools: Sequence[Tool], native_tools: bool, output: OutputSpec | None, native_output: bool
+    tools: Sequence[Tool], marker: str | None, output: OutputSpec | None, native_output: bool
 ) -> str:
-    """What follows the context hint: the text tool protocol, and the form of the answer."""
+    """What follows the context hint: the text tool protocol, and the form of the answer.
+
+    ``marker`` is the run's text tool protocol marker; None when the model calls
+    tools natively (or has none).
+    """
     tail: list[str] = []
-    if tools and not native_tools:
+    if tools and marker is not None:
         from swarmcore.structured import text_tool_instructions
 
-        tail.append(text_tool_instructions([t.spec for t in tools]))
+        tail.append(text_tool_instructions([t.spec for t in tools], marker))
     if output is None:
         tail.append(SUMMARY_INSTRUCTION)
     elif native_output:

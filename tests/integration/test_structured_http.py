@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from swarmcore import Agent
-from swarmcore.testing import MockOpenAIServer, Reply
+from swarmcore.structured import text_tool_marker
+from swarmcore.testing import Call, MockOpenAIServer, Reply
 
 
 class City(BaseModel):
@@ -80,9 +81,9 @@ async def test_text_tool_protocol_over_http_sends_no_tools(
     mock_openai_server: MockOpenAIServer,
 ) -> None:
     server = mock_openai_server
-    call = '{"tool_calls": [{"name": "population", "arguments": {"city": "Oslo"}}]}'
+    # Written by the server as the text protocol's block, with the marker from the prompt.
     server.add(
-        Reply(text=f"Looking it up.\n```json\n{call}\n```"),
+        Reply(text="Looking it up.", tool_calls=[Call("population", {"city": "Oslo"})]),
         Reply(text="Oslo has 709000 people.\n<summary>Oslo's population.</summary>"),
     )
     agent = Agent(
@@ -99,6 +100,11 @@ async def test_text_tool_protocol_over_http_sends_no_tools(
         assert "tool_choice" not in body
         assert all(m["role"] in ("system", "user", "assistant") for m in body["messages"])
     assert "- population: Look up how many people live in a city." in system_of(first)
+    marker = text_tool_marker(system_of(first))
+    assert marker is not None
+    assert second["messages"][-2]["content"].startswith(
+        f"Looking it up.\n\n```tool_calls {marker}\n"
+    )
     [record] = result.tool_calls
     assert (record.tool_name, record.arguments, record.result) == (
         "population",
@@ -118,7 +124,7 @@ async def test_structured_output_with_text_tools_over_http(
 ) -> None:
     server = mock_openai_server
     server.add(
-        Reply(text='{"name": "population", "arguments": {"city": "Oslo"}}'),
+        Reply.tool("population", city="Oslo"),
         Reply(text=OSLO_JSON),
     )
     agent = Agent(

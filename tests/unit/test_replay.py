@@ -87,3 +87,25 @@ async def test_a_request_the_recording_lacks_fails_loudly_and_says_where() -> No
     assert "departs from the nearest recorded request at message 1 (system)" in message
     assert "b now works on coffee" in message
     assert len(replay.unmatched) == 1
+
+
+async def test_a_text_tool_protocol_run_replays_under_a_fresh_marker() -> None:
+    """Each run draws its own tool-call marker; the replay answers with the new one."""
+
+    def answer(request: RecordedRequest) -> Reply:
+        if not request.user.startswith("Tool results:"):
+            return Reply.tool("lookup", term="green tea")  # written as the marked block
+        return Reply(text="Green tea is steeped.\n<summary>tea</summary>")
+
+    live = FunctionModel(answer)
+    agent = Agent("a", "Find tea facts.", model=live.model, tools=[lookup], tool_protocol="text")
+    original = await Swarm(agent).run("tea")
+    assert [t.result for t in original["a"].tool_calls] == ["green tea: steeped leaves"]
+
+    replay = ReplayModel(original.history, task="tea")
+    replayed = await Swarm(agent.clone(model=replay.model)).run("tea")
+    assert replay.unmatched == []
+    assert [t.result for t in replayed["a"].tool_calls] == ["green tea: steeped leaves"]
+    assert replayed.output == original.output == "Green tea is steeped."
+    first_system = replayed["a"].messages[0]["content"]
+    assert first_system != original["a"].messages[0]["content"]  # another marker

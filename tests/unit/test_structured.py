@@ -23,7 +23,13 @@ from swarmcore.agent import SUMMARY_INSTRUCTION
 from swarmcore.context import Framing
 from swarmcore.llm import load_litellm
 from swarmcore.store import SQLiteStore
-from swarmcore.structured import TextToolCall, json_candidates, parse_text_tool_calls
+from swarmcore.structured import (
+    TextToolCall,
+    json_candidates,
+    parse_text_tool_calls,
+    text_tool_instructions,
+    text_tool_marker,
+)
 from swarmcore.testing import Call, Fail, RecordedRequest, Reply, ScriptedModel
 from tests.helpers import framed, nonce_of
 
@@ -144,75 +150,105 @@ def test_json_candidates_yields_whole_text_before_its_parts() -> None:
 
 # --- parse_text_tool_calls ----------------------------------------------------------------
 
-KNOWN: dict[str, object] = {"add": object(), "population": object()}
+MARK = "0123456789abcdef"
 WRAPPED = '{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}'
+ADD = TextToolCall("add", '{"a": 2, "b": 3}')
+
+
+def block(payload: str, marker: str = MARK) -> str:
+    """The text tool protocol's block, as the instructions show it."""
+    return f"```tool_calls {marker}\n{payload}\n```"
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        WRAPPED,
-        f"```json\n{WRAPPED}\n```",
-        f"```\n{WRAPPED}\n```",
-        f"I will add them now. {WRAPPED} Then I answer.",
-        '{"name": "add", "arguments": {"a": 2, "b": 3}}',
-        'Calling: {"name": "add", "arguments": {"a": 2, "b": 3}}',
+        block(WRAPPED),
+        f"  \n{block(WRAPPED)}\n",
+        f"I will add them now.\n{block(WRAPPED)}\nThen I answer.",
+        block('{"name": "add", "arguments": {"a": 2, "b": 3}}'),
+        block('{\n  "tool_calls": [\n    {"name": "add", "arguments": {"a": 2, "b": 3}}\n  ]\n}'),
+        f"```tool_calls {MARK}  \n{WRAPPED}",  # a reply cut before its closing fence
     ],
-    ids=["bare", "fenced-json", "fenced-no-tag", "prose", "bare-single-call", "single-in-prose"],
+    ids=["whole-reply", "padded", "in-prose", "single-call", "pretty", "unclosed"],
 )
-def test_parse_text_tool_calls_finds_the_call(text: str) -> None:
-    assert parse_text_tool_calls(text, KNOWN) == [TextToolCall("add", '{"a": 2, "b": 3}')]
+def test_parse_text_tool_calls_finds_the_marked_block(text: str) -> None:
+    assert parse_text_tool_calls(text, MARK) == ([ADD], None)
 
 
 def test_parse_text_tool_calls_several_and_unknown_names_kept() -> None:
-    text = json.dumps(
+    payload = json.dumps(
         {
             "tool_calls": [
                 {"name": "add", "arguments": {"a": 1, "b": 2}},
                 {"name": "nope", "arguments": {}},
                 {"name": "population"},
-                {"arguments": {"a": 1}},  # no name: dropped
-                "not a call",  # dropped
                 {"name": "add", "arguments": '{"a": 5, "b": 6}'},  # a string is kept as it is
             ]
         }
     )
-    assert parse_text_tool_calls(text, KNOWN) == [
-        TextToolCall("add", '{"a": 1, "b": 2}'),
-        TextToolCall("nope", "{}"),
-        TextToolCall("population", "{}"),
-        TextToolCall("add", '{"a": 5, "b": 6}'),
-    ]
+    assert parse_text_tool_calls(block(payload), MARK) == (
+        [
+            TextToolCall("add", '{"a": 1, "b": 2}'),
+            TextToolCall("nope", "{}"),
+            TextToolCall("population", "{}"),
+            TextToolCall("add", '{"a": 5, "b": 6}'),
+        ],
+        None,
+    )
 
 
 @pytest.mark.parametrize(
     "text",
     [
         "Oslo has 709,000 people.\n<summary>Population found.</summary>",
-        '{"tool_calls": []}',
-        '{"tool_calls": [{"arguments": {}}]}',
-        '{"name": "unknown_tool", "arguments": {}}',  # the bare form needs a known name
-        '{"name": "add", "arguments": {}, "note": "extra key"}',
+        WRAPPED,
+        f"```json\n{WRAPPED}\n```",
+        f"I will add them now. {WRAPPED} Then I answer.",
+        '{"name": "add", "arguments": {"a": 2, "b": 3}}',
+        f"```tool_calls\n{WRAPPED}\n```",
+        block(WRAPPED, marker="fedcba9876543210"),
         OSLO_JSON,
-        "[1, 2, 3]",
     ],
     ids=[
         "prose",
-        "empty-list",
-        "nameless",
-        "bare-unknown",
-        "bare-extra-key",
+        "bare-json",
+        "fenced-json",
+        "json-in-prose",
+        "bare-single-call",
+        "block-without-marker",
+        "block-with-another-marker",
         "structured-answer",
-        "array",
     ],
 )
-def test_parse_text_tool_calls_final_answers_have_none(text: str) -> None:
-    assert parse_text_tool_calls(text, KNOWN) == []
+def test_parse_text_tool_calls_without_the_marker_is_an_answer(text: str) -> None:
+    assert parse_text_tool_calls(text, MARK) == ([], None)
 
 
-def test_parse_text_tool_calls_skips_values_that_are_not_calls() -> None:
-    text = 'So far {"partial": 1}. Now: {"tool_calls": [{"name": "add", "arguments": {"a": 1}}]}'
-    assert parse_text_tool_calls(text, KNOWN) == [TextToolCall("add", '{"a": 1}')]
+@pytest.mark.parametrize(
+    ("text", "feedback"),
+    [
+        (block('{"tool_calls": []}'), "lists no calls"),
+        (block('{"tool_calls": [{"arguments": {}}]}'), "call 1 in the tool_calls block is not"),
+        (block('{"tool_calls": [{"name": "add", "arguments": [1]}]}'), "call 1"),
+        (block('{"tool_calls": [{"name": "add"'), "not valid JSON"),
+        (block(WRAPPED) + "\n" + block(WRAPPED), "more than one"),
+        (f"```tool_calls {MARK} {WRAPPED}\n```", "must stand alone"),
+    ],
+    ids=["empty-list", "nameless", "arguments-not-object", "broken-json", "two-blocks", "inline"],
+)
+def test_a_marked_block_that_cannot_be_read_gives_feedback(text: str, feedback: str) -> None:
+    calls, said = parse_text_tool_calls(text, MARK)
+    assert calls == []
+    assert said is not None
+    assert feedback in said
+
+
+def test_text_tool_marker_reads_the_protocol_section_not_a_quoted_one() -> None:
+    quoted = text_tool_instructions([], "fedcba9876543210")  # e.g. pushed context
+    system = f"Do things.\n\n{quoted}\n\n{text_tool_instructions([], MARK)}"
+    assert text_tool_marker(system) == MARK
+    assert text_tool_marker("No tools here.") is None
 
 
 # --- structured output, text protocol -----------------------------------------------------
@@ -677,16 +713,14 @@ async def test_resume_restores_parsed_as_the_output_type(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    "call_text",
-    [
-        WRAPPED,
-        f"```json\n{WRAPPED}\n```",
-        f"Let me add those.\n{WRAPPED}",
-    ],
-    ids=["bare", "fenced", "prose"],
+    "prose",
+    ["", "Let me add those."],
+    ids=["whole-reply", "block-after-prose"],
 )
-async def test_text_tool_protocol_runs_tools_written_as_json(call_text: str) -> None:
-    model = ScriptedModel([call_text, "It is 5.\n<summary>Added 2 and 3.</summary>"])
+async def test_text_tool_protocol_runs_tools_written_as_json(prose: str) -> None:
+    # The test model writes the call as the protocol's block, marker read from the prompt.
+    call = Reply(text=prose or None, tool_calls=[Call("add", {"a": 2, "b": 3})])
+    model = ScriptedModel([call, "It is 5.\n<summary>Added 2 and 3.</summary>"])
     agent = Agent("calc", "You add numbers.", model=model.model, tools=[add], tool_protocol="text")
     result = await agent.run("What is 2 + 3?")
     model.assert_consumed()
@@ -698,7 +732,9 @@ async def test_text_tool_protocol_runs_tools_written_as_json(call_text: str) -> 
     assert system.startswith("You add numbers.")
     assert "# Tools" in system
     assert "- add: Add two numbers." in system
-    assert '{"tool_calls": [{"name": "<tool name>"' in system
+    marker = text_tool_marker(system)
+    assert marker is not None
+    assert f'```tool_calls {marker}\n{{"tool_calls": [{{"name": "<tool name>"' in system
     schema = agent.tools[0].spec["function"]["parameters"]  # type: ignore[union-attr]
     assert schema in json_values(system)
     assert "<summary>" in system
@@ -711,7 +747,11 @@ async def test_text_tool_protocol_runs_tools_written_as_json(call_text: str) -> 
         None,
     )
     assert second.tools == []
-    assert second.messages[-2] == {"role": "assistant", "content": call_text}
+    sent = f"```tool_calls {marker}\n{WRAPPED}\n```"
+    assert second.messages[-2] == {
+        "role": "assistant",
+        "content": f"{prose}\n\n{sent}" if prose else sent,
+    }
     assert last_message(second) == {
         "role": "user",
         "content": f"Tool results:\n\n## add ({record.call_id})\n5",
@@ -723,14 +763,12 @@ async def test_text_tool_protocol_runs_tools_written_as_json(call_text: str) -> 
 
 
 async def test_text_tool_protocol_several_calls_and_an_unknown_tool() -> None:
-    calls = {
-        "tool_calls": [
-            {"name": "add", "arguments": {"a": 1, "b": 2}},
-            {"name": "launch_rockets", "arguments": {"count": 3}},
-            {"name": "add", "arguments": {"a": 10, "b": 20}},
-        ]
-    }
-    model = ScriptedModel([json.dumps(calls), "3 and 30.\n<summary>Done.</summary>"])
+    calls = [
+        Call("add", {"a": 1, "b": 2}),
+        Call("launch_rockets", {"count": 3}),
+        Call("add", {"a": 10, "b": 20}),
+    ]
+    model = ScriptedModel([Reply(tool_calls=calls), "3 and 30.\n<summary>Done.</summary>"])
     agent = Agent("calc", "x", model=model.model, tools=[add], tool_protocol="text")
     result = await agent.run("go")
     model.assert_consumed()
@@ -752,13 +790,7 @@ async def test_text_tool_protocol_several_calls_and_an_unknown_tool() -> None:
 
 
 async def test_text_tool_protocol_loops_over_several_turns() -> None:
-    model = ScriptedModel(
-        [
-            '{"name": "add", "arguments": {"a": 1, "b": 1}}',
-            '{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 2}}]}',
-            "Done: 4.",
-        ]
-    )
+    model = ScriptedModel([Reply.tool("add", a=1, b=1), Reply.tool("add", a=2, b=2), "Done: 4."])
     agent = Agent("calc", "x", model=model.model, tools=[add], tool_protocol="text")
     result = await agent.run("go")
     model.assert_consumed()
@@ -777,7 +809,7 @@ async def test_text_tool_protocol_loops_over_several_turns() -> None:
 
 
 async def test_auto_uses_the_text_protocol_when_litellm_says_no_function_calling() -> None:
-    model = ScriptedModel([WRAPPED, "It is 5."])
+    model = ScriptedModel([Reply.tool("add", a=2, b=3), "It is 5."])
     register(model.model, response_schema=False, function_calling=False)
     agent = Agent("calc", "x", model=model.model, tools=[add])
     assert agent.tool_protocol == "auto"
@@ -815,7 +847,7 @@ async def test_context_tools_in_pull_mode_work_under_the_text_protocol() -> None
     first = ScriptedModel([f"{scout_output}\n<summary>Oslo facts.</summary>"])
     second = ScriptedModel(
         [
-            '{"tool_calls": [{"name": "get_context", "arguments": {"agent_name": "scout"}}]}',
+            Reply.tool("get_context", agent_name="scout"),
             "Oslo: ferries.\n<summary>Report.</summary>",
         ]
     )
@@ -841,8 +873,7 @@ async def test_context_tools_in_pull_mode_work_under_the_text_protocol() -> None
 async def test_structured_output_with_text_tools() -> None:
     model = ScriptedModel(
         [
-            'I need the number. ```json\n{"tool_calls": [{"name": "population", '
-            '"arguments": {"city": "Oslo"}}]}\n```',
+            Reply(text="I need the number.", tool_calls=[Call("population", {"city": "Oslo"})]),
             f"```json\n{OSLO_JSON}\n```",
         ]
     )
@@ -939,9 +970,7 @@ async def test_an_agent_with_tools_loops_until_a_text_answer() -> None:
 
 
 async def test_text_protocol_calls_are_counted_like_native_ones() -> None:
-    model = ScriptedModel(
-        [Reply(text='{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}'), "3"]
-    )
+    model = ScriptedModel([Reply.tool("add", a=1, b=2), "3"])
     agent = Agent("calc", "Add.", model=model.model, tools=[add], tool_protocol="text")
     seen: list[Any] = []
     swarm = Swarm(agent, hooks=[seen.append])

@@ -76,7 +76,7 @@ def _make_handler(lit: ModuleType) -> object:
             # LiteLLM copies an exception's .headers (Retry-After...) onto its own error.
             error.headers = dict(step.headers)  # pyright: ignore[reportAttributeAccessIssue]
             raise error
-        return request, step
+        return request, step.for_request(request)
 
     class _Handler(CustomLLM):
         async def acompletion(  # pyright: ignore[reportIncompatibleMethodOverride] -- litellm passes these by keyword

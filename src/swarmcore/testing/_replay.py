@@ -7,11 +7,14 @@ keeps: each agent's conversation (``AgentResult.messages``) holds every request
 
 Requests are matched by content, not by order, so parallel agents may arrive in
 any order; a request the recording does not hold fails loudly, saying where it
-departs from the nearest recorded one.
+departs from the nearest recorded one. The text tool protocol's marker is drawn
+afresh for every run, so it is left out of the match, and a recorded tool-call
+block is sent back with the marker of the request it answers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import deque
@@ -19,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from swarmcore.models import AgentResult
+from swarmcore.structured import text_tool_marker
 from swarmcore.testing._provider import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
 
@@ -108,14 +112,18 @@ class ReplayModel:
     async def respond(self, request: RecordedRequest) -> Step:
         """The recorded reply to ``request``, or a loud failure."""
         self.requests.append(request)
-        answers = self._answers.get(_key(request.messages))
+        answers = self._answers.get(_key(_unmarked(request.messages)))
         if answers:
-            return answers.popleft()
+            reply = answers.popleft()
+            marker = text_tool_marker(request.system)
+            if marker is None or not reply.text:
+                return reply
+            return dataclasses.replace(reply, text=reply.text.replace(_SLOT, marker))
         self.unmatched.append(request)
         return Fail(400, self._explain(request.messages))
 
     def _learn(self, result: AgentResult) -> None:
-        messages = result.messages
+        messages = _unmarked(result.messages)
         calls = iter(result.llm_calls)
         for index, message in enumerate(messages):
             if message.get("role") != "assistant":
@@ -146,7 +154,7 @@ class ReplayModel:
         )
         if not self._recorded:
             return base + "."
-        sent_parts = [_canonical(m) for m in sent]
+        sent_parts = [_canonical(m) for m in _unmarked(sent)]
 
         def shared(recorded: list[dict[str, Any]]) -> int:
             count = 0
@@ -166,6 +174,24 @@ class ReplayModel:
                 "Did the flow, an agent's instructions or a tool's result change?"
             )
         return f"{base}; the nearest recorded request has {len(nearest)} messages."
+
+
+_SLOT = "\x00marker\x00"
+"""Stands for a run's text tool protocol marker in the recording and in the match."""
+
+
+def _unmarked(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with their run's text tool protocol marker (if any) replaced by a slot."""
+    systems = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+    marker = text_tool_marker(systems[0]) if systems else None
+    if marker is None:
+        return [dict(m) for m in messages]
+    return [
+        {**m, "content": m["content"].replace(marker, _SLOT)}
+        if isinstance(m.get("content"), str)
+        else dict(m)
+        for m in messages
+    ]
 
 
 def _canonical(message: Mapping[str, Any]) -> list[Any]:

@@ -6,8 +6,10 @@ import itertools
 import json
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from swarmcore.structured import text_tool_marker
 
 __all__ = ["Call", "Fail", "RecordedRequest", "Reply", "Step"]
 
@@ -78,6 +80,30 @@ class Reply:
     def finish_reason(self) -> str:
         """``tool_calls`` when the reply calls tools, else ``stop``."""
         return "tool_calls" if self.tool_calls else "stop"
+
+    def for_request(self, request: RecordedRequest) -> Reply:
+        """The reply as sent to ``request``: tool calls as text for a model without native tools.
+
+        When the request offers no native tools but its system prompt teaches
+        swarmcore's text tool protocol, the calls are written as that
+        protocol's block, with the marker read from the prompt, as a real
+        model would. Raw-text arguments stay as they are (a JSON string).
+        """
+        if not self.tool_calls or request.tools:
+            return self
+        marker = text_tool_marker(request.system)
+        if marker is None:  # no tools offered at all: the calls stay native (and are ignored)
+            return self
+        calls = [
+            {
+                "name": c.name,
+                "arguments": c.arguments if isinstance(c.arguments, str) else dict(c.arguments),
+            }
+            for c in self.tool_calls
+        ]
+        block = f"```tool_calls {marker}\n{json.dumps({'tool_calls': calls})}\n```"
+        text = f"{self.text}\n\n{block}" if self.text else block
+        return replace(self, text=text, tool_calls=())
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,9 +156,9 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 error = {"message": message, "type": "error", "code": str(step.status_code)}
                 self._send_json(step.status_code, {"error": error}, step.headers)
             elif body.get("stream"):
-                self._send_stream(request, step, body)
+                self._send_stream(request, step.for_request(request), body)
             else:
-                self._send_json(200, _completion(request, step))
+                self._send_json(200, _completion(request, step.for_request(request)))
 
         def _send_json(
             self, status: int, payload: object, headers: Mapping[str, str] | None = None

@@ -82,8 +82,9 @@ async def ask(
     Raises:
         UserError: There is no callback, or it returned something that is not a decision.
     """
-    try:
-        tool.validate_arguments(arguments)  # bad arguments go back to the model, not to a person
+    try:  # bad arguments go back to the model, not to a person, as for any tool
+        tool.validate_arguments(arguments)
+        shown = tool.json_object(arguments)
     except ToolArgumentsError as exc:
         return arguments, str(exc), None
     if approve is None:
@@ -91,7 +92,6 @@ async def ask(
             f"Tool {tool.name!r} requires approval, and this run has no approval callback; "
             "pass approve=callback to Swarm(...) or agent.run(...)."
         )
-    shown: dict[str, Any] = json.loads(arguments.strip() or "{}")
     decision = await decide(approve, ApprovalRequest(agent_name, tool.name, shown, call_id))
     outcome = _OUTCOMES[decision.decision]
     if decision.decision == "deny":

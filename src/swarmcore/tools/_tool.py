@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,9 @@ from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+MAX_ARGUMENTS_CHARS = 1_000_000
+"""The longest JSON arguments a tool call may send; longer ones go back to the model."""
 
 
 def validate_name(name: object, what: str) -> str:
@@ -137,15 +139,26 @@ class Tool:
     def json_object(self, arguments: str) -> dict[str, Any]:
         """The JSON ``arguments`` as an object (empty text means none), before validation.
 
+        The one parse of a call's arguments, whatever the tool (approval or not,
+        Python or MCP). The arguments are model text: pydantic-core parses them,
+        so nesting too deep or a number too long is a ``ValueError`` like any
+        malformed JSON, never a ``RecursionError``.
+
         Raises:
-            ToolArgumentsError: The arguments are not valid JSON, or not an object.
+            ToolArgumentsError: The arguments are not valid JSON, not an object,
+                or longer than :data:`MAX_ARGUMENTS_CHARS`.
         """
-        try:
-            raw = json.loads(arguments.strip() or "{}")
-        except json.JSONDecodeError as exc:
+        if len(arguments) > MAX_ARGUMENTS_CHARS:
             raise ToolArgumentsError(
-                f"Tool {self.name!r}: the arguments are not valid JSON ({exc.msg} at "
-                f"position {exc.pos}). Send one JSON object matching the tool's parameters."
+                f"Tool {self.name!r}: the arguments are {len(arguments):,} characters, over "
+                f"the limit of {MAX_ARGUMENTS_CHARS:,}. Send shorter arguments."
+            )
+        try:
+            raw = pydantic_core.from_json(arguments.strip() or "{}")
+        except ValueError as exc:
+            raise ToolArgumentsError(
+                f"Tool {self.name!r}: the arguments are not valid JSON ({exc}). Send one JSON "
+                "object matching the tool's parameters."
             ) from exc
         if not isinstance(raw, dict):
             raise ToolArgumentsError(
