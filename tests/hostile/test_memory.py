@@ -157,8 +157,12 @@ async def test_a_litellm_callback_still_hears_every_call() -> None:
                 break
             await asyncio.sleep(0.01)
     finally:
-        for name in ("callbacks", "success_callback", "_async_success_callback"):
-            registry: list[Any] = getattr(lit, name)
-            while listener in registry:
-                registry.remove(listener)
+        for name in dir(lit):  # LiteLLM copies it into its per-event registries
+            registry: Any = getattr(lit, name, None)
+            if name.endswith(("callback", "callbacks")) and isinstance(registry, list):
+                while listener in registry:
+                    cast(list[object], registry).remove(listener)
     assert len(heard) == len(model.requests) > 0
+    assert not any(  # and it is gone, so the rows above run unheard in any order
+        listener in getattr(lit, n) for n in dir(lit) if isinstance(getattr(lit, n, None), list)
+    )
