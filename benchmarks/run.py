@@ -585,7 +585,7 @@ def render(rows: Sequence[Row]) -> str:
 # --- workloads in this process: W1, W2, prompt tokens -----------------------------------
 
 
-WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "tokens", "import"})
+WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "tokens", "import", "bursts"})
 
 
 @dataclass(slots=True)
@@ -1419,6 +1419,39 @@ async def profile_sides(
     return "\n".join(out)
 
 
+# --- memory after bursts (benchmarks/bursts.py) ----------------------------------------
+
+
+def burst_rows(quick: bool) -> list[Row]:
+    """RSS after each of 3 bursts of concurrent diamond runs, each setting in a fresh process.
+
+    A full run: 1,000 runs a burst, with LiteLLM's per-call logging off (swarmcore's
+    default while no LiteLLM callback is registered) and on (a callback registered).
+    ``--quick``: 100 runs a burst, logging off only.
+    """
+    runs = 100 if quick else 1000
+    settings: list[tuple[str, list[str]]] = [("", [])]
+    if not quick:
+        settings.append(("with a LiteLLM callback", ["--litellm-callback"]))
+    rows: list[Row] = []
+    for label, flags in settings:
+        progress(f"bursts of {runs} runs {label or 'with no LiteLLM callback'}")
+        out = subprocess.run(
+            [sys.executable, str(HERE / "bursts.py"), "--runs", str(runs), *flags],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        got: dict[str, Any] = json.loads(out.split(PROTOCOL, 1)[1])
+        after = ", ".join(str(mb) for mb in got["after"])
+        cell = f"{got['start']} -> {after} MB"
+        if got["waiting"][-1]:
+            cell += f" ({got['waiting'][-1]} logs queued)"
+        name = f"RSS after 3 bursts of {runs} diamond runs"
+        rows.append(Row(f"  ...{label}" if label else name, cell))
+    return rows
+
+
 # --- main --------------------------------------------------------------------------------
 
 
@@ -1551,6 +1584,8 @@ def _main() -> int:
     if "alone" in cfg.only:  # after the server stopped: this measures CPU alone
         progress("swarmcore alone (model call stubbed)")
         rows += alone_rows(cfg)
+    if "bursts" in cfg.only:
+        rows += burst_rows(args.quick)
     lines = header(cfg, args.quick, (load_start, os.getloadavg()[0]))
     lines.append(
         f"server: {stats['served']} requests, {stats['cpu_seconds']:.1f} s CPU in total; "

@@ -357,7 +357,8 @@ class Swarm:
         The flow runs on the offline model with every tool replaced by a
         placeholder (no tool is called); each agent's prompt tokens are priced
         with its real model. Hooks, budgets and limits of this Swarm are not
-        used.
+        used. The shared offline model records no requests, so a dry run keeps
+        nothing once it returns: a service may dry-run before every run.
 
         Returns:
             Per agent, in flow order: model calls, prompt tokens and their cost.

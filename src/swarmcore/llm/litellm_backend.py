@@ -17,12 +17,23 @@ LiteLLM traps on the pinned release, each handled deliberately:
   around each attempt (LiteLLM's ``Timeout``, when it fires first, is reported
   as the call timeout too);
 * its response cache raises on a hit, so it is never enabled;
-* any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``.
+* any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``;
+* every call queues its success (or failure) log for LiteLLM's background
+  logging worker, and the log holds the call's messages and response until the
+  worker gets to it. Under load the worker falls far behind (three bursts of
+  1,000 concurrent runs left ~24,000 logs and ~450 MB waiting), and while no
+  LiteLLM callback or budget reads the logs they are pure waste; so a call made
+  while LiteLLM has no listener is flagged as one of LiteLLM's own internal
+  calls, which it does not log. Registering a LiteLLM callback (on ``litellm``
+  or in ``model_settings``) brings its logging back.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from swarmcore import events
@@ -45,6 +56,8 @@ class LiteLLMBackend:
             ModelError: The provider failed or refused; says whether a retry may help.
         """
         lit = load_litellm()
+        unlogged = _unlogged_flag(lit, request.call.settings)
+        token = unlogged.set(True) if unlogged is not None else None
         start = time.perf_counter()
         try:
             response = await lit.acompletion(**_kwargs(request, model))
@@ -56,10 +69,50 @@ class LiteLLMBackend:
                 raise
         else:
             return _to_reply(model, response, time.perf_counter() - start)
+        finally:
+            if unlogged is not None and token is not None:
+                unlogged.reset(token)
         # Raised outside the except block, so neither chained nor held as __context__: the
         # provider's own exception can echo the key. The message keeps its type and
         # (redacted) text.
         raise error
+
+
+# LiteLLM's callback registries: while all are empty, nothing reads its per-call logs.
+_LISTENERS = (
+    "callbacks",
+    "success_callback",
+    "failure_callback",
+    "input_callback",
+    "service_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+    "_async_input_callback",
+)
+_PER_CALL_LISTENERS = ("callbacks", "success_callback", "failure_callback")
+
+
+def _unlogged_flag(lit: Any, settings: Mapping[str, Any]) -> ContextVar[bool] | None:
+    """LiteLLM's "internal call, do not log" flag, when nothing would read this call's log.
+
+    None (log as usual) while any LiteLLM callback is registered, globally or in
+    the call's settings, or ``litellm.max_budget`` is set (LiteLLM counts spend
+    in its logging), or when this LiteLLM release has no such flag.
+    """
+    if getattr(lit, "max_budget", None) or any(getattr(lit, n, None) for n in _LISTENERS):
+        return None
+    if any(settings.get(n) for n in _PER_CALL_LISTENERS):
+        return None
+    return _internal_call_flag()
+
+
+@functools.cache
+def _internal_call_flag() -> ContextVar[bool] | None:
+    try:
+        from litellm._internal_context import is_internal_call
+    except ImportError:  # another LiteLLM release: log as LiteLLM does
+        return None
+    return is_internal_call
 
 
 def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:

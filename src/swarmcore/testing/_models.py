@@ -134,18 +134,26 @@ class OfflineModel:
 
     Args:
         latency: Seconds to wait before each answer (to imitate a provider).
+        record: Keep every request in ``requests``. A model that lives as long
+            as the process and that nobody inspects (the shared
+            :func:`offline_model`, which dry runs use) records nothing, so it
+            holds nothing from the runs it served.
     """
 
-    def __init__(self, latency: float = 0.0, *, name: str | None = None) -> None:
+    def __init__(
+        self, latency: float = 0.0, *, name: str | None = None, record: bool = True
+    ) -> None:
         self.latency = latency
+        self.record = record
         self.requests: list[RecordedRequest] = []
-        """Every request received, in arrival order."""
+        """Every request received, in arrival order (none when ``record`` is False)."""
         self.model = model_string(name or f"offline-{next(_names)}", self)
         """The model string to put in ``Agent(model=...)``."""
 
     async def respond(self, request: RecordedRequest) -> Step:
         """Decide the next move from what the conversation holds so far."""
-        self.requests.append(request)
+        if self.record:
+            self.requests.append(request)
         if self.latency:
             await asyncio.sleep(self.latency)
         return _next_move(request)
@@ -155,10 +163,15 @@ _default: OfflineModel | None = None
 
 
 def offline_model() -> str:
-    """The model string of the shared offline model: ``Agent(..., model=offline_model())``."""
+    """The model string of the shared offline model: ``Agent(..., model=offline_model())``.
+
+    It serves every run that names it (examples, the demo, ``Swarm.dry_run``)
+    for the life of the process, so it records no requests: build an
+    :class:`OfflineModel` of your own to inspect what a run sent.
+    """
     global _default
     if _default is None:
-        _default = OfflineModel(name="offline")
+        _default = OfflineModel(name="offline", record=False)
     return _default.model
 
 
