@@ -258,6 +258,25 @@ def test_a_run_whose_store_write_fails_is_not_reported_stored(
     assert _calls(flaky_file) == ["a", "b", "c", "b", "d"]  # only what was not recorded
 
 
+def test_a_run_whose_start_cannot_be_stored_says_to_run_it_again(
+    flaky_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flaky_file.with_name("fail_c").unlink()
+    SQLiteStore(store_path).close()
+    with closing(sqlite3.connect(store_path)) as raw:  # the run's own row cannot be written
+        raw.execute(
+            "CREATE TRIGGER full BEFORE INSERT ON runs "
+            "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        )
+        raw.commit()
+    assert main(["run", f"{flaky_file}:flow", "what is tea", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "database or disk is full" in err
+    assert "resume with" not in err  # there is no stored run to resume
+    assert "the run was not recorded: run it again" in err
+    assert _calls(flaky_file) == []
+
+
 # --- demo ----------------------------------------------------------------------------
 
 

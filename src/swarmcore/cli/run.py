@@ -148,7 +148,23 @@ def approver(target: object, flow: Flow) -> Approver | None:
 def _fail(error: object, run_id: str | None, store_path: Path | None) -> None:
     print(f"swarmcore: error: {one_line(str(error))}", file=sys.stderr)
     if run_id and store_path is not None:
-        print(f"resume with: swarmcore runs resume {run_id}", file=sys.stderr)
+        if _recorded(store_path, run_id):
+            print(f"resume with: swarmcore runs resume {run_id}", file=sys.stderr)
+        else:  # the store failed before the run's start was written: nothing to resume
+            print("the run was not recorded: run it again", file=sys.stderr)
+
+
+def _recorded(store_path: Path, run_id: str) -> bool:
+    try:
+        store = SQLiteStore(store_path)
+    except SwarmError:
+        return False
+    try:
+        return store.get_run(run_id) is not None
+    except SwarmError:
+        return False
+    finally:
+        store.close()
 
 
 def command_run(args: argparse.Namespace) -> int:
