@@ -16,7 +16,7 @@ from swarmcore import Agent, Swarm, SwarmError
 from swarmcore.cli import main
 from swarmcore.cli.app import build_parser
 from swarmcore.store import SQLiteStore
-from swarmcore.testing import Fail, FunctionModel, RecordedRequest, offline_model
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest
 
 FLOW_FILE = """
 from swarmcore import Agent, parallel
@@ -461,8 +461,7 @@ def test_runs_show_totals_the_runs_wall_time_not_the_agents_sum(
     out = capsys.readouterr().out
     header = dict(line.split(None, 1) for line in out.split("\n\n")[0].splitlines())
     total = next(line for line in out.splitlines() if line.startswith("total"))
-    assert total.split()[-1] == header["duration"]  # the run's own start to end
-    assert "3m2" not in total  # never b + c + a (over 200 s)
+    assert total.split()[-1] == header["duration"]  # the run's own start to end, not b + c + a
 
 
 def _every_parser(
