@@ -168,6 +168,10 @@ class AgentFailure(BaseModel):
     """True when the agent did not fail itself: it was cancelled or never run."""
     attempts: int = 1
     """Runs of the agent made before giving up."""
+    model: str = ""
+    """The LiteLLM model string the agent ran on; empty when it never ran."""
+    duration_seconds: float | None = None
+    """Wall time of the agent's last attempt, until it failed; None when it never ran."""
 
 
 class Decision(BaseModel):
@@ -230,9 +234,22 @@ class SwarmResult(BaseModel):
         model are each charged for their own calls. Agents called as tools are
         listed under their caller (``> name``), whose figures include theirs.
         ``unpriced`` marks an agent (and the total) with any call LiteLLM could
-        not price.
+        not price. ``status`` is ``done``, ``failed (ErrorType)``,
+        ``cancelled`` or ``skipped``; a failed agent's row keeps its model and
+        time. The total's time is the run's wall time, not the agents' sum
+        (parallel agents overlap).
         """
-        header = ("agent", "model", "calls", "prompt", "completion", "total", "cost", "time")
+        header = (
+            "agent",
+            "model",
+            "calls",
+            "prompt",
+            "completion",
+            "total",
+            "cost",
+            "time",
+            "status",
+        )
         rows: list[tuple[str, ...]] = []
 
         def add(r: AgentResult, indent: str) -> None:
@@ -246,6 +263,7 @@ class SwarmResult(BaseModel):
                     f"{r.token_usage.total_tokens:,}",
                     format_cost(r.cost),
                     f"{r.duration_seconds:.1f}s",
+                    "failed" if indent and r.output.startswith("(failed)") else "done",
                 )
             )
             for d in r.delegations:  # included in r's figures; shown for who spent what
@@ -253,9 +271,7 @@ class SwarmResult(BaseModel):
 
         for r in self.history:
             add(r, "")
-        rows.extend(
-            (f.agent_name, "", "", "", "", "", "", f.error_type.lower()) for f in self.failures
-        )
+        rows.extend(_failure_row(f) for f in self.failures)
         usage = self.token_usage
         rows.append(
             (
@@ -267,6 +283,7 @@ class SwarmResult(BaseModel):
                 f"{usage.total_tokens:,}",
                 format_cost(self.cost),
                 f"{self.duration_seconds:.1f}s",
+                "",
             )
         )
         return text_table(header, rows, right={2, 3, 4, 5, 6, 7}, rule_before_last=True)
@@ -288,6 +305,27 @@ class SwarmResult(BaseModel):
             return iterations[-1]
         names = ", ".join(r.agent_name for r in self.history) or "none"
         raise KeyError(f"No result for agent {agent_name!r}; finished agents: {names}.")
+
+
+def failure_status(failure: AgentFailure) -> str:
+    """How a table shows ``failure``: ``failed (ModelError)``, ``cancelled`` or ``skipped``."""
+    return failure.error_type.lower() if failure.cancelled else f"failed ({failure.error_type})"
+
+
+def _failure_row(failure: AgentFailure) -> tuple[str, ...]:
+    """A usage-table row for an agent that did not finish: its model and time, if it ran."""
+    ran = failure.duration_seconds
+    return (
+        failure.agent_name,
+        failure.model or "-",
+        "-",  # what a failed attempt spent is not recorded
+        "-",
+        "-",
+        "-",
+        "-",
+        "-" if ran is None else f"{ran:.1f}s",
+        failure_status(failure),
+    )
 
 
 def _calls(result: AgentResult) -> int:

@@ -249,15 +249,18 @@ class Swarm:
         The shared context is rebuilt from the stored results and the flow
         runs from the first unfinished step; inside a parallel group only the
         unfinished members run again. The run keeps its id. A run that
-        already succeeded returns its stored result and calls no model.
+        already succeeded is refused, its record left untouched: there is
+        nothing to resume, and its results are in the store
+        (``swarm.store.get_run(run_id)``, ``swarmcore runs show``).
 
         Args:
             run_id: The stored run's id (or a unique prefix of it).
 
         Raises:
-            UserError: This Swarm has no store, the run is not in it, its
-                record is incomplete (a store write failed while it ran), or
-                this Swarm's flow has another shape than the stored run's.
+            UserError: This Swarm has no store, the run is not in it, it
+                already succeeded, its record is incomplete (a store write
+                failed while it ran), or this Swarm's flow has another shape
+                than the stored run's.
             StoreError: The store or the run's record cannot be read.
         """
         if self._store is None:
@@ -278,6 +281,12 @@ class Swarm:
                 f"Run {record.run_id[:12]} was made by the flow {record.flow!r}, and this Swarm's "
                 f"flow {self.flow.expression()!r} has another shape (agents, groups or "
                 "policies differ); resume it with the same flow."
+            )
+        if record.status == "succeeded":  # resuming would only rewrite its record
+            raise UserError(
+                f"Run {record.run_id[:12]} already succeeded; nothing to resume. Its results "
+                f"are in the store: swarm.store.get_run({record.run_id[:12]!r}), or `swarmcore "
+                f"runs show {record.run_id[:12]}`."
             )
         run = self._new_run(
             record.task,

@@ -242,6 +242,7 @@ class Walk:
         while True:
             attempt += 1
             step = AgentStep(run.run_id, agent, run.task, view, prepared, run.options, attempt)
+            began = time.perf_counter()
             try:
                 result = await self._attempt(step)
                 break
@@ -254,6 +255,8 @@ class Walk:
                             message=str(error),
                             retryable=error.retryable,
                             attempts=attempt,
+                            model=agent.model,
+                            duration_seconds=time.perf_counter() - began,
                         )
                     )
                     raise

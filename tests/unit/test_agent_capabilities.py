@@ -223,7 +223,7 @@ async def test_delegation_usage_rolls_up_into_the_caller_the_swarm_and_the_usage
 
     lines = result.usage_table().splitlines()
     assert lines[0].split() == [
-        "agent", "model", "calls", "prompt", "completion", "total", "cost", "time"
+        "agent", "model", "calls", "prompt", "completion", "total", "cost", "time", "status"
     ]  # fmt: skip
     boss_row, worker_row, total_row = lines[2].split(), lines[3].split(), lines[-1].split()
     assert lines[3].startswith("  > worker ")  # the delegate, listed under its caller

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import re
@@ -11,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from swarmcore import Agent, Swarm
+from swarmcore import Agent, Swarm, SwarmError
 from swarmcore.cli import main
+from swarmcore.cli.app import build_parser
 from swarmcore.store import SQLiteStore
-from swarmcore.testing import Fail, FunctionModel, RecordedRequest, offline_model
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest
 
 FLOW_FILE = """
 from swarmcore import Agent, parallel
@@ -151,7 +153,38 @@ def test_run_executes_the_flow(flow_file: Path, capsys: pytest.CaptureFixture[st
     assert main(args) == 0
     out = capsys.readouterr()
     assert out.out.startswith("## b\n\nOffline answer (B works.) to: what is tea")
-    assert "[3 agents," in out.err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "{flow}", "what is tea"],
+        ["demo", "Is tea good for you?"],
+        ["runs", "resume", "{failed}"],
+    ],
+    ids=["run", "demo", "runs-resume"],
+)
+def test_quiet_prints_the_output_and_nothing_on_stderr(
+    command: list[str], flow_file: Path, flaky_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed = ""
+    if "{failed}" in command:
+        failed = _fail_flaky_run(flaky_file, capsys)
+        flaky_file.with_name("fail_c").unlink()
+    argv = [a.format(flow=f"{flow_file}:flow", failed=failed) for a in command]
+    assert main([*argv, "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip()
+    assert out.err == ""  # no summary, no "run ... stored in ...", no notice
+
+
+def test_quiet_still_reports_a_failure(
+    flaky_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{flaky_file}:flow", "what is tea", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("swarmcore: error: ")
+    assert "resume with: swarmcore runs resume " in err
 
 
 def test_run_shows_progress_on_stderr(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -166,7 +199,7 @@ def test_run_shows_progress_on_stderr(flow_file: Path, capsys: pytest.CaptureFix
 def test_run_stores_the_run_and_prints_its_id(
     flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", f"{flow_file}:flow", "what is tea", "--quiet"]) == 0
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--verbosity", "minimal"]) == 0
     err = capsys.readouterr().err
     run_id = _stored_id(err)
     assert f"stored in {store_path}" in err
@@ -196,7 +229,10 @@ def test_run_with_model_runs_every_agent_on_it(
     flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     alt = FunctionModel(lambda r: f"ALT for {r.system.split()[0]}")
-    assert main(["run", f"{flow_file}:flow", "tea", "--quiet", "--model", alt.model]) == 0
+    assert (
+        main(["run", f"{flow_file}:flow", "tea", "--verbosity", "minimal", "--model", alt.model])
+        == 0
+    )
     out = capsys.readouterr()
     assert out.out.startswith("## b\n\nALT for B\n\n## c\n\nALT for C")
     assert len(alt.requests) == 3
@@ -298,7 +334,7 @@ def test_demo_runs_offline(store_path: Path, capsys: pytest.CaptureFixture[str])
 def test_runs_list_shows_the_stored_runs(
     flow_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", f"{flow_file}:flow", "what is tea", "--quiet"]) == 0
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--verbosity", "minimal"]) == 0
     run_id = _stored_id(capsys.readouterr().err)
     assert main(["runs", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -312,7 +348,7 @@ def test_runs_list_shows_the_stored_runs(
 def test_runs_list_and_show_do_not_import_litellm(
     flow_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", f"{flow_file}:flow", "what is tea", "--quiet"]) == 0
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--verbosity", "minimal"]) == 0
     run_id = _stored_id(capsys.readouterr().err)
     lines, imported, rc = _in_fresh_process(["runs", "list"])
     assert (imported, rc) == (False, 0)
@@ -337,10 +373,13 @@ def test_runs_show_a_failed_run(flaky_file: Path, capsys: pytest.CaptureFixture[
         line.split()[0]: line for line in out.splitlines() if line[:2] in {"a ", "b ", "c ", "d "}
     }
     assert list(rows) == ["a", "b", "c", "d"]  # flow order
-    assert re.fullmatch(r"a +done +\d+ +unpriced +\d+\.\ds +a says hi", rows["a"])
-    assert rows["b"].split()[1] == "done"
-    assert re.fullmatch(r"c +failed \(ModelError\) +- +- +- +Agent 'c': .*", rows["c"])
-    assert rows["d"].split() == ["d", "pending", "-", "-", "-"]
+    model = r"swarmcore-test/\S+"
+    assert re.fullmatch(rf"a +{model} +done +\d+ +unpriced +\d+\.\ds +a says hi", rows["a"])
+    assert rows["b"].split()[2] == "done"
+    # the failed agent keeps its model and its time; the error has a column of its own
+    failed = rf"c +{model} +failed \(ModelError\) +- +- +\d+\.\ds +Agent 'c': .*"
+    assert re.fullmatch(failed, rows["c"])
+    assert rows["d"].split() == ["d", "-", "pending", "-", "-", "-"]
     assert f"resume with: swarmcore runs resume {run_id}" in out
 
 
@@ -349,7 +388,7 @@ def test_runs_resume_runs_only_the_unfinished_agents(
 ) -> None:
     run_id = _fail_flaky_run(flaky_file, capsys)
     flaky_file.with_name("fail_c").unlink()
-    assert main(["runs", "resume", run_id[:12], "--quiet"]) == 0
+    assert main(["runs", "resume", run_id[:12], "--verbosity", "minimal"]) == 0
     out = capsys.readouterr()
     assert out.out == "d says hi\nmore text\n"
     assert _stored_id(out.err) == run_id
@@ -383,6 +422,70 @@ def test_runs_resume_applies_the_stored_model(
     assert _calls(flaky_file) == []  # the flow file's own model was never called
 
 
+def test_runs_resume_refuses_a_succeeded_run_and_leaves_its_record(
+    flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--verbosity", "minimal"]) == 0
+    run_id = _stored_id(capsys.readouterr().err)
+    store = SQLiteStore(store_path)
+    try:
+        before = store.get_run(run_id)
+        assert main(["runs", "resume", run_id[:12], "--quiet"]) == 2
+        after = store.get_run(run_id)
+    finally:
+        store.close()
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err == (
+        f"swarmcore: error: run {run_id[:12]} already succeeded; nothing to resume "
+        f"(see `swarmcore runs show {run_id[:12]}`)\n"
+    )
+    assert after == before  # status, start and end (so its duration) untouched
+
+
+def test_runs_show_totals_the_runs_wall_time_not_the_agents_sum(
+    flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", f"{flow_file}:flow", "what is tea", "--verbosity", "minimal"]) == 0
+    run_id = _stored_id(capsys.readouterr().err)
+    store = SQLiteStore(store_path)
+    try:  # b and c ran in parallel: say each took 100 s, as they might have
+        record = store.get_run(run_id)
+        assert record is not None
+        for result in record.results:
+            if result.agent_name in ("b", "c"):
+                store.save_result(run_id, result.model_copy(update={"duration_seconds": 100.0}))
+    finally:
+        store.close()
+    assert main(["runs", "show", run_id]) == 0
+    out = capsys.readouterr().out
+    header = dict(line.split(None, 1) for line in out.split("\n\n")[0].splitlines())
+    total = next(line for line in out.splitlines() if line.startswith("total"))
+    assert total.split()[-1] == header["duration"]  # the run's own start to end, not b + c + a
+
+
+def _every_parser(
+    parser: argparse.ArgumentParser, path: str = "swarmcore"
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(path, parser)]
+    for action in parser._actions:  # pyright: ignore[reportPrivateUsage]
+        if isinstance(action, argparse._SubParsersAction):  # pyright: ignore[reportPrivateUsage]
+            for name, sub in action.choices.items():  # pyright: ignore[reportUnknownVariableType]
+                found += _every_parser(sub, f"{path} {name}")  # pyright: ignore[reportUnknownArgumentType]
+    return found
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    missing = [
+        f"{path} {'/'.join(action.option_strings) or action.dest}"
+        for path, parser in _every_parser(build_parser())
+        for action in parser._actions  # pyright: ignore[reportPrivateUsage]
+        # a subcommand list is described by its subcommands' own help
+        if not action.help and not isinstance(action, argparse._SubParsersAction)  # pyright: ignore[reportPrivateUsage]
+    ]
+    assert missing == []
+
+
 def test_runs_prune_keep_0_deletes_finished_runs(
     flow_file: Path, store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -398,13 +501,17 @@ def test_runs_prune_keep_0_deletes_finished_runs(
 
 
 def _run_from_python(store_path: Path) -> str:
-    """A run stored by Swarm(...).run() in Python: it has no CLI target."""
+    """A failed run stored by Swarm(...).run() in Python: it has no CLI target."""
+    model = FunctionModel(lambda r: Fail(400, "down"))
     store = SQLiteStore(store_path)
     try:
-        swarm = Swarm(Agent("solo", "Solo works.", model=offline_model()), store=store)
-        return asyncio.run(swarm.run("tea")).run_id
+        swarm = Swarm(Agent("solo", "Solo works.", model=model.model), store=store)
+        with pytest.raises(SwarmError) as failed:
+            asyncio.run(swarm.run("tea"))
     finally:
         store.close()
+    assert failed.value.partial is not None
+    return failed.value.partial.run_id
 
 
 @pytest.mark.parametrize(
@@ -614,11 +721,15 @@ def test_graph_tree_draws_routes_and_loops(
 def test_runs_show_lists_decisions_and_iterations(
     control_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", f"{control_file}:flow", "go", "--quiet"]) == 0
+    assert main(["run", f"{control_file}:flow", "go", "--verbosity", "minimal"]) == 0
     run_id = _stored_id(capsys.readouterr().err)
     assert main(["runs", "show", run_id]) == 0
     out = capsys.readouterr().out
-    rows = [line.split()[0] for line in out.splitlines() if line.split()[:2][1:] == ["done"]]
+    rows = [
+        cells[0]
+        for cells in map(str.split, out.splitlines())
+        if cells[2:3] == ["done"] and cells[0] != "total"
+    ]
     assert rows == ["a", "s", "w#1", "c#1", "j#1", "d"]  # l never ran: not listed
     assert "route  route: -> quick (by predicate)" in out
     assert "loop   loop: 1 iterations (ended by j): good enough" in out

@@ -316,8 +316,14 @@ async def test_usage_table_lists_agents_failures_and_totals() -> None:
         "total",
         "cost",
         "time",
+        "status",
     ]
-    assert any(line.startswith("c ") and line.endswith("modelerror") for line in lines)
+    (failed,) = [line for line in lines if line.startswith("c ")]
+    # the failed agent keeps its model and its time; the error has a column of its own
+    assert re.fullmatch(
+        rf"c +{re.escape(model.model)} +(- +){{5}}\d+\.\ds +failed \(ModelError\)", failed
+    )
+    assert [line.split()[-1] for line in lines[2:4]] == ["done", "done"]
     total = lines[-1].split()
     assert total[:5] == ["total", "2", "20", "10", "30"]
     assert total[5] == "unpriced"

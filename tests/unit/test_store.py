@@ -275,21 +275,17 @@ async def test_resume_in_a_parallel_group_runs_only_unfinished_branches(db: Path
     assert sorted(stored_names(db, run_id)) == ["a", "b", "c", "d", "e"]
 
 
-async def test_resume_of_a_succeeded_run_calls_no_model(db: Path) -> None:
+async def test_resume_of_a_succeeded_run_is_refused_and_leaves_its_record(db: Path) -> None:
     model, calls = counting_model()
     a, b, c = agents(model.model, "a", "b", "c")
     swarm = Swarm(a >> (b | c), store=db)
     first = await swarm.run("go")
-    assert calls == {"a": 1, "b": 1, "c": 1}
-    again = await swarm.resume(first.run_id)
-    assert calls == {"a": 1, "b": 1, "c": 1}
-    assert again.run_id == first.run_id
-    assert again.output == first.output
-    assert again.context == first.context
     assert swarm.store is not None
-    record = swarm.store.get_run(first.run_id)
-    assert record is not None
-    assert record.status == "succeeded"
+    before = swarm.store.get_run(first.run_id)
+    with pytest.raises(UserError, match=r"already succeeded; nothing to resume"):
+        await swarm.resume(first.run_id)
+    assert calls == {"a": 1, "b": 1, "c": 1}
+    assert swarm.store.get_run(first.run_id) == before  # status, start and end untouched
 
 
 async def test_resume_accepts_the_same_shape_with_other_models(db: Path) -> None:

@@ -51,7 +51,11 @@ def _add_progress(parser: argparse.ArgumentParser) -> None:
         default="summary",
         help="how much progress to show on stderr (default: summary)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress; print only the output")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only the output: nothing on stderr unless the run fails",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,7 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print a flow: Mermaid (default), the >>/| expression, or a terminal tree.",
     )
     graph.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
-    graph.add_argument("--format", choices=["mermaid", "text", "tree"], default="mermaid")
+    graph.add_argument(
+        "--format",
+        choices=["mermaid", "text", "tree"],
+        default="mermaid",
+        help="mermaid: a Mermaid flowchart (default); text: the >>/| expression; "
+        "tree: a tree for the terminal",
+    )
     graph.set_defaults(handler=command_graph)
     return parser
 
@@ -156,7 +166,8 @@ def _add_runs_parser(commands: Any) -> None:
         "resume",
         help="continue a failed or interrupted run",
         description="Continue a run started by `swarmcore run`: its flow is loaded again from "
-        "the same target (and --model); agents that finished are not run again.",
+        "the same target (and --model); agents that finished are not run again. A run that "
+        "succeeded is refused (exit status 2) and its record left as it is.",
     )
     resume.add_argument("run_id", metavar="RUN_ID", help="the run's id or a unique prefix of it")
     _add_store(resume, optional=False)

@@ -59,7 +59,11 @@ def execute(
     quiet: bool,
     store_path: Path | None,
 ) -> int:
-    """Run ``start(swarm)``: the output on stdout; the run id, or the error, on stderr."""
+    """Run ``start(swarm)``: the output on stdout; the run id, or the error, on stderr.
+
+    With ``quiet``, a run that succeeds writes nothing to stderr; a failure is
+    still reported there.
+    """
     started: list[str] = []
 
     def remember(event: Event) -> None:
@@ -78,13 +82,7 @@ def execute(
         _fail("interrupted", started[0] if started else None, store_path)
         return 130
     print(result.output)
-    if quiet:
-        print(
-            f"\n[{len(result.history)} agents, {result.token_usage.total_tokens} tokens, "
-            f"{result.duration_seconds:.2f}s]",
-            file=sys.stderr,
-        )
-    if store_path is not None:
+    if store_path is not None and not quiet:  # quiet: stderr stays empty on success
         print(f"run {result.run_id} stored in {store_path}", file=sys.stderr)
     return 0
 
@@ -211,7 +209,8 @@ def command_demo(args: argparse.Namespace) -> int:
     from swarmcore.testing import choose_model
 
     model, notice = choose_model()
-    print(notice, file=sys.stderr)
+    if not args.quiet:
+        print(notice, file=sys.stderr)
     demo = build_flow(model)
     store_path = None if args.no_store else store_location(args)
     store = None if store_path is None else SQLiteStore(store_path)

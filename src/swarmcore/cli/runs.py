@@ -15,7 +15,7 @@ from swarmcore.cli.run import approver, execute, progress_hooks, store_location
 from swarmcore.cli.shape import agent_order
 from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
 from swarmcore.flow import Flow
-from swarmcore.models import Decision, format_cost, sum_cost
+from swarmcore.models import Decision, failure_status, format_cost, sum_cost
 from swarmcore.store import RunRecord, SQLiteStore
 from swarmcore.swarm import ContextMode, Swarm
 
@@ -134,9 +134,10 @@ def _decision_text(decision: Decision) -> str:
 
 
 def _agent_table(record: RunRecord) -> str:
+    """Each agent's model, status and spend; the total's time is the run's wall time."""
     results = {r.agent_name: r for r in record.results}
     failures = {f.agent_name: f for f in record.failures}
-    header = ("agent", "status", "tokens", "cost", "time", "output")
+    header = ("agent", "model", "status", "tokens", "cost", "time", "output")
     rows: list[tuple[str, ...]] = []
     order, optional = agent_order(record)
     for name in order:
@@ -146,6 +147,7 @@ def _agent_table(record: RunRecord) -> str:
             rows.append(
                 (
                     name,
+                    result.model,
                     "done",
                     f"{result.token_usage.total_tokens:,}",
                     format_cost(result.cost),
@@ -154,23 +156,34 @@ def _agent_table(record: RunRecord) -> str:
                 )
             )
         elif failure is not None:
-            kind = failure.error_type.lower() if failure.cancelled else "failed"
-            status = kind if failure.cancelled else f"failed ({failure.error_type})"
-            rows.append((name, status, "-", "-", "-", preview(failure.message)))
+            ran = failure.duration_seconds
+            rows.append(
+                (
+                    name,
+                    failure.model or "-",
+                    failure_status(failure),
+                    "-",
+                    "-",
+                    "-" if ran is None else f"{ran:.1f}s",
+                    preview(failure.message),
+                )
+            )
         else:
-            rows.append((name, "pending", "-", "-", "-", ""))
+            rows.append((name, "-", "pending", "-", "-", "-", ""))
     done = list(results.values())
     rows.append(
         (
             "total",
+            "",
             f"{len(done)} done" if optional else f"{len(done)}/{record.agents_total} done",
             f"{sum(r.token_usage.total_tokens for r in done):,}",
             format_cost(sum_cost([r.cost for r in done])) if done else "-",
-            f"{sum(r.duration_seconds for r in done):.1f}s",
+            # parallel agents overlap: their times summed would exceed the run's
+            duration(record.started_at, record.ended_at),
             "",
         )
     )
-    return text_table(header, rows, right={2, 3, 4}, rule_before_last=True)
+    return text_table(header, rows, right={3, 4, 5}, rule_before_last=True)
 
 
 def _metadata(record: RunRecord) -> dict[str, Any]:
@@ -195,6 +208,11 @@ def command_runs_resume(args: argparse.Namespace) -> int:
     store = _open_store(path)
     try:
         record = _get_run(store, args.run_id, path)
+        if record.status == "succeeded":  # resuming would only rewrite its record
+            raise CLIError(
+                f"run {record.run_id[:12]} already succeeded; nothing to resume (see "
+                f"`swarmcore runs show {record.run_id[:12]}`)"
+            )
         metadata = _metadata(record)
         flow = _stored_flow(record, metadata)
         model = metadata.get("model")
