@@ -60,16 +60,36 @@ class Composable:
     __slots__ = ()
 
     def __rshift__(self, other: object) -> Flow:
+        _check_operand(">>", self, other, right=True)
         return chain(self, other)
 
     def __rrshift__(self, other: object) -> Flow:
+        _check_operand(">>", self, other, right=False)
         return chain(other, self)
 
     def __or__(self, other: object) -> Flow:
+        _check_operand("|", self, other, right=True)
         return parallel(self, other)
 
     def __ror__(self, other: object) -> Flow:
+        _check_operand("|", self, other, right=False)
         return parallel(other, self)
+
+
+def _check_operand(op: str, this: Composable, other: object, *, right: bool) -> None:
+    """Say what ``>>``/``|`` got and what it takes, rather than naming chain() or parallel()."""
+    if isinstance(other, Flow | FlowNode):
+        return
+    mine = f"{type(this).__name__} {this.name!r}" if isinstance(this, FlowNode) else "a Flow"
+    given = _describe(other)
+    shown = f"{mine} {op} {given}" if right else f"{given} {op} {mine}"
+    hint = ""
+    if isinstance(other, str):
+        hint = (
+            " Use the Agent object, not its name; to build a flow from text such as "
+            "'a >> (b | c)', use Flow.parse(text, agents)."
+        )
+    raise UserError(f"{shown}: {op} takes an Agent or a Flow on each side.{hint}")
 
 
 class FlowNode(Composable):
@@ -511,7 +531,7 @@ def _check_names(agents: tuple[FlowNode, ...]) -> None:
         if agent.name in seen:
             raise UserError(
                 f"Flow has two agents named {agent.name!r}; names key the shared context, "
-                f"so rename one (dataclasses.replace(agent, name='{agent.name}_2'))."
+                f"so rename one (agent.clone(name='{agent.name}_2'))."
             )
         seen.add(agent.name)
 

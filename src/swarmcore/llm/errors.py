@@ -1,10 +1,11 @@
 """Provider failures as ``ModelError``s that say what to do, and API keys kept out of them.
 
-Errors are classified here, once. Rate limits, timeouts, connection errors and
-5xx are retryable (a refused connection too: a server may be restarting, and a
-fallback model is tried only after a retryable failure); a rejected key, a denied permission, an unknown model, a bad
-request, an overlong prompt and a content-policy refusal are not. Each becomes
-a ``ModelError`` with the agent, the model, the status and a next step.
+Errors are classified here, once. Rate limits, timeouts, connection errors
+(a refused one too: a server may be restarting, and fallback models are tried
+only after a retryable failure) and 5xx are retryable; a rejected key, a denied
+permission, an unknown model, a bad request, an overlong prompt and a
+content-policy refusal are not. Each becomes a ``ModelError`` with the agent,
+the model, the status and a next step.
 
 The provider's text in a ``ModelError`` is redacted (``redaction``) with every
 credential the call could have sent: its ``api_key``, its secret settings and
@@ -78,6 +79,9 @@ def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelE
         isinstance(exc, lit.Timeout) and call.call_timeout is not None
     ):
         return timed_out(call, model, attempt)
+    unreachable = _connection_failure(exc)  # LiteLLM calls it a 500; nothing answered
+    if unreachable is not None:
+        return _could_not_connect(call, model, attempt, *unreachable)
     return _classify_provider_error(lit, exc, call, model, attempt)
 
 
@@ -99,9 +103,6 @@ def _classify_provider_error(
             retry_after=retry_after if retryable else None,
         )
 
-    unreachable = _connection_failure(exc)
-    if unreachable is not None:
-        return _could_not_connect(call, model, attempt, *unreachable)
     if isinstance(exc, lit.ContextWindowExceededError):
         return error(
             f"{who} rejected the prompt as longer than its context window ({status}). "
