@@ -236,6 +236,7 @@ def _key_hint(call: CallSpec, model: str) -> str:
     return f"Check the provider's key variable ({prefix}API_KEY, for instance) or pass api_key=."
 
 
+@functools.cache  # asked on every call (check_model_name), and fixed for a model string
 def _provider(model: str) -> str:
     """LiteLLM's provider for ``model`` (``openai``), or the text before its first slash."""
     try:
