@@ -60,36 +60,33 @@ class Composable:
     __slots__ = ()
 
     def __rshift__(self, other: object) -> Flow:
-        _check_operand(">>", self, other, right=True)
-        return chain(self, other)
+        return chain(self, _operand(">>", self, other, right=True))
 
     def __rrshift__(self, other: object) -> Flow:
-        _check_operand(">>", self, other, right=False)
-        return chain(other, self)
+        return chain(_operand(">>", self, other, right=False), self)
 
     def __or__(self, other: object) -> Flow:
-        _check_operand("|", self, other, right=True)
-        return parallel(self, other)
+        return parallel(self, _operand("|", self, other, right=True))
 
     def __ror__(self, other: object) -> Flow:
-        _check_operand("|", self, other, right=False)
-        return parallel(other, self)
+        return parallel(_operand("|", self, other, right=False), self)
 
 
-def _check_operand(op: str, this: Composable, other: object, *, right: bool) -> None:
-    """Say what ``>>``/``|`` got and what it takes, rather than naming chain() or parallel()."""
+def _operand(op: str, this: Composable, other: object, *, right: bool) -> object:
+    """``other`` if ``>>``/``|`` can take it; else say what it got (not chain() or parallel())."""
     if isinstance(other, Flow | FlowNode):
-        return
+        return other
     mine = f"{type(this).__name__} {this.name!r}" if isinstance(this, FlowNode) else "a Flow"
-    given = _describe(other)
-    shown = f"{mine} {op} {given}" if right else f"{given} {op} {mine}"
+    sides = (mine, _describe(other)) if right else (_describe(other), mine)
     hint = ""
     if isinstance(other, str):
         hint = (
             " Use the Agent object, not its name; to build a flow from text such as "
             "'a >> (b | c)', use Flow.parse(text, agents)."
         )
-    raise UserError(f"{shown}: {op} takes an Agent or a Flow on each side.{hint}")
+    raise UserError(
+        f"{sides[0]} {op} {sides[1]}: {op} takes an Agent or a Flow on each side.{hint}"
+    )
 
 
 class FlowNode(Composable):
