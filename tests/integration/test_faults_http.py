@@ -136,7 +136,8 @@ async def test_a_refused_connection_names_the_url_and_the_setting(
     if where == "env":
         monkeypatch.setenv("OPENAI_BASE_URL", base)
     extra = {"api_base": base} if where == "api_base" else {}
-    agent = Agent("c", "x", model="openai/gpt-4o-mini", retry=FAST, **extra)
+    # A model name of its own: check_key remembers a model whose key it found in the environment.
+    agent = Agent("c", "x", model="openai/unreachable-model", retry=FAST, **extra)
     with pytest.raises(ModelError) as caught:
         await agent.run("go")
     error = caught.value
@@ -158,7 +159,7 @@ async def test_a_rejected_key_from_the_environment_names_its_variable(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-wrong-key")
     with MockOpenAIServer([Fail(401, "Incorrect API key provided")]) as server:
-        agent = Agent("k", "x", model="openai/test-model", api_base=server.url)
+        agent = Agent("k", "x", model="openai/env-key-model", api_base=server.url)
         with pytest.raises(ModelError, match=r"rejected the API key \(401\)") as caught:
             await agent.run("go")
     assert "Check the key in OPENAI_API_KEY." in str(caught.value)
