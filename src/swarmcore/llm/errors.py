@@ -251,7 +251,7 @@ def _provider(model: str) -> str:
 
 
 @functools.cache
-def similar_model(model: str) -> str | None:
+def _similar_model(model: str) -> str | None:
     """The known model ``model`` most resembles, when LiteLLM does not know ``model`` itself.
 
     Known models are LiteLLM's (``litellm.models_by_provider``), under the same
@@ -269,7 +269,7 @@ def similar_model(model: str) -> str | None:
 
 
 def _name_hint(model: str) -> str:
-    similar = similar_model(model)
+    similar = _similar_model(model)
     if similar is None:
         return ""
     return f" Note that {model!r} is not a model LiteLLM knows; did you mean {similar!r}?"
@@ -285,12 +285,12 @@ def check_model_name(call: CallSpec, model: str) -> None:
     so this is a warning; on the provider's own endpoint a wrong name fails,
     and that error carries the same hint.
     """
-    base = configured_base(call, model)
+    base = _configured_base(call, model)
     key = (model, base[0] if base else None)
     if key in _names_checked:
         return
     _names_checked.add(key)
-    similar = similar_model(model)
+    similar = _similar_model(model)
     if base is not None and similar is not None:
         warnings.warn(
             f"Agent {call.agent_name!r}: {model!r} is not a model LiteLLM knows; did you "
@@ -304,7 +304,7 @@ def check_model_name(call: CallSpec, model: str) -> None:
 # --- an endpoint that cannot be reached --------------------------------------------------
 
 
-def configured_base(call: CallSpec, model: str) -> tuple[str, str] | None:
+def _configured_base(call: CallSpec, model: str) -> tuple[str, str] | None:
     """The base URL set for ``model``'s calls, and where it was set; None for the default."""
     if call.api_base:
         return call.api_base, "the agent's api_base"
@@ -355,7 +355,7 @@ def _connection_failure(exc: BaseException) -> tuple[str | None, str] | None:
 def _could_not_connect(
     call: CallSpec, model: str, attempt: int, url: str | None, reason: str
 ) -> ModelError:
-    base = configured_base(call, model)
+    base = _configured_base(call, model)
     where = url or (base[0] if base else None)
     target = _shown_url(where) if where else f"{model}'s endpoint"
     if base is not None:
