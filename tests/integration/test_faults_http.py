@@ -149,7 +149,8 @@ async def test_a_refused_connection_names_the_url_and_the_setting(
     assert "hunter2secret" not in text
     # Nothing answered: no status, and no advice about rate limits.
     assert error.status_code is None
-    assert "500" not in text
+    assert "status 500" not in text
+    assert "InternalServerError" not in text
     assert "limit_model" not in text
     assert error.retryable  # a restarting server comes back; fallback models get their turn
 
