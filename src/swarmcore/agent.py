@@ -133,7 +133,7 @@ class Agent(FlowNode):
         if not isinstance(self.model, str) or not self.model.strip():
             raise UserError(
                 f"Agent {self.name!r}: model must be a LiteLLM model string such as "
-                f"{DEFAULT_MODEL!r}, got {self.model!r}."
+                f"{DEFAULT_MODEL!r}, got {self.model!r}.{_model_name_hint(self.model)}"
             )
         owner = f"Agent {self.name!r}"
         check_number(owner, "max_turns", self.max_turns, whole=True)
@@ -454,3 +454,14 @@ def run_sync(start: Callable[[], Any]) -> Any:
         return asyncio.run(start())
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="swarmcore-run-sync") as pool:
         return pool.submit(lambda: asyncio.run(start())).result()
+
+
+def _model_name_hint(model: object) -> str:
+    """For a test model object (``ScriptedModel``...) passed as ``model=``: pass its name."""
+    name = getattr(model, "model", None)
+    if isinstance(name, str) and name:
+        kind = type(model).__name__
+        return (
+            f" Pass the {kind}'s name, not the object: model=<your {kind}>.model (here {name!r})."
+        )
+    return ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
 import time
 import traceback
@@ -108,6 +109,74 @@ async def test_api_keys_never_leak(caplog: pytest.LogCaptureFixture) -> None:
         assert SECRET not in text
         assert "SECRETabcdef" not in text
     assert "retry 1 of 2" in caplog.text  # the 500 was retried and logged, key redacted
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on: bound, read, closed."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("where", "netloc", "source"),
+    [
+        ("env", "127.0.0.1:{port}", "OPENAI_BASE_URL"),
+        ("api_base", "127.0.0.1:{port}", "the agent's api_base"),
+        ("env", "user:hunter2secret@127.0.0.1:{port}", "OPENAI_BASE_URL"),
+    ],
+    ids=["openai-base-url", "agent-api-base", "credentials-in-url"],
+)
+async def test_a_refused_connection_names_the_url_and_the_setting(
+    monkeypatch: pytest.MonkeyPatch, where: str, netloc: str, source: str
+) -> None:
+    port = _closed_port()
+    base = f"http://{netloc.format(port=port)}/v1"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local")
+    if where == "env":
+        monkeypatch.setenv("OPENAI_BASE_URL", base)
+    extra = {"api_base": base} if where == "api_base" else {}
+    # A model name of its own: check_key remembers a model whose key it found in the environment.
+    agent = Agent("c", "x", model="openai/unreachable-model", retry=FAST, **extra)
+    with pytest.raises(ModelError) as caught:
+        await agent.run("go")
+    error = caught.value
+    text = str(error)
+    assert f"could not connect to http://127.0.0.1:{port}/v1" in text
+    assert f"attempt 3 of 3). Is the server running, and is the URL right (set by {source})?" in (
+        text
+    )
+    assert "hunter2secret" not in text
+    # Nothing answered: no status, and no advice about rate limits.
+    assert error.status_code is None
+    assert "status 500" not in text
+    assert "InternalServerError" not in text
+    assert "limit_model" not in text
+    assert error.retryable  # a restarting server comes back; fallback models get their turn
+
+
+async def test_a_rejected_key_from_the_environment_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-wrong-key")
+    with MockOpenAIServer([Fail(401, "Incorrect API key provided")]) as server:
+        agent = Agent("k", "x", model="openai/env-key-model", api_base=server.url)
+        with pytest.raises(ModelError, match=r"rejected the API key \(401\)") as caught:
+            await agent.run("go")
+    assert "Check the key in OPENAI_API_KEY." in str(caught.value)
+
+
+async def test_a_misspelt_model_on_a_custom_endpoint_is_a_warning(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    mock_openai_server.add("typo served", "known served")
+    endpoint = {"api_base": mock_openai_server.url, "api_key": "sk-test-local"}
+    typo = Agent("t", "x", model="openai/gpt-4o-mnii", **endpoint)
+    with pytest.warns(UserWarning, match="did you mean 'openai/gpt-4o-mini'"):
+        result = await typo.run("go")
+    assert result.output == "typo served"  # the endpoint serves any name: sent as it is
+    known = Agent("k", "x", model="openai/gpt-4o-mini", **endpoint)
+    assert (await known.run("go")).output == "known served"  # no warning (warnings are errors)
 
 
 async def test_cancelling_a_run_over_http_returns_promptly(

@@ -266,6 +266,16 @@ def test_bad_settings_fail_at_construction(kwargs: dict[str, object], message: s
         Agent(**{**base, **kwargs})  # type: ignore[arg-type]
 
 
+def test_a_test_model_object_as_model_hints_at_its_name() -> None:
+    scripted = ScriptedModel(["hi"])
+    with pytest.raises(UserError) as caught:
+        Agent("a", "x", model=scripted)  # type: ignore[arg-type]
+    assert str(caught.value).endswith(
+        f"Pass the ScriptedModel's name, not the object: model=<your ScriptedModel>.model "
+        f"(here {scripted.model!r})."
+    )
+
+
 def test_api_key_never_shows_in_repr() -> None:
     agent = Agent("k", "x", api_key="sk-very-secret-key")
     assert "sk-very-secret" not in repr(agent)

@@ -241,6 +241,13 @@ async def test_fallback_without_a_key_fails_before_any_call(
     assert primary.requests == []
 
 
+async def test_a_misspelt_model_without_a_key_is_named_with_the_model_it_resembles() -> None:
+    agent = Agent("a", "x", model="openai/gpt-4o-mnii")
+    with pytest.raises(ModelError, match="OPENAI_API_KEY") as caught:
+        await agent.run("go")
+    assert "did you mean 'openai/gpt-4o-mini'?" in str(caught.value)
+
+
 # --- parallel group policies ------------------------------------------------------------
 
 

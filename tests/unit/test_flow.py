@@ -65,12 +65,19 @@ def test_chain_splices_flows() -> None:
         (lambda a, b: parallel(), "at least one"),
         (
             lambda a, b: a >> "writer",
-            "str 'writer' at position 2.*Agent object rather than its name",
+            r"^Agent 'a' >> str 'writer': >> takes an Agent or a Flow on each side\. Use the "
+            r"Agent object, not its name; to build a flow from text such as 'a >> \(b \| c\)', "
+            r"use Flow\.parse\(text, agents\)\.$",
         ),
+        (lambda a, b: "writer" >> a, r"^str 'writer' >> Agent 'a': >> takes an Agent or a Flow"),
+        (lambda a, b: (a >> b) | 3, r"^a Flow \| int 3: \| takes an Agent or a Flow on each"),
         (lambda a, b: chain(a, 42), "int 42 at position 2"),
-        (lambda a, b: a | None, "NoneType None"),
+        (lambda a, b: a | None, r"^Agent 'a' \| NoneType None: \| takes an Agent or a Flow"),
         (lambda a, b: a >> a, "two agents named 'a'"),
-        (lambda a, b: a >> (b | Agent("a", "again")), "two agents named 'a'.*rename one"),
+        (
+            lambda a, b: a >> (b | Agent("a", "again")),
+            r"two agents named 'a'.*rename one \(agent\.clone\(name='a_2'\)\)",
+        ),
         (lambda a, b: Flow([]), "at least one step"),
         (lambda a, b: Flow("a"), "takes a list of steps"),
     ],
@@ -78,6 +85,8 @@ def test_chain_splices_flows() -> None:
         "empty-chain",
         "empty-parallel",
         "string",
+        "string-on-the-left",
+        "flow-or-int",
         "int",
         "none",
         "same-agent",

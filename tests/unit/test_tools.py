@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from dataclasses import dataclass
 from enum import Enum
@@ -228,15 +229,47 @@ def opaque(thing: Opaque) -> str:
     return "x"
 
 
+def object_typed(payload: object) -> str:
+    """Meant a JSON object."""
+    return "x"
+
+
+def object_named(payload: "object") -> str:  # noqa: UP037 -- the string is the point
+    """Meant a JSON object, written as a string."""
+    return "x"
+
+
+def json_named(text: "string", count: "integer") -> str:  # type: ignore[name-defined]  # noqa: F821, UP037
+    """JSON Schema's type names, not Python's."""
+    return "x"
+
+
+NO_SCHEMA = (
+    "has type object, which gives the model no schema at all; write dict[str, Any] "
+    "(or a pydantic model) for a JSON object, or Any for any value."
+)
+
+
 @pytest.mark.parametrize(
     ("fn", "message"),
     [
         (no_annotation, "Tool 'no_annotation': parameter 'x' has no type annotation"),
+        (object_typed, "^Tool 'object_typed': parameter 'payload' " + re.escape(NO_SCHEMA)),
+        (object_named, "^Tool 'object_named': parameter 'payload' " + re.escape(NO_SCHEMA)),
+        (json_named, re.escape("Annotate with Python types (text: str, count: int).")),
         (star_args, "parameter 'items' is \\*args or \\*\\*kwargs"),
         (opaque, "parameter 'thing' has type Opaque, which cannot become a JSON schema"),
         (lambda x: x, "Tool name '<lambda>' is not a valid identifier"),
     ],
-    ids=["no-annotation", "star-args", "opaque-type", "lambda"],
+    ids=[
+        "no-annotation",
+        "object",
+        "object-as-string",
+        "json-type-names",
+        "star-args",
+        "opaque-type",
+        "lambda",
+    ],
 )
 def test_unusable_signatures_fail_when_built(fn: object, message: str) -> None:
     with pytest.raises(UserError, match=message):

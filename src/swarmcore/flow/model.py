@@ -60,16 +60,33 @@ class Composable:
     __slots__ = ()
 
     def __rshift__(self, other: object) -> Flow:
-        return chain(self, other)
+        return chain(self, _operand(">>", self, other, right=True))
 
     def __rrshift__(self, other: object) -> Flow:
-        return chain(other, self)
+        return chain(_operand(">>", self, other, right=False), self)
 
     def __or__(self, other: object) -> Flow:
-        return parallel(self, other)
+        return parallel(self, _operand("|", self, other, right=True))
 
     def __ror__(self, other: object) -> Flow:
-        return parallel(other, self)
+        return parallel(_operand("|", self, other, right=False), self)
+
+
+def _operand(op: str, this: Composable, other: object, *, right: bool) -> object:
+    """``other`` if ``>>``/``|`` can take it; else say what it got (not chain() or parallel())."""
+    if isinstance(other, Flow | FlowNode):
+        return other
+    mine = f"{type(this).__name__} {this.name!r}" if isinstance(this, FlowNode) else "a Flow"
+    sides = (mine, _describe(other)) if right else (_describe(other), mine)
+    hint = ""
+    if isinstance(other, str):
+        hint = (
+            " Use the Agent object, not its name; to build a flow from text such as "
+            "'a >> (b | c)', use Flow.parse(text, agents)."
+        )
+    raise UserError(
+        f"{sides[0]} {op} {sides[1]}: {op} takes an Agent or a Flow on each side.{hint}"
+    )
 
 
 class FlowNode(Composable):
@@ -511,7 +528,7 @@ def _check_names(agents: tuple[FlowNode, ...]) -> None:
         if agent.name in seen:
             raise UserError(
                 f"Flow has two agents named {agent.name!r}; names key the shared context, "
-                f"so rename one (dataclasses.replace(agent, name='{agent.name}_2'))."
+                f"so rename one (agent.clone(name='{agent.name}_2'))."
             )
         seen.add(agent.name)
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 from swarmcore import events
 from swarmcore.errors import ModelError
 from swarmcore.llm import budget, limits
-from swarmcore.llm.errors import check_key, timed_out
+from swarmcore.llm.errors import check_key, check_model_name, timed_out
 from swarmcore.llm.litellm_backend import LiteLLMBackend
 from swarmcore.llm.pricing import is_priced
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
@@ -70,6 +70,7 @@ async def complete(request: LLMRequest) -> LLMReply:
     models = (call.model, *call.fallback_models)
     for model in models:  # a missing key fails before anything is spent
         check_key(call, model)
+        check_model_name(call, model)
     start = time.perf_counter()
     made = 0
     for model, fallback in zip(models, (*models[1:], None), strict=True):

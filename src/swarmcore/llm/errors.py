@@ -1,9 +1,11 @@
 """Provider failures as ``ModelError``s that say what to do, and API keys kept out of them.
 
-Errors are classified here, once. Rate limits, timeouts, connection errors and
-5xx are retryable; a rejected key, a denied permission, an unknown model, a bad
-request, an overlong prompt and a content-policy refusal are not. Each becomes
-a ``ModelError`` with the agent, the model, the status and a next step.
+Errors are classified here, once. Rate limits, timeouts, connection errors
+(a refused one too: a server may be restarting, and fallback models are tried
+only after a retryable failure) and 5xx are retryable; a rejected key, a denied
+permission, an unknown model, a bad request, an overlong prompt and a
+content-policy refusal are not. Each becomes a ``ModelError`` with the agent,
+the model, the status and a next step.
 
 The provider's text in a ``ModelError`` is redacted (``redaction``) with every
 credential the call could have sent: its ``api_key``, its secret settings and
@@ -13,17 +15,22 @@ environment variables. The provider's own exception is never chained to it.
 
 from __future__ import annotations
 
+import difflib
 import email.utils
+import functools
 import logging
+import os
 import time
+import urllib.parse
+import warnings
 from typing import Any
 
 from swarmcore.errors import ModelError
 from swarmcore.llm.loader import load_litellm
-from swarmcore.llm.redaction import env_secrets, redact, secret_values
+from swarmcore.llm.redaction import env_secrets, is_secret_name, redact, secret_values
 from swarmcore.llm.types import CallSpec
 
-__all__ = ["call_secrets", "check_key", "classify", "redact", "timed_out"]
+__all__ = ["call_secrets", "check_key", "check_model_name", "classify", "redact", "timed_out"]
 
 logger = logging.getLogger("swarmcore.llm")
 
@@ -72,6 +79,9 @@ def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelE
         isinstance(exc, lit.Timeout) and call.call_timeout is not None
     ):
         return timed_out(call, model, attempt)
+    unreachable = _connection_failure(exc)  # LiteLLM calls it a 500; nothing answered
+    if unreachable is not None:
+        return _could_not_connect(call, model, attempt, *unreachable)
     return _classify_provider_error(lit, exc, call, model, attempt)
 
 
@@ -113,7 +123,7 @@ def _classify_provider_error(
     if isinstance(exc, lit.NotFoundError):
         return error(
             f"{who} was not found ({status}): {detail}. Check the model name "
-            "(LiteLLM format 'provider/model', e.g. 'openai/gpt-4o-mini')."
+            f"(LiteLLM format 'provider/model', e.g. 'openai/gpt-4o-mini').{_name_hint(model)}"
         )
     if isinstance(exc, lit.RateLimitError | lit.Timeout | lit.APIConnectionError) or (
         status is not None and status >= 500
@@ -190,7 +200,7 @@ def check_key(call: CallSpec, model: str) -> None:
     if missing:
         raise ModelError(
             f"Agent {call.agent_name!r}: {model} needs an API key and none was "
-            f"found: set {' or '.join(missing)}, or pass api_key= to the Agent.",
+            f"found: set {' or '.join(missing)}, or pass api_key= to the Agent.{_name_hint(model)}",
             agent_name=call.agent_name,
             model=model,
         )
@@ -211,11 +221,169 @@ def _missing_keys(model: str) -> list[str]:
 
 
 def _key_hint(call: CallSpec, model: str) -> str:
-    """Which environment variable to check, from LiteLLM's own knowledge of the provider."""
-    names = [k for k in _missing_keys(model) if "KEY" in k] if not _has_key(call) else []
+    """Which key to check: the one passed, or the environment variable LiteLLM read."""
+    if _has_key(call):
+        return "Check the key passed as api_key= (or in model_settings)."
+    names = [k for k in _missing_keys(model) if "KEY" in k]
     if names:
         return f"No key was found: set {' or '.join(names)}."
-    return "Check the key passed as api_key= or set in the provider's environment variable."
+    # LiteLLM names a provider's variables only when they are missing; a set one is
+    # found by the provider's prefix (OPENAI_API_KEY for openai/ models).
+    prefix = f"{_provider(model).upper()}_"
+    present = [k for k in os.environ if k.startswith(prefix) and is_secret_name(k)]
+    if present:
+        return f"Check the key in {' or '.join(sorted(present))}."
+    return f"Check the provider's key variable ({prefix}API_KEY, for instance) or pass api_key=."
+
+
+@functools.cache  # asked on every call (check_model_name), and fixed for a model string
+def _provider(model: str) -> str:
+    """LiteLLM's provider for ``model`` (``openai``), or the text before its first slash."""
+    try:
+        provider: Any = load_litellm().get_llm_provider(model)[1]
+    except Exception as exc:  # an unknown provider: fall back on the model string
+        logger.debug("get_llm_provider(%s) failed: %s", model, exc)
+        provider = None
+    return provider if isinstance(provider, str) else model.partition("/")[0]
+
+
+# --- a misspelt model name ---------------------------------------------------------------
+
+
+@functools.cache
+def _similar_model(model: str) -> str | None:
+    """The known model ``model`` most resembles, when LiteLLM does not know ``model`` itself.
+
+    Known models are LiteLLM's (``litellm.models_by_provider``), under the same
+    provider; None when ``model`` is one of them or nothing comes close.
+    """
+    lit = load_litellm()
+    provider = _provider(model)
+    prefix = f"{provider}/"
+    bare = model.removeprefix(prefix)
+    known = {str(m).removeprefix(prefix) for m in lit.models_by_provider.get(provider, ())}
+    if not known or bare in known or model in lit.model_cost:
+        return None
+    close = difflib.get_close_matches(bare, sorted(known), n=1, cutoff=0.85)
+    return model[: len(model) - len(bare)] + close[0] if close else None
+
+
+def _name_hint(model: str) -> str:
+    similar = _similar_model(model)
+    if similar is None:
+        return ""
+    return f" Note that {model!r} is not a model LiteLLM knows; did you mean {similar!r}?"
+
+
+_names_checked: set[tuple[str, str | None]] = set()
+
+
+def check_model_name(call: CallSpec, model: str) -> None:
+    """Warn, once per model, of a name that looks misspelt when the endpoint is custom.
+
+    A custom endpoint (``api_base``, ``OPENAI_BASE_URL``...) may serve any name,
+    so this is a warning; on the provider's own endpoint a wrong name fails,
+    and that error carries the same hint.
+    """
+    base = _configured_base(call, model)
+    key = (model, base[0] if base else None)
+    if key in _names_checked:
+        return
+    _names_checked.add(key)
+    similar = _similar_model(model)
+    if base is not None and similar is not None:
+        warnings.warn(
+            f"Agent {call.agent_name!r}: {model!r} is not a model LiteLLM knows; did you "
+            f"mean {similar!r}? (Sent as it is: the endpoint {_shown_url(base[0])} may "
+            "serve it.)",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+# --- an endpoint that cannot be reached --------------------------------------------------
+
+
+def _configured_base(call: CallSpec, model: str) -> tuple[str, str] | None:
+    """The base URL set for ``model``'s calls, and where it was set; None for the default."""
+    if call.api_base:
+        return call.api_base, "the agent's api_base"
+    for name in ("api_base", "base_url"):
+        value = call.settings.get(name)
+        if isinstance(value, str) and value:
+            return value, f"model_settings[{name!r}]"
+    provider = _provider(model).upper()
+    for name in (f"{provider}_BASE_URL", f"{provider}_API_BASE"):
+        value = os.environ.get(name)
+        if value:
+            return value, name
+    return None
+
+
+def _connection_failure(exc: BaseException) -> tuple[str | None, str] | None:
+    """The URL a connection failed to reach, and why, when ``exc`` stems from one.
+
+    LiteLLM reports a refused connection as a 500 ``InternalServerError``; the
+    connection error is further down the chain (``__cause__``/``__context__``).
+    A timeout is not a connection failure here.
+    """
+    import httpx
+    import openai
+
+    url: str | None = None
+    found = False
+    reason = ""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+            return None
+        if isinstance(current, openai.APIConnectionError | httpx.ConnectError | ConnectionError):
+            found = True
+            reason = "connection refused" if isinstance(current, ConnectionRefusedError) else ""
+            reason = reason or _first_line(str(current), 120)
+        if url is None and isinstance(current, openai.APIConnectionError | httpx.RequestError):
+            try:
+                url = str(current.request.url)
+            except RuntimeError:  # httpx: no request attached
+                url = None
+        current = current.__cause__ or current.__context__
+    return (url, reason) if found else None
+
+
+def _could_not_connect(
+    call: CallSpec, model: str, attempt: int, url: str | None, reason: str
+) -> ModelError:
+    base = _configured_base(call, model)
+    where = url or (base[0] if base else None)
+    target = _shown_url(where) if where else f"{model}'s endpoint"
+    if base is not None:
+        fix = f"Is the server running, and is the URL right (set by {base[1]})?"
+    else:
+        fix = "Check the network, or set the agent's api_base= for a server of your own."
+    text = (
+        f"Agent {call.agent_name!r}: {model} could not connect to {target} ({reason}; "
+        f"attempt {attempt} of {call.retry.max_retries + 1}). {fix}"
+    )
+    return ModelError(
+        redact(text, *call_secrets(call, model)),
+        agent_name=call.agent_name,
+        model=model,
+        retryable=True,
+    )
+
+
+def _shown_url(url: str) -> str:
+    """``url`` without credentials: its user, password and query are dropped."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:  # not a URL: show it redacted of key shapes
+        return redact(url)
 
 
 def _first_line(text: str, limit: int = 300) -> str:

@@ -62,6 +62,7 @@ def function_tool(
     except Exception as exc:  # unresolvable forward references, typos in annotations
         raise UserError(
             f"Tool {tool_name!r}: its type annotations cannot be resolved: {exc}."
+            f"{_json_name_hint(fn)}"
         ) from exc
     parameters = inspect.signature(fn).parameters.values()
     # Fields get internal names (p_<name>) so a parameter may shadow a BaseModel attribute.
@@ -133,6 +134,11 @@ def _field(
             f"{where} has no type annotation; annotate it ({param.name}: str, for instance)."
         )
     annotation = hints[param.name]
+    if annotation is object:  # pydantic accepts it with an empty schema: the model gets no type
+        raise UserError(
+            f"{where} has type object, which gives the model no schema at all; write "
+            f"dict[str, Any] (or a pydantic model) for a JSON object, or Any for any value."
+        )
     try:
         TypeAdapter(annotation).json_schema()
     except Exception as exc:  # pydantic raises several error types for unsupported types
@@ -146,6 +152,25 @@ def _field(
         kwargs["description"] = docs[param.name]
     default: Any = ... if param.default is inspect.Parameter.empty else param.default
     return (annotation, Field(default, **kwargs))
+
+
+_JSON_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list[...]",
+    "null": "None",
+}
+
+
+def _json_name_hint(fn: Callable[..., Any]) -> str:
+    """For annotations written as JSON Schema type names (``x: "string"``): the Python type."""
+    raw = getattr(fn, "__annotations__", {})
+    # Under ``from __future__ import annotations`` a string annotation arrives quoted twice.
+    texts = {n: h.strip("'\"") for n, h in raw.items() if n != "return" and isinstance(h, str)}
+    named = [f"{n}: {_JSON_TYPES[t]}" for n, t in texts.items() if t in _JSON_TYPES]
+    return f" Annotate with Python types ({', '.join(named)})." if named else ""
 
 
 def _has_field_description(annotation: object) -> bool:
