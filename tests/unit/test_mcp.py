@@ -219,11 +219,13 @@ async def test_server_side_errors_become_tool_errors_the_model_sees() -> None:
     agent = Agent("a", "x", model=model.model, tools=[MCPServer.in_process(calc)])
     result = await agent.run("go")
     refused, crashed = result.tool_calls
+    # Told as the server's own report (isError): nothing on our side raised anything.
     assert refused.error is not None
-    assert "the server reported an error" in refused.error
-    assert "refused: no way" in refused.error
+    assert refused.error.startswith("Tool 'refuse': the MCP server 'calc' reported an error: ")
+    assert refused.error.endswith("refused: no way")
     assert crashed.error is not None
-    assert "the server reported an error" in crashed.error
+    assert crashed.error.startswith("Tool 'crash': the MCP server 'calc' reported an error: ")
+    assert "raised" not in refused.error + crashed.error
     assert [m["content"] for m in model.requests[1].tool_results] == [
         refused.error,
         crashed.error,
