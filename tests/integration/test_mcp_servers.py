@@ -109,6 +109,30 @@ async def test_an_agent_uses_a_stdio_server_end_to_end(tmp_path: Path) -> None:
     await wait_gone(started(pid_file))
 
 
+async def test_a_call_stuck_behind_a_timed_out_one_is_told_why_not_to_simplify(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pids"
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[Call("hog", {"seconds": 2})]),  # holds the server past its limit
+            Reply(tool_calls=[Call("add", {"a": 1, "b": 2})]),  # waits behind it, times out too
+            Reply(text="done"),
+        ]
+    )
+    agent = Agent("a", "x", model=model.model, tools=[calc(pid_file)], tool_timeout=0.5)
+    hog, add = (await agent.run("go")).tool_calls
+    assert hog.error is not None
+    assert add.error is not None
+    for error in (hog.error, add.error):
+        assert "did not finish within 0.5s" in error
+        assert "tool_timeout" in error
+        assert "simpler arguments" not in error
+    assert "busy" not in hog.error
+    assert "MCP server 'calc' may still be busy with 'hog'" in add.error
+    await wait_gone(started(pid_file))
+
+
 async def test_a_crashed_server_is_a_tool_error_and_restarts_for_the_next_call(
     tmp_path: Path,
 ) -> None:
