@@ -66,7 +66,7 @@ def block(seconds: float) -> str:
 @server.tool(structured_output=False)
 async def hog(seconds: float) -> str:
     """Hold this server's event loop (a synchronous sleep in an async tool): nothing else runs."""
-    time.sleep(seconds)
+    time.sleep(seconds)  # noqa: ASYNC251 - blocking the loop is this tool's point
     return f"hogged {seconds}"
 
 

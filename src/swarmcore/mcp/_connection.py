@@ -290,7 +290,7 @@ class Connection:
         raise error  # outside the except block: the SDK's error is no __context__ of ours
 
     def busy_note(self, shown: str) -> str:
-        """For the timeout of a call of ``shown``: the earlier abandoned calls it may wait behind."""
+        """For a timed-out call of ``shown``: the earlier abandoned calls it may wait behind."""
         earlier = list(self._abandoned)
         if shown in earlier:
             earlier.remove(shown)  # this call's own entry

@@ -9,9 +9,7 @@ from typing import Any
 from swarmcore.tools import ToolReportedError
 
 
-def render_result(
-    result: Any, tool: str, server: str, redact: Callable[[str], str] = str
-) -> str:
+def render_result(result: Any, tool: str, server: str, redact: Callable[[str], str] = str) -> str:
     """A ``CallToolResult`` as text for the model.
 
     Args:
