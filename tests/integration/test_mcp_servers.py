@@ -230,6 +230,39 @@ async def test_cancelling_a_run_during_a_slow_call_ends_the_server_promptly(
     assert ours(asyncio.all_tasks()) == before
 
 
+@pytest.mark.parametrize(
+    "tool",
+    [
+        pytest.param("block", id="sync-tool-in-a-thread"),
+        pytest.param("hog", id="async-tool-holding-the-loop"),
+    ],
+)
+async def test_cancelling_a_run_ends_a_server_that_ignores_the_cancellation(
+    tmp_path: Path, tool: str
+) -> None:
+    # Such a server never reads the end of its stdin; the spec's idle grace (the SDK
+    # waits 2 s before terminating) is not for calls nobody waits for any more.
+    pid_file = tmp_path / "pids"
+    model = ScriptedModel([Reply(tool_calls=[Call(tool, {"seconds": 60})])])
+    agent = Agent("a", "x", model=model.model, tools=[calc(pid_file)])
+    calling = asyncio.Event()
+
+    def on_event(event: events.Event) -> None:
+        if isinstance(event, events.ToolCallStarted):
+            calling.set()
+
+    run = asyncio.create_task(Swarm(agent, hooks=[on_event]).run("go"))
+    async with asyncio.timeout(30):
+        await calling.wait()
+    await asyncio.sleep(0.3)  # the request reaches the server, which starts blocking
+    [pid] = started(pid_file)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    # A bound against waiting out the SDK's seconds, not a measure of our speed.
+    await wait_gone([pid], within=1.5)
+
+
 async def test_cancelling_a_run_while_the_server_starts_ends_the_server(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     agent = Agent("a", "x", model=ScriptedModel([]).model, tools=[calc(pid_file)])

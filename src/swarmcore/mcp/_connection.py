@@ -85,6 +85,7 @@ class Connection:
         # ignores the cancellation is still running them, and later calls wait behind them.
         self._abandoned: list[str] = []
         self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
+        self._transport: Any = None
 
     @classmethod
     async def open(
@@ -181,7 +182,7 @@ class Connection:
         try:
             with cancel:
                 client_type = _client_class()
-                target = self._target()
+                target = self._transport = self._target()
                 async with AsyncExitStack() as stack:
                     self._client = await stack.enter_async_context(client_type(target))
                     self._ready.set()
@@ -198,6 +199,9 @@ class Connection:
         owner, self._owner = self._owner, None
         if owner is None:
             return
+        if self._abandoned and hasattr(self._transport, "abandon"):
+            # Busy with calls nobody waits for (a cancelled run's): no grace to exit idle.
+            self._transport.abandon()
         self._stop.set()
         if not self._ready.is_set() and self._cancel is not None:
             self._cancel.cancel()  # still connecting: abandon the handshake

@@ -106,7 +106,10 @@ class MCPServer:
         def target() -> Any:
             from mcp import StdioServerParameters
 
-            return StdioServerParameters(command=command, args=arguments, env=environment, cwd=cwd)
+            from swarmcore.mcp._stdio import StdioTransport
+
+            params = StdioServerParameters(command=command, args=arguments, env=environment, cwd=cwd)
+            return StdioTransport(params)
 
         # `python server.py` / `node server.js` are named after the script, not the interpreter.
         script = next((a for a in arguments if a.endswith((".py", ".js", ".mjs", ".ts"))), None)
