@@ -257,10 +257,11 @@ async def test_cancelling_a_run_ends_a_server_that_ignores_the_cancellation(
     await asyncio.sleep(0.3)  # the request reaches the server, which starts blocking
     [pid] = started(pid_file)
     run.cancel()
+    # Counted from the cancellation (the run unwinds meanwhile): a bound against waiting
+    # out the SDK's seconds, not a measure of our speed.
+    await wait_gone([pid], within=1.5)
     with pytest.raises(asyncio.CancelledError):
         await run
-    # A bound against waiting out the SDK's seconds, not a measure of our speed.
-    await wait_gone([pid], within=1.5)
 
 
 async def test_cancelling_a_run_while_the_server_starts_ends_the_server(tmp_path: Path) -> None:
