@@ -108,7 +108,9 @@ class MCPServer:
 
             from swarmcore.mcp._stdio import StdioTransport
 
-            params = StdioServerParameters(command=command, args=arguments, env=environment, cwd=cwd)
+            params = StdioServerParameters(
+                command=command, args=arguments, env=environment, cwd=cwd
+            )
             return StdioTransport(params)
 
         # `python server.py` / `node server.js` are named after the script, not the interpreter.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any
 
@@ -49,7 +49,7 @@ class StdioTransport:
         return await self._context.__aexit__(*exc)
 
     @asynccontextmanager
-    async def _streams(self) -> AsyncIterator[Any]:
+    async def _streams(self) -> AsyncGenerator[Any]:
         import anyio
         from mcp.client.stdio import get_default_environment
         from mcp.shared.message import SessionMessage
@@ -141,6 +141,8 @@ async def _exited(process: Any, within: float) -> bool:
     import anyio
 
     with anyio.move_on_after(within):
-        while process.returncode is None:
+        # Polled, not process.wait(): that also waits for the pipes' end, which a child
+        # of the server holding them open would delay (as the SDK notes).
+        while process.returncode is None:  # noqa: ASYNC110
             await anyio.sleep(0.01)
     return process.returncode is not None
