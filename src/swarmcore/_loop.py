@@ -136,10 +136,14 @@ async def _run_with_toolsets(
     hint: str | None,
     extra_tools: Sequence[Callable[..., Any] | Tool],
 ) -> AgentResult:
-    fetched: list[Tool] = []
-    for toolset in agent.toolsets:
-        fetched.extend(await toolset.tools())
-    return await _run(RunState.start(agent, task, options, hint, [*extra_tools, *fetched]))
+    from swarmcore import mcp
+
+    try:
+        fetched = await mcp.gather_tools(agent.name, agent.toolsets)
+        return await _run(RunState.start(agent, task, options, hint, [*extra_tools, *fetched]))
+    except AgentError as error:  # a toolset's failure (MCPError) is this agent's, as a model's is
+        error.agent_name = error.agent_name or agent.name
+        raise
 
 
 async def _run(state: RunState) -> AgentResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -53,6 +54,20 @@ async def sleep(seconds: float) -> str:
     """Sleep, then say so."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool(structured_output=False)
+def block(seconds: float) -> str:
+    """Block this server (a synchronous sleep, which no cancellation interrupts), then say so."""
+    time.sleep(seconds)
+    return f"blocked {seconds}"
+
+
+@server.tool(structured_output=False)
+async def hog(seconds: float) -> str:
+    """Hold this server's event loop (a synchronous sleep in an async tool): nothing else runs."""
+    time.sleep(seconds)  # noqa: ASYNC251 - blocking the loop is this tool's point
+    return f"hogged {seconds}"
 
 
 @server.tool(structured_output=False)

@@ -109,6 +109,30 @@ async def test_an_agent_uses_a_stdio_server_end_to_end(tmp_path: Path) -> None:
     await wait_gone(started(pid_file))
 
 
+async def test_a_call_stuck_behind_a_timed_out_one_is_told_why_not_to_simplify(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pids"
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[Call("hog", {"seconds": 2})]),  # holds the server past its limit
+            Reply(tool_calls=[Call("add", {"a": 1, "b": 2})]),  # waits behind it, times out too
+            Reply(text="done"),
+        ]
+    )
+    agent = Agent("a", "x", model=model.model, tools=[calc(pid_file)], tool_timeout=0.5)
+    hog, add = (await agent.run("go")).tool_calls
+    assert hog.error is not None
+    assert add.error is not None
+    for error in (hog.error, add.error):
+        assert "did not finish within 0.5s" in error
+        assert "tool_timeout" in error
+        assert "simpler arguments" not in error
+    assert "busy" not in hog.error
+    assert "MCP server 'calc' may still be busy with 'hog'" in add.error
+    await wait_gone(started(pid_file))
+
+
 async def test_a_crashed_server_is_a_tool_error_and_restarts_for_the_next_call(
     tmp_path: Path,
 ) -> None:
@@ -204,6 +228,40 @@ async def test_cancelling_a_run_during_a_slow_call_ends_the_server_promptly(
     assert time.monotonic() - began < 5
     await wait_gone([pid], within=3)
     assert ours(asyncio.all_tasks()) == before
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        pytest.param("block", id="sync-tool-in-a-thread"),
+        pytest.param("hog", id="async-tool-holding-the-loop"),
+    ],
+)
+async def test_cancelling_a_run_ends_a_server_that_ignores_the_cancellation(
+    tmp_path: Path, tool: str
+) -> None:
+    # Such a server never reads the end of its stdin; the spec's idle grace (the SDK
+    # waits 2 s before terminating) is not for calls nobody waits for any more.
+    pid_file = tmp_path / "pids"
+    model = ScriptedModel([Reply(tool_calls=[Call(tool, {"seconds": 60})])])
+    agent = Agent("a", "x", model=model.model, tools=[calc(pid_file)])
+    calling = asyncio.Event()
+
+    def on_event(event: events.Event) -> None:
+        if isinstance(event, events.ToolCallStarted):
+            calling.set()
+
+    run = asyncio.create_task(Swarm(agent, hooks=[on_event]).run("go"))
+    async with asyncio.timeout(30):
+        await calling.wait()
+    await asyncio.sleep(0.3)  # the request reaches the server, which starts blocking
+    [pid] = started(pid_file)
+    run.cancel()
+    # Counted from the cancellation (the run unwinds meanwhile): a bound against waiting
+    # out the SDK's seconds, not a measure of our speed.
+    await wait_gone([pid], within=1.5)
+    with pytest.raises(asyncio.CancelledError):
+        await run
 
 
 async def test_cancelling_a_run_while_the_server_starts_ends_the_server(tmp_path: Path) -> None:

@@ -219,11 +219,13 @@ async def test_server_side_errors_become_tool_errors_the_model_sees() -> None:
     agent = Agent("a", "x", model=model.model, tools=[MCPServer.in_process(calc)])
     result = await agent.run("go")
     refused, crashed = result.tool_calls
+    # Told as the server's own report (isError): nothing on our side raised anything.
     assert refused.error is not None
-    assert "the server reported an error" in refused.error
-    assert "refused: no way" in refused.error
+    assert refused.error.startswith("Tool 'refuse': the MCP server 'calc' reported an error: ")
+    assert refused.error.endswith("refused: no way")
     assert crashed.error is not None
-    assert "the server reported an error" in crashed.error
+    assert crashed.error.startswith("Tool 'crash': the MCP server 'calc' reported an error: ")
+    assert "raised" not in refused.error + crashed.error
     assert [m["content"] for m in model.requests[1].tool_results] == [
         refused.error,
         crashed.error,
@@ -360,6 +362,23 @@ async def test_a_clash_with_a_python_tool_suggests_a_prefix() -> None:
     await fixed.run("go")
     assert "add" in model.requests[0].tool_names
     assert "c_add" in model.requests[0].tool_names
+
+
+async def test_a_clash_between_two_mcp_servers_suggests_a_prefix_naming_both() -> None:
+    model = done_model()
+    servers = [MCPServer.in_process(Calc("calc")), MCPServer.in_process(Calc("mathx"))]
+    agent = Agent("a", "x", model=model.model, tools=servers)
+    with pytest.raises(UserError, match="prefix=") as caught:
+        await agent.run("go")
+    message = str(caught.value)
+    assert "two MCP servers offering a tool named 'add': 'calc' and 'mathx'" in message
+    assert "function_tool" not in message
+    assert "extra_tools" not in message
+    assert model.requests == []
+    # The suggested fix works.
+    servers[1] = MCPServer.in_process(Calc("mathx"), prefix="mathx_")
+    await Agent("a", "x", model=model.model, tools=servers).run("go")
+    assert {"add", "mathx_add"} <= set(model.requests[0].tool_names)
 
 
 # --- records and events ----------------------------------------------------------------------
@@ -513,6 +532,27 @@ async def test_a_server_that_fails_to_start_raises_mcp_error_naming_it() -> None
     with pytest.raises(MCPError, match="'db' could not be started") as caught:
         await agent.run("go")
     assert "RuntimeError: database unreachable" in str(caught.value)
+
+
+async def test_a_run_failing_with_mcp_error_names_and_records_the_agent() -> None:
+    @asynccontextmanager
+    async def broken(_: SDKServer[Any]) -> AsyncIterator[None]:
+        raise RuntimeError("database unreachable")
+        yield
+
+    drafter = ScriptedModel([Reply(text="drafted")])
+    first = Agent("first", "x", model=drafter.model)
+    sdk = SDKServer[Any]("db", log_level="ERROR", lifespan=broken)
+    needs_db = Agent("lookup", "x", model=done_model().model, tools=[MCPServer.in_process(sdk)])
+    with pytest.raises(MCPError, match="'db' could not be started") as caught:
+        await Swarm(first >> needs_db).run("go")
+    # Like a ModelError: the failing agent is named, recorded, and what finished is kept.
+    assert caught.value.agent_name == "lookup"
+    partial = caught.value.partial
+    assert partial is not None
+    assert [(f.agent_name, f.error_type) for f in partial.failures] == [("lookup", "MCPError")]
+    assert "'db' could not be started" in partial.failures[0].message
+    assert [r.output for r in partial.history] == ["drafted"]
 
 
 async def test_a_connect_timeout_gives_up_promptly() -> None:

@@ -35,5 +35,6 @@ from swarmcore.mcp._scope import current_scope as current_scope
 from swarmcore.mcp._scope import enter_scope as enter_scope
 from swarmcore.mcp._scope import exit_scope as exit_scope
 from swarmcore.mcp._server import MCPServer, MCPTool
+from swarmcore.mcp._server import gather_tools as gather_tools
 
 __all__ = ["MCPError", "MCPServer", "MCPTool"]

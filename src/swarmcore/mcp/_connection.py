@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar, cast
 
-from swarmcore.errors import SwarmError, UserError
+from swarmcore.errors import AgentError, UserError
 from swarmcore.llm.redaction import carries_secret, redact
+from swarmcore.tools import ToolReportedError
 
 logger = logging.getLogger("swarmcore.mcp")
 
@@ -35,8 +36,20 @@ _MAX_PAGES = 100
 """The most pages of a paginated tool list followed (a cursor that never ends stops here)."""
 
 
-class MCPError(SwarmError):
-    """An MCP server could not be reached, listed or restarted."""
+class MCPError(AgentError):
+    """An MCP server could not be reached, listed or restarted.
+
+    An agent error like a model's: the agent whose tools it serves fails (and is
+    recorded in ``error.partial.failures``), and its name is ``agent_name``.
+
+    Args:
+        message: What happened and what to do.
+        agent_name: The agent that needed the server; set by the agent's run, so
+            empty only outside one (``async with server`` failing to connect).
+    """
+
+    def __init__(self, message: str, *, agent_name: str = "") -> None:
+        super().__init__(message, agent_name=agent_name)
 
 
 class Connection:
@@ -68,7 +81,11 @@ class Connection:
         self._tools: list[Any] | None = None
         self._lock = asyncio.Lock()
         self._broken = False
+        # Calls abandoned (timed out, cancelled) and not known to be over: a server that
+        # ignores the cancellation is still running them, and later calls wait behind them.
+        self._abandoned: list[str] = []
         self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
+        self._transport: Any = None
 
     @classmethod
     async def open(
@@ -105,6 +122,7 @@ class Connection:
         self._failure = None
         self._broken = False
         self._tools = None
+        self._abandoned.clear()
         # Cancelled by close() while still connecting: a server that never answers the
         # handshake (or a caller cancelled meanwhile) must not keep the process alive.
         self._cancel = anyio.CancelScope()
@@ -164,7 +182,7 @@ class Connection:
         try:
             with cancel:
                 client_type = _client_class()
-                target = self._target()
+                target = self._transport = self._target()
                 async with AsyncExitStack() as stack:
                     self._client = await stack.enter_async_context(client_type(target))
                     self._ready.set()
@@ -181,6 +199,9 @@ class Connection:
         owner, self._owner = self._owner, None
         if owner is None:
             return
+        if self._abandoned and hasattr(self._transport, "abandon"):
+            # Busy with calls nobody waits for (a cancelled run's): no grace to exit idle.
+            self._transport.abandon()
         self._stop.set()
         if not self._ready.is_set() and self._cancel is not None:
             self._cancel.cancel()  # still connecting: abandon the handshake
@@ -242,7 +263,8 @@ class Connection:
             The SDK's ``CallToolResult``.
 
         Raises:
-            RuntimeError: The server reported an error, or stopped (restarted on the next call).
+            ToolReportedError: The server reported an error, or stopped (restarted on the
+                next call).
             MCPError: The server had stopped and could not be restarted.
         """
         async with self._lock:
@@ -250,20 +272,39 @@ class Connection:
                 await self._restart(shown)
             client: Any = self._client
         try:
-            return await client.call_tool(remote, arguments)
+            result = await client.call_tool(remote, arguments)
+        except asyncio.CancelledError:
+            self._abandoned.append(shown)
+            raise
         except Exception as exc:
             # A dead process or a dropped connection leaves the owner task waiting, so
             # the error itself says the server is gone.
             if self._alive() and not _connection_lost(exc):
-                error = RuntimeError(f"MCP server {self.name!r}: {exc}")
+                error = ToolReportedError(f"Tool {shown!r}: MCP server {self.name!r}: {exc}")
             else:
                 self._broken = True
-                error = RuntimeError(
+                error = ToolReportedError(
                     f"MCP server {self.name!r} stopped while running {shown!r} "
                     f"({type(exc).__name__}: {exc}); it will be restarted for the next call."
                 )
             error = self.redacted(error, exc)
+        else:
+            self._abandoned.clear()  # the server answered: it is not stuck on earlier calls
+            return result
         raise error  # outside the except block: the SDK's error is no __context__ of ours
+
+    def busy_note(self, shown: str) -> str:
+        """For a timed-out call of ``shown``: the earlier abandoned calls it may wait behind."""
+        earlier = list(self._abandoned)
+        if shown in earlier:
+            earlier.remove(shown)  # this call's own entry
+        if not earlier:
+            return ""
+        names = ", ".join(repr(n) for n in dict.fromkeys(earlier))
+        return (
+            f" MCP server {self.name!r} may still be busy with {names}, which ran out of time "
+            "before it and were never answered; later calls wait until the server is done."
+        )
 
     def _alive(self) -> bool:
         return self._owner is not None and not self._owner.done() and not self._broken

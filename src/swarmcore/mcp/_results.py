@@ -6,19 +6,23 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from swarmcore.tools import ToolReportedError
 
-def render_result(result: Any, redact: Callable[[str], str] = str) -> str:
+
+def render_result(result: Any, tool: str, server: str, redact: Callable[[str], str] = str) -> str:
     """A ``CallToolResult`` as text for the model.
 
     Args:
         result: What the server returned.
+        tool: The tool's name as the model knows it, for an error the server reports.
+        server: The server's name, for the same.
         redact: Cleans the text of an error the server reported (of its credentials).
 
     Returns:
         The structured content as JSON when there is some, else the content as text.
 
     Raises:
-        RuntimeError: The server flagged the result as an error.
+        ToolReportedError: The server flagged the result as an error (``isError``).
     """
     parts: list[str] = []
     for item in list(getattr(result, "content", None) or []):
@@ -33,7 +37,11 @@ def render_result(result: Any, redact: Callable[[str], str] = str) -> str:
             parts.append(f"[{kind or 'content'}: {mime}]")
     text = "\n".join(parts)
     if getattr(result, "is_error", False):
-        raise RuntimeError(f"the server reported an error: {redact(text) or 'no details'}")
+        # Told as the server's report: nothing was raised on our side.
+        raise ToolReportedError(
+            f"Tool {tool!r}: the MCP server {server!r} reported an error: "
+            f"{redact(text) or 'no details'}"
+        )
     structured = getattr(result, "structured_content", None)
     if structured is not None:
         return json.dumps(structured, ensure_ascii=False, default=str)

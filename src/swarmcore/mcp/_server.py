@@ -17,7 +17,7 @@ from swarmcore.llm.redaction import secret_values
 from swarmcore.mcp._connection import Connection, StreamableTransport
 from swarmcore.mcp._results import render_result, schema_validator
 from swarmcore.mcp._scope import current_scope
-from swarmcore.tools import Tool, ToolArgumentsError, validate_name
+from swarmcore.tools import Tool, ToolArgumentsError, Toolset, validate_name
 
 if TYPE_CHECKING:
     from typing import Self
@@ -106,7 +106,12 @@ class MCPServer:
         def target() -> Any:
             from mcp import StdioServerParameters
 
-            return StdioServerParameters(command=command, args=arguments, env=environment, cwd=cwd)
+            from swarmcore.mcp._stdio import StdioTransport
+
+            params = StdioServerParameters(
+                command=command, args=arguments, env=environment, cwd=cwd
+            )
+            return StdioTransport(params)
 
         # `python server.py` / `node server.js` are named after the script, not the interpreter.
         script = next((a for a in arguments if a.endswith((".py", ".js", ".mjs", ".ts"))), None)
@@ -329,12 +334,17 @@ class MCPTool(Tool):
 
         Raises:
             ToolArgumentsError: Invalid JSON, or arguments the schema rejects.
-            RuntimeError: The server reported an error, or stopped (restarted on the next call).
+            ToolReportedError: The server reported an error, or stopped (restarted on the
+                next call).
             MCPError: The server stopped and could not be restarted.
         """
         values = self.validate_arguments(arguments)
         result = await self._connection.call(self._remote_name, values, self.name)
-        return render_result(result, self._connection.redact)
+        return render_result(result, self.name, self.server, self._connection.redact)
+
+    def timeout_note(self) -> str:
+        """Which earlier calls that ran out of time the server may still be busy with."""
+        return self._connection.busy_note(self.name)
 
     def validate_arguments(self, arguments: str) -> dict[str, Any]:
         """Parse the JSON ``arguments`` and check them against the server's schema.
@@ -355,6 +365,42 @@ class MCPTool(Tool):
                 f"Tool {self.name!r}: invalid arguments: {problem}. Fix them and call again."
             )
         return values
+
+
+async def gather_tools(owner: str, toolsets: Iterable[Toolset]) -> list[Tool]:
+    """The tools of every toolset of an agent, each name offered once.
+
+    Args:
+        owner: The agent's name, for errors.
+        toolsets: Its toolsets (MCP servers, or any :class:`~swarmcore.tools.Toolset`).
+
+    Returns:
+        Their tools, in toolset order.
+
+    Raises:
+        UserError: Two toolsets offer a tool of the same name.
+    """
+    gathered: dict[str, tuple[Tool, str]] = {}
+    for toolset in toolsets:
+        for tool in await toolset.tools():
+            source = str(getattr(tool, "server", None) or toolset.name)
+            if tool.name in gathered:
+                raise UserError(_clash(owner, tool.name, gathered[tool.name][1], source))
+            gathered[tool.name] = (tool, source)
+    return [tool for tool, _ in gathered.values()]
+
+
+def _clash(owner: str, tool: str, first: str, second: str) -> str:
+    if first == second:  # one server passed twice (two select()s of it, say)
+        return (
+            f"Agent {owner!r} gets the tool {tool!r} twice from MCP server {first!r}; pass the "
+            "server once, or select() each tool in one place."
+        )
+    return (
+        f"Agent {owner!r} has two MCP servers offering a tool named {tool!r}: {first!r} and "
+        f"{second!r}; give one of them a prefix (MCPServer.stdio(..., prefix={second + '_'!r}), "
+        f"or .select(..., prefix={second + '_'!r})) or leave the tool out with exclude=[{tool!r}]."
+    )
 
 
 def _stem(path: str) -> str:

@@ -24,6 +24,7 @@ from swarmcore.tools._function import function_tool, to_tools
 from swarmcore.tools._function import parse_docstring as parse_docstring
 from swarmcore.tools._tool import Tool, Toolset, validate_name
 from swarmcore.tools._tool import ToolArgumentsError as ToolArgumentsError
+from swarmcore.tools._tool import ToolReportedError as ToolReportedError
 from swarmcore.tools._tool import serialise_result as serialise_result
 
 __all__ = [

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from swarmcore.errors import SwarmError
 from swarmcore.models import ToolCallRecord
 from swarmcore.tools._approval import Approver, ask
-from swarmcore.tools._tool import Tool, ToolArgumentsError
+from swarmcore.tools._tool import Tool, ToolArgumentsError, ToolReportedError
 
 
 async def run_tool_call(
@@ -87,15 +87,16 @@ async def _invoke(
     try:
         async with deadline:
             return await tool.invoke(arguments), None
-    except ToolArgumentsError as exc:
+    except (ToolArgumentsError, ToolReportedError) as exc:
         error = str(exc)
     except SwarmError:  # swarmcore's own stop signals (a dead MCP server, a budget) end the agent
         raise
     except TimeoutError as exc:
         if deadline.expired():
+            setting = "the agent's tool_timeout" if tool.timeout is None else "the tool's timeout"
             error = (
-                f"Tool {name!r} did not finish within {limit:g}s and was stopped. "
-                "Try simpler arguments or another approach."
+                f"Tool {name!r} did not finish within {limit:g}s and was stopped "
+                f"({setting}; raise it if the tool needs longer).{tool.timeout_note()}"
             )
         else:  # the tool's own TimeoutError, not our limit
             error = f"Tool {name!r} raised TimeoutError: {exc}"

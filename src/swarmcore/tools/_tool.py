@@ -48,6 +48,13 @@ class ToolArgumentsError(Exception):
     """The model sent arguments a tool cannot accept (goes back to the model as text)."""
 
 
+class ToolReportedError(Exception):
+    """A failure the tool reports itself (an MCP server's): goes back to the model as its text.
+
+    Unlike an exception a tool raises, it is not described as "raised <type>".
+    """
+
+
 @dataclass(frozen=True, eq=False)
 class Tool:
     """A function the model can call, with its JSON schema and argument validator.
@@ -73,6 +80,10 @@ class Tool:
     """Ask the run's approval callback before every call (see :class:`Approval`)."""
     delegate: Any = field(default=None, repr=False)
     """The Agent this tool runs, for tools made by ``agent.as_tool()``; else None."""
+
+    def timeout_note(self) -> str:
+        """What the model should know when a call of this tool runs out of time (or "")."""
+        return ""
 
     def __post_init__(self) -> None:
         # inf: no limit for this tool, whatever the agent's tool_timeout (None defers to it)
