@@ -89,9 +89,8 @@ class LiteLLMBackend:
 async def _acompletion(lit: Any, kwargs: dict[str, Any]) -> Any:
     """``litellm.acompletion``, cancelled only once it is past its worker-thread hop."""
     call = asyncio.ensure_future(lit.acompletion(**kwargs))
-    call.add_done_callback(_retrieve)
     try:
-        return await asyncio.shield(call)
+        await asyncio.wait({call})  # not shield(): its callback would hold the reply a while
     except asyncio.CancelledError:
         try:
             while not call.done() and _in_executor_hop(call):
@@ -99,7 +98,10 @@ async def _acompletion(lit: Any, kwargs: dict[str, Any]) -> Any:
         finally:
             call.cancel()
             await asyncio.wait({call})  # its cleanup (closing the connection) ends before ours
+            if not call.cancelled():  # it ended first: its error is not ours to raise
+                call.exception()
         raise
+    return call.result()
 
 
 _HOP_POLL_SECONDS = 0.002
@@ -123,12 +125,6 @@ def _in_executor_hop(call: asyncio.Task[Any]) -> bool:
         and coro.cr_code.co_name == "acompletion"
         and frame.f_globals.get("__name__") == "litellm.main"
     )
-
-
-def _retrieve(call: asyncio.Task[Any]) -> None:
-    """Mark the outcome of a call whose caller was cancelled as seen (no "never retrieved")."""
-    if not call.cancelled():
-        call.exception()
 
 
 # LiteLLM's callback registries: while all are empty, nothing reads its per-call logs.
