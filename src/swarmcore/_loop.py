@@ -6,7 +6,8 @@
    - :class:`ToolCalls` (native, or a marked JSON block for models without
      native tool calling): run them concurrently, append the results in call
      order, go to 1.
-     An agent without tools makes one call (direct mode) and never gets here.
+     An agent without tools offers none, but a native tool call in its reply
+     still runs: it is answered as an unknown tool, so the model can answer.
    - :class:`Answer`: its ``<summary>`` (or, with an ``output_type``, its JSON)
      parsed and every output validator satisfied: the run ends.
    - :class:`Rejected`: the answer (or an unreadable tool-call block) goes back
@@ -294,9 +295,7 @@ class RunState:
 
         Returns the calls, and the feedback for a marked block that cannot be read.
         """
-        if not self.tools:  # direct mode: one call, whatever the reply holds
-            return (), None
-        if self.marker is None:
+        if self.marker is None:  # native tools, or none offered: a call to one is unknown
             return reply.tool_calls, None
         found, feedback = structured.parse_text_tool_calls(reply.text or "", self.marker)
         first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
@@ -307,7 +306,7 @@ class RunState:
         return calls, feedback
 
     def _record(self, reply: llm.LLMReply, calls: Sequence[llm.ToolCall]) -> None:
-        if self.native_tools and calls:
+        if self.marker is None and calls:  # native calls (or calls to tools never offered)
             self.messages.append(reply.as_message())
         else:  # an answer, or tool calls written as text: no native tool_calls to keep
             self.messages.append({"role": "assistant", "content": reply.text})
@@ -413,7 +412,7 @@ class RunState:
     def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
         """Append the tool results to the conversation, in call order."""
         self.tool_records.extend(records)
-        if self.native_tools:
+        if self.marker is None:
             self.messages.extend(
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.result} for r in records
             )

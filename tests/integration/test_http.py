@@ -68,6 +68,25 @@ async def test_tool_loop_over_http(mock_openai_server: MockOpenAIServer) -> None
     assert server.headers[0]["authorization"] == "Bearer sk-test-local"
 
 
+async def test_a_tool_call_to_an_agent_without_tools_goes_back_over_http(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    server = mock_openai_server
+    server.add(
+        Reply(tool_calls=[Call("search", {"q": "tea"}, id="call_x")]),
+        Reply(text="Answered without tools."),
+    )
+    result = await Agent("plain", "You answer.", **server.model_kwargs).run("Tell me")
+    assert result.output == "Answered without tools."
+    unknown = "Unknown tool 'search'. Available tools: none."
+    assert [(r.call_id, r.error) for r in result.tool_calls] == [("call_x", unknown)]
+    assert [c.tool_calls for c in result.llm_calls] == [1, 0]
+    first, second = server.raw_bodies
+    assert "tools" not in first
+    assert second["messages"][2]["tool_calls"][0]["id"] == "call_x"
+    assert second["messages"][3] == {"role": "tool", "tool_call_id": "call_x", "content": unknown}
+
+
 async def test_swarm_over_http_in_pull_mode() -> None:
     def answer(request: RecordedRequest) -> Reply:
         who = request.system.split()[0]

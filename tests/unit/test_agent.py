@@ -227,6 +227,25 @@ async def test_agent_without_tools_makes_one_call() -> None:
     assert model.requests[0].tools == []
 
 
+async def test_a_tool_call_to_an_agent_without_tools_goes_back_as_an_unknown_tool() -> None:
+    model = ScriptedModel([Reply.tool("search", query="tea"), "answered without it"])
+    result = await Agent("d", "Direct.", model=model.model).run("go")
+    assert result.output == "answered without it"
+    unknown = "Unknown tool 'search'. Available tools: none."
+    [record] = result.tool_calls
+    assert (record.tool_name, record.arguments, record.error) == (
+        "search",
+        '{"query": "tea"}',
+        unknown,
+    )
+    assert [c.tool_calls for c in result.llm_calls] == [1, 0]
+    assert model.requests[1].tool_results == [
+        {"role": "tool", "tool_call_id": record.call_id, "content": unknown}
+    ]
+    assert result.messages[2]["tool_calls"][0]["function"]["name"] == "search"
+    model.assert_consumed()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

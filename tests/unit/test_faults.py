@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 
@@ -334,6 +336,38 @@ async def test_quorum_continues_once_k_succeeded_and_cancels_the_rest() -> None:
     assert cancelled.agent_name == "slow"
     assert cancelled.cancelled
     assert "stopped once 2 members" in cancelled.message
+
+
+def test_a_quorum_group_leaves_no_unawaited_coroutine_in_the_users_process() -> None:
+    # Members still in LiteLLM's worker-thread hop when the quorum is reached used to be
+    # cancelled there, dropping the provider coroutine the thread had built: every quorum
+    # group printed "coroutine ... was never awaited" in a user's own process.
+    code = """
+import asyncio, gc
+from swarmcore import Agent, Quorum, Swarm, parallel
+from swarmcore.testing import OfflineModel
+
+async def main():
+    model = OfflineModel()
+    members = [Agent(f"m{i}", f"m{i} works.", model=model.model) for i in range(12)]
+    for _ in range(20):
+        result = await Swarm(parallel(*members, policy=Quorum(1))).run("go")
+        assert len(result.context) >= 1, result.context
+
+asyncio.run(main())
+gc.collect()
+print("done")
+"""
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "done" in done.stdout
+    assert "never awaited" not in done.stderr, done.stderr
 
 
 async def test_quorum_out_of_reach_fails_at_once_with_partial_results() -> None:

@@ -918,25 +918,29 @@ async def test_structured_output_with_native_tools() -> None:
 # --- direct vs tool mode -------------------------------------------------------------------
 
 
-async def test_an_agent_without_tools_makes_one_call_whatever_the_reply_holds() -> None:
+async def test_an_agent_without_tools_offers_none_and_answers_a_stray_call_as_unknown() -> None:
     model = ScriptedModel(
-        [Reply(text="The answer.\n<summary>Answered.</summary>", tool_calls=[Call("add", {})])]
+        [
+            Reply(text="Draft.\n<summary>Drafted.</summary>", tool_calls=[Call("add", {})]),
+            "The answer.\n<summary>Answered.</summary>",
+        ]
     )
     agent = Agent("direct", "x", model=model.model)
     result = await agent.run("go")
     model.assert_consumed()
-    assert len(model.requests) == 1
-    assert model.requests[0].tools == []
-    assert "tools" not in model.requests[0].params
-    assert result.output == "The answer."
+    assert [r.tools for r in model.requests] == [[], []]
+    assert all("tools" not in r.params for r in model.requests)
+    assert result.output == "The answer."  # the text beside a tool call is not the answer
     assert result.summary == "Answered."
-    assert result.tool_calls == []
-    assert len(result.llm_calls) == 1
-    assert result.messages[-1] == {
-        "role": "assistant",
-        "content": "The answer.\n<summary>Answered.</summary>",
-    }
-    assert [m["role"] for m in result.messages] == ["system", "user", "assistant"]
+    assert [r.error for r in result.tool_calls] == ["Unknown tool 'add'. Available tools: none."]
+    assert [c.tool_calls for c in result.llm_calls] == [1, 0]
+    assert [m["role"] for m in result.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
 
 
 async def test_an_agent_without_tools_treats_json_tool_calls_as_its_answer() -> None:
@@ -980,13 +984,6 @@ async def test_text_protocol_calls_are_counted_like_native_ones() -> None:
     finished = [e for e in seen if type(e).__name__ == "ModelCallFinished"]
     assert [e.tools for e in started] == [1, 1]  # offered in the prompt, so offered
     assert [e.tool_calls for e in finished] == [1, 0]
-
-
-async def test_direct_mode_counts_no_tool_calls_even_if_the_reply_has_some() -> None:
-    model = ScriptedModel([Reply(text="answer", tool_calls=[Call("ghost", {})])])
-    result = await Agent("solo", "Answer.", model=model.model).run("q")
-    assert [c.tool_calls for c in result.llm_calls] == [0]
-    assert "tool_calls" not in result.messages[-1]
 
 
 async def test_dry_run_rehearses_text_protocol_agents_with_their_tools() -> None:

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from swarmcore import Agent, AgentError, ModelError, SharedContext, Swarm, UserError, chain
+from swarmcore import Agent, AgentError, ModelError, SharedContext, Swarm, UserError, chain, events
 from swarmcore.modes import PullMode
 from swarmcore.testing import Call, Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
 from tests.helpers import agents, echo_model, framed, nonce_of, rendezvous_model
@@ -181,6 +181,32 @@ async def test_pull_mode_first_step_gets_nothing_later_steps_get_hint_and_tools(
     b_calls = [r for r in model.requests if r.system.startswith("b ")]
     assert any(
         "Offline answer (a works.)" in str(m.get("content")) for m in b_calls[-1].tool_results
+    )
+
+
+async def test_pull_mode_first_agent_gets_its_stray_tool_call_answered_and_recorded() -> None:
+    def reply(request: RecordedRequest) -> Reply:
+        who = request.system.split()[0]
+        if who == "a" and not request.tool_results:  # a has no tools, yet calls one
+            return Reply.tool("get_context", agent_name="nobody")
+        seen = request.tool_results[0]["content"] if request.tool_results else "nothing"
+        return Reply(text=f"{who} heard: {seen}")
+
+    model = FunctionModel(reply)
+    a, b = (Agent(n, f"{n} works.", model=model.model) for n in "ab")
+    seen = [e async for e in Swarm(a >> b, context_mode="pull").stream("go")]
+    run = next(e for e in seen if isinstance(e, events.RunFinished)).result
+    assert run is not None
+    result_a = run.history[0]
+    unknown = "Unknown tool 'get_context'. Available tools: none."
+    assert result_a.output == f"a heard: {unknown}"
+    assert [r.error for r in result_a.tool_calls] == [unknown]
+    assert [c.tool_calls for c in result_a.llm_calls] == [1, 0]
+    [finished] = [e for e in seen if isinstance(e, events.ToolCallFinished)]
+    assert (finished.agent_name, finished.tool_name, finished.error) == (
+        "a",
+        "get_context",
+        unknown,
     )
 
 

@@ -16,6 +16,12 @@ LiteLLM traps on the pinned release, each handled deliberately:
   read rather than the whole call, so ``complete`` puts its own deadline
   around each attempt (LiteLLM's ``Timeout``, when it fires first, is reported
   as the call timeout too);
+* ``acompletion`` builds the provider's coroutine in a worker thread
+  (``run_in_executor``) and awaits it after; a call cancelled during that hop
+  (a quorum group cancelling its slower members, say) drops the coroutine,
+  which prints "coroutine ... was never awaited" in the user's process. So a
+  cancellation waits for the hop to end (it is CPU work, milliseconds) and
+  then cancels the call, which closes the coroutine;
 * its response cache raises on a hit, so it is never enabled;
 * any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``;
 * every call queues its success (or failure) log for LiteLLM's background
@@ -30,7 +36,9 @@ LiteLLM traps on the pinned release, each handled deliberately:
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -60,7 +68,7 @@ class LiteLLMBackend:
         token = unlogged.set(True) if unlogged is not None else None
         start = time.perf_counter()
         try:
-            response = await lit.acompletion(**_kwargs(request, model))
+            response = await _acompletion(lit, _kwargs(request, model))
             if request.stream:
                 response = await _collect_stream(lit, request, response)
         except Exception as exc:
@@ -76,6 +84,47 @@ class LiteLLMBackend:
         # provider's own exception can echo the key. The message keeps its type and
         # (redacted) text.
         raise error
+
+
+async def _acompletion(lit: Any, kwargs: dict[str, Any]) -> Any:
+    """``litellm.acompletion``, cancelled only once it is past its worker-thread hop."""
+    call = asyncio.ensure_future(lit.acompletion(**kwargs))
+    try:
+        await asyncio.wait({call})  # not shield(): its callback would hold the reply a while
+    except asyncio.CancelledError:
+        try:
+            while not call.done() and _in_executor_hop(call):
+                await asyncio.wait({call}, timeout=_HOP_POLL_SECONDS)
+        finally:
+            call.cancel()
+            await asyncio.wait({call})  # its cleanup (closing the connection) ends before ours
+            if not call.cancelled():  # it ended first: its error is not ours to raise
+                call.exception()
+        raise
+    return call.result()
+
+
+_HOP_POLL_SECONDS = 0.002
+
+
+def _in_executor_hop(call: asyncio.Task[Any]) -> bool:
+    """Whether ``call`` waits on ``acompletion``'s worker thread.
+
+    That is: the innermost coroutine of its await chain is LiteLLM's
+    ``acompletion`` itself, awaiting a future. On a LiteLLM release shaped
+    otherwise this says False, and the call is cancelled at once, as any other
+    await is.
+    """
+    coro: Any = call.get_coro()
+    while inspect.iscoroutine(coro.cr_await):
+        coro = coro.cr_await
+    frame = coro.cr_frame
+    return (
+        frame is not None
+        and coro.cr_await is not None
+        and coro.cr_code.co_name == "acompletion"
+        and frame.f_globals.get("__name__") == "litellm.main"
+    )
 
 
 # LiteLLM's callback registries: while all are empty, nothing reads its per-call logs.

@@ -92,7 +92,7 @@ class Reply:
         if not self.tool_calls or request.tools:
             return self
         marker = text_tool_marker(request.system)
-        if marker is None:  # no tools offered at all: the calls stay native (and are ignored)
+        if marker is None:  # no tools offered at all: the calls stay native (answered as unknown)
             return self
         calls = [
             {
