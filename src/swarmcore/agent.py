@@ -12,7 +12,7 @@ import concurrent.futures
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from swarmcore import _loop, prompt
 from swarmcore.checks import check_number
@@ -49,6 +49,8 @@ instructions plus JSON extraction (for models without the feature)."""
 
 DEFAULT_MODEL = "openai/gpt-4o-mini"
 """The model an Agent uses when none is given."""
+DEFAULT_MAX_TURNS = 10
+"""The most model calls in one agent run when ``max_turns`` is not given."""
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -71,13 +73,13 @@ class Agent(FlowNode):
     """Any LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or ``anthropic/claude-sonnet-4-5``."""
     tools: Sequence[Callable[..., Any] | Tool | Toolset] = ()
     """Plain functions (sync or async), Tools, or toolsets such as MCP servers
-    (``MCPServer.stdio(...)``), whose tools are fetched when the agent runs."""
+    (``MCPServer.stdio(...)``), whose tools are fetched when the agent runs; None is none."""
     _: KW_ONLY
     fallback_models: Sequence[str] = ()
     """Models tried in order when transient failures outlast the retry policy on ``model``."""
-    max_turns: int = 10
+    max_turns: int = DEFAULT_MAX_TURNS
     """Most model calls in one run before ``MaxTurnsExceeded`` (answers sent back by
-    ``output_retries`` come on top)."""
+    ``output_retries`` come on top); None means the default, 10."""
     output_type: Any = None
     """A type the answer must be, as JSON: a pydantic model, dataclass, TypedDict,
     ``list[...]``... The validated object is ``AgentResult.parsed``; ``output`` holds
@@ -136,6 +138,11 @@ class Agent(FlowNode):
                 f"{DEFAULT_MODEL!r}, got {self.model!r}.{_model_name_hint(self.model)}"
             )
         owner = f"Agent {self.name!r}"
+        # None means the default for these two: a spelling many users carry over.
+        if cast(object, self.max_turns) is None:
+            object.__setattr__(self, "max_turns", DEFAULT_MAX_TURNS)
+        if cast(object, self.tools) is None:
+            object.__setattr__(self, "tools", ())
         check_number(owner, "max_turns", self.max_turns, whole=True)
         default = "the Swarm's default"
         check_settings(owner, self, none=default)

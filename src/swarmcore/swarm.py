@@ -63,7 +63,7 @@ class Swarm:
             outage that outlasted its retries, its own timeout) is run again
             from scratch; a group's ``retries`` overrides it for its members.
         hooks: Callbacks (sync or async) called with every event of every run;
-            subscribe to chosen event types with :meth:`on`.
+            subscribe to chosen event types with :meth:`on`. None is none.
         max_cost: USD the run may spend, shared by every branch; a model call
             that would start once it is spent is refused with BudgetExceeded.
         max_tokens: Tokens the run may spend, likewise.
@@ -98,7 +98,7 @@ class Swarm:
         context_mode: ContextMode = "pull",
         defaults: AgentDefaults | None = None,
         step_retries: int = 0,
-        hooks: Sequence[Hook] = (),
+        hooks: Sequence[Hook] | None = (),
         max_cost: float | None = None,
         max_tokens: int | None = None,
         allow_unpriced: bool = False,
@@ -133,7 +133,7 @@ class Swarm:
         # What each run checks of its agents, worked out once: a flow never changes.
         self._variables_used = frozenset(v for a in reachable(agents) for v in a.variables)
         self._needs_approval = needs_approval(agents)
-        self._hooks = [events.bind(h) for h in hooks]
+        self._hooks = [events.bind(h) for h in hooks or ()]
         self._approve = approve
         self._store = None
         self._store_errors: StoreErrors = store_errors

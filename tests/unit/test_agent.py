@@ -4,6 +4,7 @@ import asyncio
 import contextvars
 import dataclasses
 import threading
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from swarmcore import (
     MaxTurnsExceeded,
     ModelError,
     SharedContext,
+    Swarm,
     Tool,
     UserError,
     function_tool,
@@ -392,3 +394,23 @@ async def test_a_model_call_does_not_carry_the_run_in_its_context() -> None:
     assert len(contexts) == 2
     held = [type(v) for ctx in contexts for v in ctx.values()]
     assert not [t for t in held if t.__module__ == "swarmcore.agent"], held
+
+
+@pytest.mark.parametrize(
+    ("spelling", "attribute", "means"),
+    [
+        pytest.param({"tools": None}, "tools", (), id="tools=None-means-no-tools"),
+        pytest.param({"max_turns": None}, "max_turns", 10, id="max_turns=None-means-the-default"),
+    ],
+)
+def test_none_means_the_default_for_common_spellings(
+    spelling: dict[str, Any], attribute: str, means: object
+) -> None:
+    agent = Agent("a", "x", **spelling)
+    assert getattr(agent, attribute) == means
+
+
+async def test_swarm_hooks_none_means_no_hooks() -> None:
+    model = ScriptedModel([Reply(text="done")])
+    result = await Swarm(Agent("a", "x", model=model.model), hooks=None).run("go")
+    assert result.output == "done"
