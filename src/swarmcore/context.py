@@ -54,7 +54,7 @@ seconds of CPU; such a query is searched as plain text instead.
 _SEARCH_MAX_LINE = 300
 _REGEX_SYNTAX = frozenset(".^$*+?{}[]\\|()")
 _REPEAT_COUNT = re.compile(r"(?<!\\)\{(\d*)(?:,(\d*))?\}")
-_NONCE = re.compile(r"[0-9a-f]{16,}")
+_NONCE = re.compile(r"[0-9a-f]{8,}")
 _V = TypeVar("_V")
 
 
@@ -98,7 +98,7 @@ class Framing:
     itself, and the same context renders the same prompt (replays match).
 
     Args:
-        nonce: The id to frame with: at least 16 lowercase hex digits.
+        nonce: The id to frame with: at least 8 lowercase hex digits.
 
     Raises:
         UserError: ``nonce`` is shorter or not hex (escaping it would garble text).
@@ -109,7 +109,7 @@ class Framing:
     def __init__(self, nonce: str) -> None:
         if not _NONCE.fullmatch(nonce):
             raise UserError(
-                f"Framing nonce must be 16 or more lowercase hex digits, got {nonce!r}."
+                f"Framing nonce must be 8 or more lowercase hex digits, got {nonce!r}."
             )
         self.nonce = nonce
 
@@ -325,7 +325,7 @@ class SharedContext:
             digest.update(self._digests[name])
         for name, reason in self._ordered_failures().items():
             digest.update(_digest(name, reason))
-        return Framing(digest.hexdigest()[:16])
+        return Framing(digest.hexdigest()[:8])
 
     def format_for_prompt(
         self, expand: Iterable[str] | None = None, *, framing: Framing | None = None

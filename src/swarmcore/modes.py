@@ -281,8 +281,12 @@ def _summarises(view: SharedContext, previous: Sequence[str]) -> bool:
 
 
 def _listed(entry: ContextEntry, frame: Framing) -> str:
-    """One line of the hint or of list_context: name, size and the framed summary."""
-    summary = frame.inline(entry.name, shorten(entry.summary, HINT_SUMMARY_CHARS), "summary")
+    """One line of the hint or of list_context: name, size and the framed summary.
+
+    Every listed line is a summary, so its frame does not say so (a few tokens
+    per entry, on every prompt of a pull-mode flow).
+    """
+    summary = frame.inline(entry.name, shorten(entry.summary, HINT_SUMMARY_CHARS))
     return f"- {entry.name} ({len(entry.output):,} chars): {summary}"
 
 

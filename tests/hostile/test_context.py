@@ -153,7 +153,7 @@ async def test_an_output_that_holds_the_nonce_cannot_close_its_frame() -> None:
     same = SharedContext()
     same.set("writer", forged)
     assert same.framing().nonce == same.framing().nonce  # the same context, the same prompt
-    with pytest.raises(UserError, match="16 or more lowercase hex digits, got 'a'"):
+    with pytest.raises(UserError, match="8 or more lowercase hex digits, got 'a'"):
         Framing("a")
     other = SharedContext()
     other.set("writer", forged + ".")
