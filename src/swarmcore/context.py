@@ -108,9 +108,7 @@ class Framing:
 
     def __init__(self, nonce: str) -> None:
         if not _NONCE.fullmatch(nonce):
-            raise UserError(
-                f"Framing nonce must be 8 or more lowercase hex digits, got {nonce!r}."
-            )
+            raise UserError(f"Framing nonce must be 8 or more lowercase hex digits, got {nonce!r}.")
         self.nonce = nonce
 
     def legend(self) -> str:
