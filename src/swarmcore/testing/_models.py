@@ -158,6 +158,16 @@ class OfflineModel:
             await asyncio.sleep(self.latency)
         return _next_move(request)
 
+    @staticmethod
+    def reply(request: RecordedRequest) -> Reply:
+        """The offline model's answer to ``request``, without waiting or recording.
+
+        It answers a :class:`MockOpenAIServer` the way the model answers in
+        process: ``MockOpenAIServer(responder=OfflineModel.reply)`` is an
+        OpenAI-compatible endpoint that runs any script offline.
+        """
+        return _next_move(request)
+
 
 _default: OfflineModel | None = None
 
