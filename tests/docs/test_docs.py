@@ -9,6 +9,10 @@ with no key and no network. A block that defines ``test_`` functions is a test
 file and runs under pytest, with the configuration the testing guide shows.
 
 A block fails the test when it raises or exits non-zero; its output is shown.
+
+A block right after ``<!-- file: NAME.py -->`` is a file the reader saves (an
+MCP server, a module of tools): it is written as NAME.py beside every later
+block of the same page, and runs when they use it.
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ from swarmcore.testing import MockOpenAIServer, OfflineModel
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^(?P<indent> *)```python[^\n]*\n(?P<code>.*?)^(?P=indent)```", re.M | re.S)
+FENCE = re.compile(
+    r"(?:<!-- file: (?P<file>[\w./-]+) -->\s*\n)?"
+    r"^(?P<indent> *)```python[^\n]*\n(?P<code>.*?)^(?P=indent)```",
+    re.M | re.S,
+)
 BLOCK_TIMEOUT = 60.0
 # What the testing guide tells users to put in pyproject.toml (docs/testing.md).
 PYTEST_CONFIG = '[tool.pytest.ini_options]\nasyncio_mode = "auto"\n'
@@ -42,6 +50,8 @@ class Block:
     page: Path
     line: int
     code: str
+    files: tuple[tuple[str, str], ...] = ()
+    """Files saved by earlier blocks of the page: (name, code)."""
 
     @property
     def id(self) -> str:
@@ -52,11 +62,15 @@ def _blocks() -> list[Block]:
     found: list[Block] = []
     for page in PAGES:
         text = page.read_text()
+        files: list[tuple[str, str]] = []
         for match in FENCE.finditer(text):
             indent = len(match["indent"])
-            code = "\n".join(line[indent:] for line in match["code"].splitlines())
-            line = text.count("\n", 0, match.start()) + 1
-            found.append(Block(page, line, code + "\n"))
+            code = "\n".join(line[indent:] for line in match["code"].splitlines()) + "\n"
+            if match["file"]:
+                files.append((match["file"], code))
+                continue
+            line = text.count("\n", 0, match.start("indent")) + 1
+            found.append(Block(page, line, code, tuple(files)))
     return found
 
 
@@ -86,6 +100,9 @@ def test_pages_have_blocks() -> None:
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_block_runs(block: Block, block_env: Path) -> None:
+    for name, code in block.files:
+        (block_env / name).parent.mkdir(parents=True, exist_ok=True)
+        (block_env / name).write_text(code)
     script = block_env / "block.py"
     script.write_text(block.code)
     if re.search(r"^(async )?def test_", block.code, re.M):
@@ -112,6 +129,7 @@ def _child(script: Path, output: Path) -> None:
         os.dup2(out.fileno(), 2)
         sys.stdout = sys.stderr = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
         sys.argv = [str(script)]
+        sys.path.insert(0, str(script.parent))  # as `python block.py` does
         try:
             runpy.run_path(str(script), run_name="__main__")
         except SystemExit as stop:
