@@ -81,3 +81,16 @@ def test_import_swarmcore_loads_its_names_on_first_use() -> None:
     assert listed.startswith("True ")
     assert same == "True"
     assert missing == "module 'swarmcore' has no attribute 'NotAThing'"
+
+
+def test_version_is_the_installed_one_and_above_the_old_releases() -> None:
+    # The 0.3.x releases on PyPI were an earlier project of the same name: a lower
+    # version would never be reached by `pip install -U swarmcore`.
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    import swarmcore
+
+    assert swarmcore.__version__ == version("swarmcore")
+    assert Version(swarmcore.__version__) >= Version("1.0.0")

@@ -201,7 +201,7 @@ __all__ = [
     "set_model_limit",
 ]
 
-__version__ = "0.2.0"
+__version__ = "1.0.0"
 
 
 def __getattr__(name: str) -> Any:

@@ -318,6 +318,9 @@ async def test_auth_error_names_the_missing_key() -> None:
     assert info.value.status_code == 401
     assert info.value.retryable is False
     assert "sk-abcdef123456789" not in str(info.value)
+    # No made-up variable name (SWARMCORE-TEST_API_KEY) for a provider that has none.
+    assert "_API_KEY" not in str(info.value)
+    assert "pass api_key=" in str(info.value)
     assert len(model.requests) == 1
 
 

@@ -233,6 +233,8 @@ def _key_hint(call: CallSpec, model: str) -> str:
     present = [k for k in os.environ if k.startswith(prefix) and is_secret_name(k)]
     if present:
         return f"Check the key in {' or '.join(sorted(present))}."
+    if not prefix[:-1].isidentifier():  # a provider like swarmcore-test has no variable
+        return "Check the key the provider was given, or pass api_key=."
     return f"Check the provider's key variable ({prefix}API_KEY, for instance) or pass api_key=."
 
 
