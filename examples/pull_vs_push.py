@@ -11,8 +11,8 @@ numbers above it.
   the context, searches it and reads the two latest outputs; in push mode it
   expands the latest summarised one.
 - **long chain**: 8 agents in a chain, each writing a report of ~900 words
-  (~1,200 tokens) that needs only the report just before it.
-- **fan-in of parts**: 6 researchers in parallel write one report each (~1,200
+  (~1,300 tokens) that needs only the report just before it.
+- **fan-in of parts**: 6 researchers in parallel write one report each (~1,300
   tokens), then 6 writers in parallel each need one of those reports.
 
 Offline, the long-output flows run on a ``FunctionModel`` that writes reports
@@ -21,7 +21,8 @@ of that length and reads exactly what an agent needs: in pull mode it calls
 from the prompt, calling ``expand_context`` only for a needed agent shown as a
 summary. With ``OPENAI_API_KEY`` set, every flow runs on the real model
 (``$SWARMCORE_MODEL`` or ``openai/gpt-4o-mini``), which decides for itself what
-to read; the wall time of each run is then shown too.
+to read; the wall time of each run is then shown too. That is some 90
+model calls, most of them writing ~1,000-word answers: it takes minutes.
 """
 
 from __future__ import annotations
@@ -194,6 +195,12 @@ def reading(pull: Measured, push: Measured) -> str:
     )
 
 
+def line(cells: list[str], widths: list[int]) -> str:
+    """A table line: the first two cells left-aligned, the numbers right-aligned."""
+    pairs = zip(cells, widths, strict=True)
+    return "".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(pairs))
+
+
 async def main() -> None:
     chosen, notice = choose_model()
     print(notice)
@@ -202,33 +209,16 @@ async def main() -> None:
     widths = [17, 6, 7, 15, 16, 12]
     if not offline:
         columns, widths = [*columns, "seconds"], [*widths, 9]
-    print()
-    print(
-        "".join(
-            c.ljust(w) if i < 2 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(columns, widths, strict=True))
-        )
-    )
+    print("\n" + line(columns, widths))
     readings: list[str] = []
     for label, build, needs in FLOWS:
         measured = await run_both(build, chosen, needs if offline else None)
         for mode, m in measured.items():
-            cells = [
-                label,
-                mode,
-                f"{m.calls}",
-                f"{m.prompt:,}",
-                f"{m.largest:,}",
-                f"{m.completion:,}",
-            ]
+            cells = [label, mode, f"{m.calls}", f"{m.prompt:,}", f"{m.largest:,}"]
+            cells.append(f"{m.completion:,}")
             if not offline:
                 cells.append(f"{m.seconds:.1f}")
-            print(
-                "".join(
-                    c.ljust(w) if i < 2 else c.rjust(w)
-                    for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-                )
-            )
+            print(line(cells, widths))
         readings.append(f"{label}: {reading(measured['pull'], measured['push'])}.")
     print()
     print("\n".join(readings))
