@@ -54,7 +54,8 @@ swarmcore adds.
   same round. Not with ``--quick``.
 * Prompt tokens of the k-th agent of 5-, 20- and 50-agent chains in pull and
   push mode, on the in-process FunctionModel (no server), read from
-  ``ModelCallFinished`` events.
+  ``ModelCallFinished`` events; and the prompt tokens of whole runs in each
+  mode, of the three flows of ``examples/pull_vs_push.py`` (ratio push / pull).
 
 Fairness rules: litellm is warmed up (plain call, call with tools, one untimed
 run of each side) before anything is timed, then the surviving heap is frozen
@@ -82,6 +83,7 @@ import gc
 import http.client
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -661,6 +663,8 @@ async def in_process(
     if "tokens" in cfg.only:
         progress("prompt tokens of chains (offline FunctionModel)")
         rows.extend(await chain_token_rows(cfg.chains))
+        progress("whole runs in each mode (examples/pull_vs_push.py)")
+        rows.extend(await whole_run_token_rows())
         progress("chains done")
     profile = await profile_w3(server, payloads, 50) if cfg.profile else ""
     return rows, payloads, fan_outs, profile
@@ -723,6 +727,36 @@ async def chain_token_rows(chains: Sequence[int]) -> list[Row]:
                     ok=("yes" if ratio <= 1.5 else "NO") if gated else "-",
                 )
             )
+    return rows
+
+
+async def whole_run_token_rows() -> list[Row]:
+    """Prompt tokens of whole runs, pull and push: the flows of examples/pull_vs_push.py.
+
+    The example is loaded from its file, so this row and the example (and the
+    context-modes page that quotes it) measure the same flows on the same offline
+    models. ``ratio`` is push / pull: over 1 where pull sent fewer prompt tokens.
+    """
+    from swarmcore.testing import offline_model
+
+    path = HERE.parent / "examples" / "pull_vs_push.py"
+    spec = importlib.util.spec_from_file_location("pull_vs_push", path)
+    assert spec is not None
+    assert spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = example  # its dataclasses look their module up
+    spec.loader.exec_module(example)
+    rows: list[Row] = []
+    for label, build, needs in example.FLOWS:
+        measured = await example.run_both(build, offline_model(), needs)
+        pull, push = measured["pull"], measured["push"]
+        rows.append(
+            Row(
+                f"prompt tokens in all, {label}",
+                f"pull={pull.prompt:,}/{pull.calls} calls  push={push.prompt:,}/{push.calls} calls",
+                ratio=f"{push.prompt / pull.prompt:.2f}",
+            )
+        )
     return rows
 
 

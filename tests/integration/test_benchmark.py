@@ -44,6 +44,7 @@ def test_quick_benchmark_prints_its_table() -> None:
         "W3 K=50 peak RSS": r"\d+ MB \(\+\d+\) +\d+ MB \(\+\d+\)",
         "swarmcore alone, W3 diamond x50": r"\d+ µs/run +\d+\.\d\d ms/call .*% of floor",
         "prompt tokens pull chain=20": r"k2=\d+ +k5=\d+ +k20=\d+",
+        "prompt tokens in all, fan-in of parts": r"pull=[\d,]+/\d+ calls +push=[\d,]+/\d+ calls",
         "cold import swarmcore (median of 5)": r"\d+ ms",
         "RSS after 3 bursts of 100 diamond runs": r"\d+ -> \d+, \d+, \d+ MB",
     }

@@ -31,7 +31,7 @@ def _run(name: str) -> str:
     ("name", "expected"),
     [
         ("capabilities.py", ["verdict: publish", "  > researcher", "save_draft: approval=edited"]),
-        ("pull_vs_push.py", ["pull prompt"]),
+        ("pull_vs_push.py", ["short chain: push sent", "fan-in of parts: pull sent"]),
     ],
 )
 def test_example_runs_offline(name: str, expected: list[str]) -> None:
