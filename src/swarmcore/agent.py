@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from swarmcore import _loop, prompt
+from swarmcore._removed import AGENT_REMOVED, explain_removed
 from swarmcore.checks import check_number
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
@@ -349,6 +350,10 @@ class Agent(FlowNode):
         loop on a worker thread. Takes the same arguments as :meth:`run`.
         """
         return run_sync(lambda: self.run(task, **kwargs))
+
+
+# A 0.3.x keyword (max_retries=) fails naming what to write now, not just "unexpected".
+setattr(Agent, "__init__", explain_removed("Agent", AGENT_REMOVED)(Agent.__init__))  # noqa: B010
 
 
 class _DelegateFailed(Exception):

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from swarmcore import _loop, events
+from swarmcore._removed import SWARM_REMOVED, explain_removed
 from swarmcore.agent import (
     Agent,
     AgentDefaults,
@@ -91,6 +92,7 @@ class Swarm:
             damaged one.
     """
 
+    @explain_removed("Swarm", SWARM_REMOVED)
     def __init__(
         self,
         flow: Flow | Agent,

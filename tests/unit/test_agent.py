@@ -417,3 +417,43 @@ async def test_swarm_hooks_none_means_no_hooks() -> None:
     model = ScriptedModel([Reply(text="done")])
     result = await Swarm(Agent("a", "x", model=model.model), hooks=None).run("go")
     assert result.output == "done"
+
+
+@pytest.mark.parametrize(
+    ("build", "replacement"),
+    [
+        pytest.param(
+            lambda: Agent("a", "x", max_retries=3),  # pyright: ignore[reportCallIssue]
+            "retry=N",
+            id="Agent-max_retries",
+        ),
+        pytest.param(
+            lambda: Agent("a", "x").clone(max_retries=3), "retry=N", id="clone-max_retries"
+        ),
+        pytest.param(
+            lambda: Swarm(Agent("a", "x"), timeout=30),  # pyright: ignore[reportCallIssue]
+            "AgentDefaults(call_timeout=...)",
+            id="Swarm-timeout",
+        ),
+        pytest.param(
+            lambda: Swarm(Agent("a", "x"), max_retries=2),  # pyright: ignore[reportCallIssue]
+            "AgentDefaults(retry=N)",
+            id="Swarm-max_retries",
+        ),
+        pytest.param(
+            lambda: Swarm(flow=Agent("a", "x"), context_budget=4000),  # pyright: ignore[reportCallIssue] -- the 0.3.x spelling
+            "max_tool_result_chars",
+            id="Swarm-context_budget",
+        ),
+    ],
+)
+def test_a_0_3_keyword_names_its_replacement(build: Any, replacement: str) -> None:
+    with pytest.raises(TypeError, match=r"swarmcore 0\.3\.x") as caught:
+        build()
+    assert replacement in str(caught.value)
+    assert "migration" in str(caught.value)
+
+
+def test_an_unknown_keyword_is_still_pythons_own_error() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        Agent("a", "x", bogus=1)  # pyright: ignore[reportCallIssue]
