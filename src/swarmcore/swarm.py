@@ -165,6 +165,11 @@ class Swarm:
         return self._setup.defaults
 
     @property
+    def step_retries(self) -> int:
+        """How many times an agent that failed transiently is run again from scratch."""
+        return self._setup.step_retries
+
+    @property
     def context_mode(self) -> ContextMode:
         """``"pull"`` or ``"push"``."""
         return self._setup.mode.name

@@ -679,6 +679,69 @@ def test_run_uses_the_target_swarms_approval_callback(
     assert "requires approval" in capsys.readouterr().err
 
 
+# A target Swarm's settings: its approval callback, defaults and step retries, on run and resume.
+SWARM_TARGET_FILE = """
+from pathlib import Path
+
+from swarmcore import Agent, AgentDefaults, Swarm, function_tool
+from swarmcore.testing import Fail, FunctionModel, offline_model
+
+HERE = Path(__file__).parent
+
+
+def answer(request):
+    if (HERE / "fail_once").exists():
+        (HERE / "fail_once").unlink()
+        return Fail(500, "the provider is down")  # transient: retried unless retry=0
+    return "done"
+
+
+def wipe(path: str) -> str:
+    \"\"\"Delete a path.\"\"\"
+    return "wiped " + path
+
+
+model = FunctionModel(answer)  # test models are held weakly: keep this reference
+wipe_tool = function_tool(wipe, requires_approval=True)
+careful = Agent("careful", "Tidy up.", model=offline_model(), tools=[wipe_tool])
+flaky = Agent("flaky", "Report.", model=model.model)
+approved = Swarm(careful >> flaky, approve=lambda request: True)
+no_retries = Swarm(flaky, defaults=AgentDefaults(retry=0))
+step_retried = Swarm(flaky, defaults=AgentDefaults(retry=0), step_retries=1)
+"""
+
+
+@pytest.fixture
+def swarm_file(tmp_path: Path) -> Path:
+    path = tmp_path / "swarm_target.py"
+    path.write_text(SWARM_TARGET_FILE)
+    return path
+
+
+def test_run_uses_the_target_swarms_defaults_and_step_retries(
+    swarm_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    swarm_file.with_name("fail_once").touch()
+    assert main(["run", f"{swarm_file}:no_retries", "go", "--no-store", "--quiet"]) == 1
+    assert "the provider is down" in capsys.readouterr().err
+    swarm_file.with_name("fail_once").touch()
+    assert main(["run", f"{swarm_file}:step_retried", "go", "--no-store", "--quiet"]) == 0
+    assert capsys.readouterr().out.strip() == "done"
+
+
+def test_resume_uses_the_target_swarms_approval_callback(
+    swarm_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (swarm_file.parent / "fail_once").touch()
+    swarm_file.write_text(SWARM_TARGET_FILE.replace("Fail(500", "Fail(400"))  # not retried
+    assert main(["run", f"{swarm_file}:approved", "tidy"]) == 1
+    err = capsys.readouterr().err
+    run_id = re.search(r"resume with: swarmcore runs resume ([0-9a-f]+)", err)
+    assert run_id is not None, err
+    assert main(["runs", "resume", run_id.group(1), "--quiet"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.strip() == "done"
+
+
 # --- control flow ------------------------------------------------------------------------
 
 CONTROL_FILE = """

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
 
 __all__ = [
+    "agent_settings",
     "approver",
     "budget_number",
     "command_demo",
@@ -118,6 +119,13 @@ def _parse_vars(items: Sequence[str]) -> dict[str, str]:
     return variables
 
 
+def agent_settings(target: object) -> dict[str, Any]:
+    """What a target Swarm says about running its agents: its defaults and step retries."""
+    if not isinstance(target, Swarm):
+        return {}
+    return {"defaults": target.defaults, "step_retries": target.step_retries}
+
+
 def approver(target: object, flow: Flow) -> Approver | None:
     """The target Swarm's approval callback; else, for tools that need one, ask on the terminal."""
     if isinstance(target, Swarm) and target.approve is not None:
@@ -186,6 +194,7 @@ def command_run(args: argparse.Namespace) -> int:
         swarm = Swarm(
             flow,
             context_mode=mode,
+            **agent_settings(target),
             hooks=progress_hooks(args),
             max_cost=args.max_cost,
             max_tokens=args.max_tokens,

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from swarmcore._table import text_table
+from swarmcore.agent import Agent
 from swarmcore.cli.errors import CLIError
 from swarmcore.cli.format import duration, local_time, preview, shorten
-from swarmcore.cli.run import approver, execute, progress_hooks, store_location
+from swarmcore.cli.run import agent_settings, approver, execute, progress_hooks, store_location
 from swarmcore.cli.shape import agent_order
 from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
 from swarmcore.flow import Flow
@@ -214,7 +215,8 @@ def command_runs_resume(args: argparse.Namespace) -> int:
                 f"`swarmcore runs show {record.run_id[:12]}`)"
             )
         metadata = _metadata(record)
-        flow = _stored_flow(record, metadata)
+        target = _stored_target(record, metadata)
+        flow = as_flow(target)
         model = metadata.get("model")
         if isinstance(model, str) and model:
             flow = on_model(flow, model)
@@ -222,11 +224,12 @@ def command_runs_resume(args: argparse.Namespace) -> int:
         swarm = Swarm(
             flow,
             context_mode=mode,
+            **agent_settings(target),
             hooks=progress_hooks(args),
             max_cost=_number(record.settings.get("max_cost")),
             max_tokens=_whole(record.settings.get("max_tokens")),
             store=store,
-            approve=approver(None, flow),
+            approve=approver(target, flow),
         )
         run_id = record.run_id
         return execute(swarm, lambda s: s.resume(run_id), quiet=args.quiet, store_path=path)
@@ -234,8 +237,8 @@ def command_runs_resume(args: argparse.Namespace) -> int:
         store.close()
 
 
-def _stored_flow(record: RunRecord, metadata: dict[str, Any]) -> Flow:
-    """The flow that made ``record``, rebuilt as the CLI started it."""
+def _stored_target(record: RunRecord, metadata: dict[str, Any]) -> Flow | Agent | Swarm:
+    """The flow (or Agent, or Swarm) that made ``record``, loaded again as the CLI started it."""
     if metadata.get("demo"):
         from swarmcore.demo import build_flow
 
@@ -249,7 +252,7 @@ def _stored_flow(record: RunRecord, metadata: dict[str, Any]) -> Flow:
             f"{record.run_id[:12]!r})"
         )
     cwd = metadata.get("cwd")
-    return as_flow(load_target(target, cwd=Path(cwd) if isinstance(cwd, str) else None))
+    return load_target(target, cwd=Path(cwd) if isinstance(cwd, str) else None)
 
 
 def _number(value: object) -> float | None:
