@@ -463,6 +463,10 @@ def run_sync(start: Callable[[], Any]) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:  # not inside the except: every error of the run would chain to its RuntimeError
         return asyncio.run(start())
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="swarmcore-run-sync") as pool:
         return pool.submit(lambda: asyncio.run(start())).result()

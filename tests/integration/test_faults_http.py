@@ -155,6 +155,28 @@ async def test_a_refused_connection_names_the_url_and_the_setting(
     assert error.retryable  # a restarting server comes back; fallback models get their turn
 
 
+def test_a_refused_connection_is_named_from_run_sync_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # run_sync once ran the loop inside its `except RuntimeError` (no running loop), so
+    # LiteLLM's re-raised error chained to that RuntimeError instead of the connection
+    # error, and a refused connection read as "InternalServerError, status 500".
+    port = _closed_port()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    agent = Agent(
+        "c",
+        "x",
+        model="openai/unreachable-sync-model",
+        api_base=f"http://127.0.0.1:{port}/v1",
+        retry=0,
+    )
+    with pytest.raises(ModelError) as caught:
+        agent.run_sync("go")
+    assert f"could not connect to http://127.0.0.1:{port}/v1" in str(caught.value)
+    assert "InternalServerError" not in str(caught.value)
+    with pytest.raises(ModelError, match="could not connect"):
+        Swarm(agent).run_sync("go")
+
+
 async def test_a_rejected_key_from_the_environment_names_its_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
