@@ -346,10 +346,11 @@ class RunState:
             OutputValidationError: No retries are left.
         """
         agent = self.agent
+        reason = _sentence(feedback)
         if self.rejected >= agent.output_retries:
             raise OutputValidationError(
                 f"Agent {agent.name!r}: the answer was rejected {self.rejected + 1} times; "
-                f"last reason: {feedback}. Make the instructions clearer about the expected "
+                f"last reason: {reason} Make the instructions clearer about the expected "
                 "answer, use a stronger model, or raise output_retries.",
                 agent_name=agent.name,
                 last_output=text,
@@ -359,7 +360,7 @@ class RunState:
         self.rejected += 1
         fix = "only the corrected JSON value" if agent.output_spec else "a corrected answer"
         self.messages.append(
-            {"role": "user", "content": f"Your answer was rejected: {feedback}. Reply with {fix}."}
+            {"role": "user", "content": f"Your answer was rejected: {reason} Reply with {fix}."}
         )
 
     async def run_tools(self, calls: Sequence[llm.ToolCall]) -> list[ToolCallRecord]:
@@ -487,3 +488,9 @@ current_run: ContextVar[RunState | None] = ContextVar("swarmcore_agent_run", def
 
 call_position: ContextVar[int] = ContextVar("swarmcore_tool_call_position", default=0)
 """The running tool call's place in its agent's run, so delegations keep call order."""
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending as a sentence: a period added unless it ends with one (or ! or ?)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else f"{text}."

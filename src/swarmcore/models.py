@@ -185,7 +185,8 @@ class Decision(BaseModel):
     value: str
     """The branch chosen, the number of iterations run, or the planned flow's expression."""
     by: str = ""
-    """Who decided: ``predicate``, an agent's name, or ``max_iterations``."""
+    """Who decided: a route's ``predicate`` or router agent; a loop's judge agent,
+    ``until`` (its function) or ``max_iterations``; a plan's planner agent."""
     detail: str = ""
     """The router's or planner's reason, or the judge's last feedback."""
     attempts: int = 1

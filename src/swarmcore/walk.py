@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Any
 from swarmcore import _loop, events
 from swarmcore.agent import Agent
 from swarmcore.context import SharedContext
-from swarmcore.errors import AgentError, GroupError, SwarmError, UserError, first_error
+from swarmcore.errors import (
+    AgentError,
+    BudgetExceeded,
+    GroupError,
+    SwarmError,
+    UserError,
+    first_error,
+)
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, control_nodes
 from swarmcore.models import AgentFailure, AgentResult, Decision, SwarmResult
 from swarmcore.policies import Quorum
@@ -246,21 +253,24 @@ class Walk:
             try:
                 result = await self._attempt(step)
                 break
-            except AgentError as error:
-                if not error.retryable or attempt > at.retries:
-                    run.fail(
-                        AgentFailure(
-                            agent_name=agent.name,
-                            error_type=type(error).__name__,
-                            message=str(error),
-                            retryable=error.retryable,
-                            attempts=attempt,
-                            model=agent.model,
-                            duration_seconds=time.perf_counter() - began,
-                        )
+            except (AgentError, BudgetExceeded) as error:
+                # A budget refusal ends the run too: the agent is recorded as failed.
+                retryable = isinstance(error, AgentError) and error.retryable
+                if isinstance(error, AgentError) and retryable and attempt <= at.retries:
+                    await self._before_retry(agent, error, attempt, at.retries)
+                    continue
+                run.fail(
+                    AgentFailure(
+                        agent_name=agent.name,
+                        error_type=type(error).__name__,
+                        message=str(error),
+                        retryable=retryable,
+                        attempts=attempt,
+                        model=agent.model,
+                        duration_seconds=time.perf_counter() - began,
                     )
-                    raise
-                await self._before_retry(agent, error, attempt, at.retries)
+                )
+                raise
         if attempt > 1:
             result = result.model_copy(update={"attempts": attempt})
         run.finish(result)

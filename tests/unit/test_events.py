@@ -204,6 +204,14 @@ async def test_token_budget_stops_the_run_and_keeps_finished_results() -> None:
     assert error.partial is not None
     assert list(error.partial.context) == ["a", "b"]
     assert len(model.requests) == 2
+    # The refused agent is listed as the one whose failure ended the run, as for any other.
+    (failure,) = error.partial.failures
+    assert (failure.agent_name, failure.error_type, failure.retryable) == (
+        "c",
+        "BudgetExceeded",
+        False,
+    )
+    assert failure.message == str(error)
 
 
 async def test_one_budget_is_shared_by_parallel_branches() -> None:

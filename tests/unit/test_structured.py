@@ -1001,3 +1001,19 @@ async def test_dry_run_ignores_validators_the_offline_values_cannot_meet() -> No
     agent = Agent("city", "Name a city.", output_type=City, output_validators=[big])
     report = await Swarm(agent).dry_run("go")
     assert report.agents[0].model_calls == 1
+
+
+async def test_feedback_that_ends_a_sentence_gets_no_second_period() -> None:
+    def needs_city(text: str) -> str | None:
+        return None if "Oslo" in text else "Name a city."
+
+    model = ScriptedModel(["Norway.", "Still Norway."])
+    agent = Agent(
+        "city", "Name a city.", model=model.model, output_validators=[needs_city], output_retries=1
+    )
+    with pytest.raises(OutputValidationError) as caught:
+        await agent.run("Largest city in Norway?")
+    feedback = last_message(model.requests[1])["content"]
+    assert feedback == "Your answer was rejected: Name a city. Reply with a corrected answer."
+    assert "last reason: Name a city. Make" in str(caught.value)
+    assert ".." not in str(caught.value)
