@@ -42,7 +42,11 @@ FENCE = re.compile(
 )
 BLOCK_TIMEOUT = 60.0
 # What the testing guide tells users to put in pyproject.toml (docs/testing.md).
-PYTEST_CONFIG = '[tool.pytest.ini_options]\nasyncio_mode = "auto"\nasyncio_default_fixture_loop_scope = "function"\n'
+PYTEST_CONFIG = """\
+[tool.pytest.ini_options]
+asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "function"
+"""
 
 
 @dataclass(frozen=True)
