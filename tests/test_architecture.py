@@ -8,7 +8,18 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "swarmcore"
-CORE = ("flow", "agent", "_loop", "walk", "context", "modes", "llm", "prompt", "settings")
+CORE = (
+    "flow",
+    "agent",
+    "_loop",
+    "walk",
+    "context",
+    "modes",
+    "llm",
+    "prompt",
+    "settings",
+    "durable",
+)
 FACES = ("console", "cli", "tracing", "store", "testing", "swarm", "dryrun", "demo", "engines")
 
 

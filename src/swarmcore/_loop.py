@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from swarmcore import events, llm, prompt, structured
+from swarmcore import durable, events, llm, prompt, structured
 from swarmcore.context import parse_summary
 from swarmcore.errors import (
     AgentError,
@@ -391,15 +391,18 @@ class RunState:
             server=server,
         ) as span:
             span.set(result_chars=0, error="cancelled")  # what a cancelled call reports
-            record = await run_tool_call(
-                self.tools,
-                call.id,
-                call.name,
-                call.arguments,
-                default_timeout=self.settings.tool_timeout,
-                max_result_chars=self.settings.max_tool_result_chars,
-                approve=self.options.approve,
-                agent_name=self.agent.name,
+            record = await durable.step(
+                f"tool:{call.name}",
+                lambda: run_tool_call(
+                    self.tools,
+                    call.id,
+                    call.name,
+                    call.arguments,
+                    default_timeout=self.settings.tool_timeout,
+                    max_result_chars=self.settings.max_tool_result_chars,
+                    approve=self.options.approve,
+                    agent_name=self.agent.name,
+                ),
             )
             span.set(
                 arguments=record.arguments,

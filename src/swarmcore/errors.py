@@ -52,6 +52,11 @@ class SwarmError(Exception):
         super().__init__(message)
         self.partial = None
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only constructors defeat pickle's default (cls(*args)); a durable
+        # engine stores errors, so rebuild from the message and the attributes.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
 
 class UserError(SwarmError, ValueError):
     """swarmcore was used in a way that cannot work; found before any model call."""
@@ -207,6 +212,15 @@ class StoreError(SwarmError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+def _rebuild(
+    cls: type[SwarmError], args: tuple[object, ...], state: dict[str, object]
+) -> SwarmError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

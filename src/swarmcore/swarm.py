@@ -28,23 +28,23 @@ from swarmcore.agent import (
 )
 from swarmcore.checks import check_number
 from swarmcore.context import SharedContext
-from swarmcore.engines import Budget, LocalEngine, Subscriber, stream_events
+from swarmcore.engines import Budget, Engine, LocalEngine, Subscriber, stream_events
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Hook
 from swarmcore.flow import Flow, FlowNode, chain, shape_of
-from swarmcore.models import AgentResult, SwarmResult
+from swarmcore.models import SwarmResult
 from swarmcore.modes import CONTEXT_TOOL_NAMES, ContextMode, mode_named
 from swarmcore.prompt import normalize_variables
 from swarmcore.tools import Approver, Tool
-from swarmcore.walk import FlowSetup, Run, iteration_ranks
+from swarmcore.walk import FlowSetup, Run
 
 if TYPE_CHECKING:
     from swarmcore.batch import MapProgress
     from swarmcore.dryrun import DryRunReport
+    from swarmcore.engines.dbos import RunHandle
     from swarmcore.events import Event
-    from swarmcore.store import RunRecord, RunStore
+    from swarmcore.store import RunStore
     from swarmcore.store.recorder import StoreErrors
-    from swarmcore.structured import OutputSpec
 
 __all__ = ["ContextMode", "Swarm"]
 
@@ -83,6 +83,10 @@ class Swarm:
             call to a tool marked ``requires_approval``; returns
             ``Approval.allow()``, ``.deny(reason)``, ``.edit(arguments)``, or a bool.
             Without it, a flow with such a tool fails before any model call.
+        engine: Where runs execute: in this process (default), or a durable
+            engine such as ``swarmcore.engines.dbos.DBOSEngine``, which makes
+            each run a workflow that survives its process and enables
+            :meth:`enqueue`.
 
     Raises:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
@@ -107,6 +111,7 @@ class Swarm:
         store: RunStore | str | os.PathLike[str] | None = None,
         store_errors: StoreErrors = "raise",
         approve: Approver | None = None,
+        engine: Engine | None = None,
     ) -> None:
         if isinstance(flow, FlowNode):
             flow = chain(flow)
@@ -123,7 +128,7 @@ class Swarm:
             raise UserError(f"approve must be a function, got {type(approve).__name__}.")
         self._budget = Budget(max_cost, max_tokens, allow_unpriced)
         self._budget.meter()  # validates the limits now; each run gets a fresh meter
-        self._engine = LocalEngine()
+        self._engine: Engine = engine or LocalEngine()
         self._setup = FlowSetup(
             flow=flow,
             mode=mode,
@@ -143,6 +148,9 @@ class Swarm:
             from swarmcore.store import open_store  # sqlite3 is loaded only for runs that store
 
             self._store = open_store(store)
+        attach = getattr(self._engine, "attach", None)
+        if attach is not None:  # a durable engine serves (and may recover) this Swarm's runs
+            attach(self)
 
     @property
     def approve(self) -> Approver | None:
@@ -206,6 +214,7 @@ class Swarm:
         *,
         variables: Mapping[str, object] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
     ) -> SwarmResult:
         """Run the flow on ``task`` with a fresh SharedContext.
 
@@ -216,6 +225,8 @@ class Swarm:
                 gets them again.
             metadata: JSON-able notes kept with the run in the store (e.g. who
                 started it, or the CLI's target).
+            run_id: The run's id (a new one when None). Under a durable engine
+                it is the run's idempotency key.
 
         Returns:
             The final output, the context (agent name to output), every
@@ -232,7 +243,49 @@ class Swarm:
             BudgetExceeded: ``max_cost`` or ``max_tokens`` was spent;
                 ``error.partial`` as above.
         """
-        return await self._execute(self._new_run(task, variables, metadata))
+        return await self._execute(self._new_run(task, variables, metadata, run_id=run_id))
+
+    async def enqueue(
+        self,
+        task: str,
+        *,
+        run_id: str | None = None,
+        variables: Mapping[str, object] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> RunHandle:
+        """Hand a run to the durable engine's workers; returns a handle to it at once.
+
+        Any process can enqueue (it need not be a worker); a worker serving
+        this flow (``swarmcore worker``) runs it. Enqueueing a run id twice
+        enqueues it once.
+
+        Args:
+            task: What to do.
+            run_id: The run's id and idempotency key (a new one when None).
+            variables: Values for the ``{name}`` placeholders in instructions.
+            metadata: JSON-able notes kept with the run.
+
+        Returns:
+            A handle: ``await handle.status()``, ``await handle.result()``.
+
+        Raises:
+            UserError: The Swarm has no durable engine, or the input is bad
+                (checked here, before anything is enqueued).
+        """
+        enqueue = getattr(self._engine, "enqueue", None)
+        if enqueue is None:
+            raise UserError(
+                "enqueue() needs a durable engine: Swarm(flow, engine=DBOSEngine(database_url))."
+            )
+        run = self._new_run(task, variables, metadata, run_id=run_id)
+        handle: RunHandle = await enqueue(
+            self,
+            run.task,
+            run_id=run.run_id,
+            variables=run.options.variables,
+            metadata=run.metadata,
+        )
+        return handle
 
     def run_sync(
         self,
@@ -301,7 +354,9 @@ class Swarm:
             record.settings.get("metadata"),
             run_id=record.run_id,
         )
-        _restore(run, record, self._setup, self._agents)
+        from swarmcore.store.restore import restore
+
+        restore(run, record, self._setup, self._agents)
         return await self._execute(run)
 
     async def map(
@@ -404,6 +459,8 @@ class Swarm:
     ) -> Run:
         """A fresh run, its input checked before any model call."""
         _check_task(task)
+        if run_id is not None and (not isinstance(run_id, str) or not run_id or "/" in run_id):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(f"run_id must be a non-empty string without '/', got {run_id!r}.")
         values = normalize_variables(variables)
         if not self._variables_used <= values.keys():
             check_variables(self._agents, values)
@@ -464,28 +521,6 @@ class Swarm:
             raise
         if recorder is not None:
             recorder.finish(result, None)  # never report success over a lost record
-        return result
-
-
-def _restore(run: Run, record: RunRecord, setup: FlowSetup, agents: Sequence[Agent]) -> None:
-    """Put a stored run's results and decisions back into ``run``, to go on from there."""
-    run.resumed = True
-    run.stored_decisions = list(record.decisions)
-    names = [r.agent_name for r in record.results]
-    run.context.place(iteration_ranks(setup.flow, setup.positions, names))
-    specs = {a.name: a.output_spec for a in agents}
-    for result in record.results:
-        if result.agent_name.partition("#")[0] in setup.positions:
-            run.finish(_reparsed(result, specs.get(result.agent_name)))
-
-
-def _reparsed(result: AgentResult, spec: OutputSpec | None) -> AgentResult:
-    """A stored result whose ``parsed`` is the agent's output_type again, not plain JSON."""
-    if spec is None or result.parsed is None:
-        return result
-    try:
-        return result.model_copy(update={"parsed": spec.adapter.validate_json(result.output)})
-    except ValueError:  # the type changed since: keep what was stored
         return result
 
 

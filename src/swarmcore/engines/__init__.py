@@ -5,6 +5,6 @@ its flow, calling each agent through the walk's one seam
 (:data:`~swarmcore.walk.AgentRunner`).
 """
 
-from swarmcore.engines.local import Budget, LocalEngine, Subscriber, stream_events
+from swarmcore.engines.local import Budget, Engine, LocalEngine, Subscriber, stream_events
 
-__all__ = ["Budget", "LocalEngine", "Subscriber", "stream_events"]
+__all__ = ["Budget", "Engine", "LocalEngine", "Subscriber", "stream_events"]

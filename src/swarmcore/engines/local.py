@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from swarmcore import events
 from swarmcore.agent import Agent
@@ -16,7 +16,7 @@ from swarmcore.walk import AgentRunner, AgentStep, FlowSetup, Run, Walk, run_in_
 if TYPE_CHECKING:
     from swarmcore.models import AgentResult, SwarmResult
 
-__all__ = ["Budget", "LocalEngine", "Subscriber", "stream_events"]
+__all__ = ["Budget", "Engine", "LocalEngine", "Subscriber", "stream_events"]
 
 Subscriber = tuple[Hook, tuple[type[events.Event], ...]]
 """An event consumer and the event types it wants (every type when empty)."""
@@ -37,6 +37,23 @@ class Budget:
         return budget.Meter(
             max_cost=self.max_cost, max_tokens=self.max_tokens, allow_unpriced=self.allow_unpriced
         )
+
+
+class Engine(Protocol):
+    """Where a Swarm's runs execute: walks ``run`` and returns its result."""
+
+    async def execute(
+        self,
+        setup: FlowSetup,
+        run: Run,
+        subscribers: Sequence[Subscriber],
+        *,
+        limits: Budget,
+        text_deltas: bool = False,
+        checkpoint: Callable[[], None] | None = None,
+    ) -> SwarmResult:
+        """Walk ``run`` to its end (see :meth:`LocalEngine.execute`)."""
+        ...
 
 
 class LocalEngine:

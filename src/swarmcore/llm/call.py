@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
-from swarmcore import events
+from swarmcore import durable, events
 from swarmcore.errors import ModelError
 from swarmcore.llm import budget, limits
 from swarmcore.llm.errors import check_key, check_model_name, timed_out
@@ -71,6 +71,17 @@ async def complete(request: LLMRequest) -> LLMReply:
     for model in models:  # a missing key fails before anything is spent
         check_key(call, model)
         check_model_name(call, model)
+    # One durable step (a checkpoint, under an engine that records steps); the budget
+    # is charged outside it, so a replayed reply is charged again in the rebuilt meter.
+    reply = await durable.step("model", lambda: _answer(request, models))
+    meter = budget.current_meter()
+    if meter is not None:
+        meter.charge(reply.usage.total_tokens, reply.cost)
+    return reply
+
+
+async def _answer(request: LLMRequest, models: tuple[str, ...]) -> LLMReply:
+    """The reply of the first model that answers, every attempt and wait included."""
     start = time.perf_counter()
     made = 0
     for model, fallback in zip(models, (*models[1:], None), strict=True):
@@ -81,14 +92,10 @@ async def complete(request: LLMRequest) -> LLMReply:
             made += tries.made
             if not exc.retryable or fallback is None:
                 raise
-            _report_fallback(call, model, fallback, tries.made, exc)
+            _report_fallback(request.call, model, fallback, tries.made, exc)
             continue
         # The whole call, every attempt and wait included, is what the agent's record shows.
-        reply = reply.timed(time.perf_counter() - start, made + tries.made)
-        meter = budget.current_meter()
-        if meter is not None:
-            meter.charge(reply.usage.total_tokens, reply.cost)
-        return reply
+        return reply.timed(time.perf_counter() - start, made + tries.made)
     raise AssertionError("unreachable: the last model either answers or raises")
 
 

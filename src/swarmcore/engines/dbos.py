@@ -1,0 +1,411 @@
+"""Durable runs on DBOS Transact and PostgreSQL: a run survives its process.
+
+``Swarm(flow, engine=DBOSEngine(database_url))`` makes each run a DBOS workflow
+whose id is the run id, and each agent run a workflow of its own, with id
+``<run id>/<agent>/<attempt>``, whose model calls and tool calls are DBOS steps
+(through :mod:`swarmcore.durable`). After a crash or a deploy, the run's
+workflow is recovered and walks its flow again: an agent that had finished
+returns its recorded result at once, an agent that was running replays its
+recorded calls and makes only the one that was in flight.
+
+Why agents are workflows of their own, started outside the run's workflow: a
+workflow's operations are keyed by the order they happen in, and the branches
+of a parallel group happen in whatever order the model answers. Each agent's
+own calls happen in a fixed order, so each agent gets its own workflow, named
+by where it is in the flow; the run's workflow records nothing itself, so
+walking the flow again in another order is harmless.
+
+Runs can also be enqueued (:meth:`DBOSEngine.enqueue`, ``swarm.enqueue``) from
+any process and served by workers (``swarmcore worker``), on one queue per
+flow version, so a worker only takes runs of the flow it has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, WorkflowHandleAsync
+
+from swarmcore import durable
+from swarmcore.agent import Agent
+from swarmcore.engines.local import Budget, LocalEngine, Subscriber
+from swarmcore.errors import UserError
+from swarmcore.walk import AgentStep, run_in_process
+
+if TYPE_CHECKING:
+    from swarmcore.models import AgentResult, SwarmResult
+    from swarmcore.swarm import Swarm
+    from swarmcore.walk import FlowSetup, Run
+
+__all__ = ["DBOSEngine", "RunHandle", "flow_version"]
+
+RUN_WORKFLOW = "swarmcore.run"
+AGENT_WORKFLOW = "swarmcore.agent"
+
+_engine: DBOSEngine | None = None
+"""The process's engine: DBOS is one instance per process, and so is this."""
+_inside: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "swarmcore_dbos_run", default=None
+)
+"""The run whose workflow the current task is walking."""
+
+
+def flow_version(swarm: Swarm) -> str:
+    """A short hash of what a run of ``swarm`` depends on: shape, agents, models, tools.
+
+    A worker serves only runs of the version it has, so a run started by one
+    version of the code is never continued by another.
+    """
+    agents = [
+        {
+            "name": a.name,
+            "model": a.model,
+            "instructions": a.instructions,
+            "tools": sorted(getattr(t, "name", getattr(t, "__name__", "")) for t in a.tools),
+        }
+        for a in swarm.flow.agents
+        if isinstance(a, Agent)
+    ]
+    spec = {"shape": swarm.flow.shape(), "mode": swarm.context_mode, "agents": agents}
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """An agent step waiting for its workflow, with the swarmcore context it runs in."""
+
+    step: AgentStep
+    carried: tuple[tuple[contextvars.ContextVar[Any], Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """A run started in this process: its workflow walks it as it is."""
+
+    setup: FlowSetup
+    run: Run
+    subscribers: Sequence[Subscriber]
+    limits: Budget
+    text_deltas: bool
+    checkpoint: Callable[[], None] | None
+
+
+class RunHandle:
+    """A run handed to the engine: ask its status, or wait for its result.
+
+    Args:
+        run_id: The run's id (its DBOS workflow id).
+        client: The DBOS client it was enqueued with.
+    """
+
+    def __init__(self, run_id: str, client: DBOSClient) -> None:
+        self.run_id = run_id
+        self._client = client
+
+    async def status(self) -> str:
+        """DBOS's status of the run: ENQUEUED, PENDING, SUCCESS, ERROR or CANCELLED."""
+        handle: WorkflowHandleAsync[SwarmResult] = await self._client.retrieve_workflow_async(
+            self.run_id
+        )
+        return str((await handle.get_status()).status)
+
+    async def result(self, *, poll_seconds: float = 0.2) -> SwarmResult:
+        """Wait for the run to end; its SwarmResult, or the error that ended it."""
+        handle: WorkflowHandleAsync[SwarmResult] = await self._client.retrieve_workflow_async(
+            self.run_id
+        )
+        return await handle.get_result(polling_interval_sec=poll_seconds)
+
+
+class DBOSEngine:
+    """Runs flows as DBOS workflows on PostgreSQL, so they survive crashes and deploys.
+
+    One engine per process (DBOS itself is one per process). It launches DBOS
+    on first use. A process that only enqueues runs never launches it.
+
+    Args:
+        database_url: PostgreSQL URL of DBOS's system database (created if missing).
+        worker_id: This process's DBOS executor id. A worker restarted with the
+            same id recovers the runs it had in flight. Default: ``"local"``.
+        app_name: DBOS application name (lowercase letters, digits, - and _).
+        agent_wait: Seconds a recovered agent workflow waits for its run to
+            reach it again before it fails.
+
+    Raises:
+        UserError: A second engine in one process, or a bad setting.
+    """
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        worker_id: str = "local",
+        app_name: str = "swarmcore",
+        agent_wait: float = 120.0,
+    ) -> None:
+        global _engine
+        if not database_url.startswith(("postgresql://", "postgres://", "sqlite://")):
+            raise UserError(
+                f"DBOSEngine needs a database URL (postgresql://user@host:port/db), got "
+                f"{database_url!r}."
+            )
+        if _engine is not None and _engine.database_url != database_url:
+            raise UserError(
+                "One DBOSEngine per process: DBOS keeps one system database per process. "
+                "Share the engine between Swarms."
+            )
+        self.database_url = database_url
+        self.worker_id = worker_id
+        self.app_name = app_name
+        self.agent_wait = agent_wait
+        self._swarms: dict[str, Swarm] = {}
+        self._versions: dict[int, str] = {}
+        """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
+        self._live: dict[str, _Live] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._launched = False
+        self._client: DBOSClient | None = None
+        self._local = LocalEngine(self._run_agent)
+        _engine = self
+
+    # --- the Swarm's side --------------------------------------------------------------
+
+    def attach(self, swarm: Swarm) -> str:
+        """Serve runs of ``swarm`` here; returns its flow version (its queue's name)."""
+        version = flow_version(swarm)
+        self._swarms[version] = swarm
+        self._versions[id(swarm.flow)] = version
+        return version
+
+    def queue_name(self, swarm: Swarm) -> str:
+        """The DBOS queue runs of ``swarm`` are enqueued on."""
+        return f"swarmcore-{flow_version(swarm)}"
+
+    async def execute(
+        self,
+        setup: FlowSetup,
+        run: Run,
+        subscribers: Sequence[Subscriber],
+        *,
+        limits: Budget,
+        text_deltas: bool = False,
+        checkpoint: Callable[[], None] | None = None,
+    ) -> SwarmResult:
+        """Run ``run`` as the DBOS workflow ``run.run_id`` and wait for its result."""
+        if _inside.get() == run.run_id:  # the run's own workflow, walking it
+            return await self._local.execute(
+                setup,
+                run,
+                subscribers,
+                limits=limits,
+                text_deltas=text_deltas,
+                checkpoint=checkpoint,
+            )
+        await self.launch()
+        self._live[run.run_id] = _Live(setup, run, subscribers, limits, text_deltas, checkpoint)
+        try:
+            with SetWorkflowID(run.run_id):
+                handle = await DBOS.start_workflow_async(
+                    _run_workflow,
+                    self._versions.get(id(setup.flow), ""),
+                    run.run_id,
+                    run.task,
+                    dict(run.options.variables),
+                    dict(run.metadata),
+                )
+            result: SwarmResult = await handle.get_result()
+            return result
+        finally:
+            self._live.pop(run.run_id, None)
+
+    async def enqueue(
+        self,
+        swarm: Swarm,
+        task: str,
+        *,
+        run_id: str,
+        variables: Mapping[str, object],
+        metadata: Mapping[str, Any],
+    ) -> RunHandle:
+        """Enqueue a run of ``swarm`` for a worker; idempotent per ``run_id``."""
+        client = await self._client_async()
+        options: EnqueueOptions = {
+            "queue_name": self.queue_name(swarm),
+            "workflow_name": RUN_WORKFLOW,
+            "workflow_id": run_id,
+            "application_name": self.app_name,
+        }
+        await client.enqueue_async(
+            options, flow_version(swarm), run_id, task, dict(variables), dict(metadata)
+        )
+        return RunHandle(run_id, client)
+
+    async def handle(self, run_id: str) -> RunHandle:
+        """A handle on a run enqueued or started earlier, from any process."""
+        return RunHandle(run_id, await self._client_async())
+
+    # --- DBOS ----------------------------------------------------------------------
+
+    def config(self) -> DBOSConfig:
+        """The DBOS configuration this engine launches with."""
+        return {
+            "name": self.app_name,
+            "system_database_url": self.database_url,
+            "executor_id": self.worker_id,
+        }
+
+    async def launch(self, *, queues: Sequence[str] = ()) -> None:
+        """Launch DBOS in this process (once), listening to ``queues`` (a worker's).
+
+        Launching recovers the runs this worker id left in flight.
+        """
+        if self._launched:
+            return
+        self._launched = True
+        DBOS(config=self.config())
+        DBOS.listen_queues(list(queues))
+        await asyncio.to_thread(DBOS.launch)
+        for name in queues:
+            await DBOS.register_queue_async(name)
+
+    async def shutdown(self) -> None:
+        """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
+        global _engine
+        if self._launched:
+            await asyncio.to_thread(DBOS.destroy)
+            self._launched = False
+        if self._client is not None:
+            await asyncio.to_thread(self._client.destroy)
+            self._client = None
+        if _engine is self:
+            _engine = None
+
+    async def _client_async(self) -> DBOSClient:
+        if self._client is None:
+            self._client = await asyncio.to_thread(
+                lambda: DBOSClient(
+                    system_database_url=self.database_url, application_name=self.app_name
+                )
+            )
+        return self._client
+
+    # --- the walk's seam: one agent, one workflow ----------------------------------
+
+    async def _run_agent(self, step: AgentStep) -> AgentResult:
+        """Run ``step`` as the agent workflow ``<run>/<agent>/<attempt>`` and wait for it."""
+        workflow_id = f"{step.run_id}/{step.agent.name}/{step.attempt}"
+        carried = tuple(
+            (var, value)
+            for var, value in contextvars.copy_context().items()
+            if var.name.startswith("swarmcore") and var is not _inside
+        )
+        with self._lock:
+            self._pending[workflow_id] = _Pending(step, carried)
+        try:
+            # An empty context: started from the run's workflow it would be its child,
+            # recorded in the run's (timing-dependent) order of operations.
+            started = asyncio.get_running_loop().create_task(
+                _start_agent(workflow_id), context=contextvars.Context()
+            )
+            return await started
+        except asyncio.CancelledError:
+            await DBOS.cancel_workflow_async(workflow_id)
+            raise
+        finally:
+            with self._lock:
+                self._pending.pop(workflow_id, None)
+
+    async def _step_for(self, workflow_id: str) -> _Pending:
+        """The step an agent workflow runs: registered by its run's walk, now or soon."""
+        deadline = time.monotonic() + self.agent_wait
+        while True:
+            with self._lock:
+                pending = self._pending.get(workflow_id)
+            if pending is not None:
+                return pending
+            if time.monotonic() > deadline:
+                raise UserError(
+                    f"Agent workflow {workflow_id} was recovered, but its run did not reach "
+                    f"it within {self.agent_wait:g} s; is the run's flow served here?"
+                )
+            await asyncio.sleep(0.05)
+
+    def _swarm(self, version: str) -> Swarm:
+        swarm = self._swarms.get(version)
+        if swarm is None:
+            raise UserError(
+                f"No Swarm with flow version {version} is served by worker {self.worker_id!r}; "
+                "start a worker with that flow."
+            )
+        return swarm
+
+
+def _current() -> DBOSEngine:
+    if _engine is None:
+        raise UserError("No DBOSEngine in this process: Swarm(flow, engine=DBOSEngine(url)).")
+    return _engine
+
+
+async def _start_agent(workflow_id: str) -> AgentResult:
+    with SetWorkflowID(workflow_id):
+        handle = await DBOS.start_workflow_async(_agent_workflow, workflow_id)
+    result: AgentResult = await handle.get_result()
+    return result
+
+
+async def _dbos_step(name: str, call: Callable[[], Awaitable[Any]]) -> Any:
+    async def made() -> Any:  # a coroutine function, so DBOS awaits it and records its value
+        return await call()
+
+    return await DBOS.run_step_async({"name": name}, made)
+
+
+@DBOS.workflow(name=RUN_WORKFLOW)
+async def _run_workflow(
+    version: str,
+    run_id: str,
+    task: str,
+    variables: dict[str, object],
+    metadata: dict[str, Any],
+) -> SwarmResult:
+    """One run: walk the flow, each agent a workflow of its own."""
+    engine = _current()
+    token = _inside.set(run_id)
+    try:
+        live = engine._live.get(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
+        if live is not None:
+            return await engine._local.execute(  # pyright: ignore[reportPrivateUsage] -- this module's
+                live.setup,
+                live.run,
+                live.subscribers,
+                limits=live.limits,
+                text_deltas=live.text_deltas,
+                checkpoint=live.checkpoint,
+            )
+        # Recovered, or enqueued: the served Swarm runs it again under the same id.
+        if not version:
+            raise UserError(f"Run {run_id} was started in a process that is gone; resume it.")
+        swarm = engine._swarm(version)  # pyright: ignore[reportPrivateUsage] -- this module's
+        return await swarm.run(task, variables=variables, metadata=metadata, run_id=run_id)
+    finally:
+        _inside.reset(token)
+
+
+@DBOS.workflow(name=AGENT_WORKFLOW)
+async def _agent_workflow(workflow_id: str) -> AgentResult:
+    """One agent run: its model calls and tool calls are steps."""
+    pending = await _current()._step_for(workflow_id)  # pyright: ignore[reportPrivateUsage] -- this module's
+    for var, value in pending.carried:
+        var.set(value)
+    with durable.recording(_dbos_step):
+        return await run_in_process(pending.step)
