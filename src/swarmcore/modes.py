@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from swarmcore.agent import Agent
 from swarmcore.context import (
     SEARCH_MAX_HITS,
     ContextEntry,
@@ -35,6 +36,7 @@ from swarmcore.context import (
     shorten,
 )
 from swarmcore.errors import UserError
+from swarmcore.flow import Flow
 from swarmcore.tools import Tool, function_tool
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "ContextMode",
     "Mode",
     "Prepared",
+    "check_agents",
     "mode_named",
 ]
 
@@ -300,3 +303,24 @@ def _failure_lines(view: SharedContext, frame: Framing) -> list[str]:
         for name, reason in failures.items()
     ]
     return lines
+
+
+def check_agents(flow: Flow) -> list[Agent]:
+    """The flow's agents, each an Agent whose tools leave the context tools' names free.
+
+    Raises:
+        UserError: Naming the node that is not an Agent, or the clashing tool.
+    """
+    agents: list[Agent] = []
+    for agent in flow.agents:
+        if not isinstance(agent, Agent):
+            raise UserError(f"Flow holds {agent!r}, which is not an Agent; only Agents can run.")
+        tools = [t.name for t in agent.tools if isinstance(t, Tool)]
+        clash = [name for name in tools if name in CONTEXT_TOOL_NAMES]
+        if clash:
+            raise UserError(
+                f"Agent {agent.name!r} has a tool named {clash[0]!r}, a name the context modes "
+                f"reserve ({', '.join(CONTEXT_TOOL_NAMES)}); rename the tool."
+            )
+        agents.append(agent)
+    return agents

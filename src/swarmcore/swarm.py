@@ -33,9 +33,9 @@ from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Hook
 from swarmcore.flow import Flow, FlowNode, chain, shape_of
 from swarmcore.models import SwarmResult
-from swarmcore.modes import CONTEXT_TOOL_NAMES, ContextMode, mode_named
+from swarmcore.modes import ContextMode, check_agents, mode_named
 from swarmcore.prompt import normalize_variables
-from swarmcore.tools import Approver, Tool
+from swarmcore.tools import Approver
 from swarmcore.walk import FlowSetup, Run
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class Swarm:
         if not isinstance(flow, Flow):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"Swarm() takes a Flow or an Agent, got {type(flow).__name__}.")
         mode = mode_named(context_mode)
-        agents = _check_agents(flow)
+        agents = check_agents(flow)
         if defaults is not None and not isinstance(defaults, AgentDefaults):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"defaults must be an AgentDefaults, got {type(defaults).__name__}.")
         check_number("Swarm", "step_retries", step_retries, whole=True, zero=True)
@@ -161,6 +161,11 @@ class Swarm:
     def store(self) -> RunStore | None:
         """Where runs are recorded, if anywhere."""
         return self._store
+
+    @property
+    def engine(self) -> Engine:
+        """Where this Swarm's runs execute."""
+        return self._engine
 
     @property
     def flow(self) -> Flow:
@@ -527,24 +532,3 @@ class Swarm:
 def _check_task(task: object) -> None:
     if not isinstance(task, str) or not task.strip():
         raise UserError("Swarm.run() needs a non-empty task string.")
-
-
-def _check_agents(flow: Flow) -> list[Agent]:
-    """The flow's agents, each an Agent whose tools leave the context tools' names free.
-
-    Raises:
-        UserError: Naming the node that is not an Agent, or the clashing tool.
-    """
-    agents: list[Agent] = []
-    for agent in flow.agents:
-        if not isinstance(agent, Agent):
-            raise UserError(f"Flow holds {agent!r}, which is not an Agent; only Agents can run.")
-        tools = [t.name for t in agent.tools if isinstance(t, Tool)]
-        clash = [name for name in tools if name in CONTEXT_TOOL_NAMES]
-        if clash:
-            raise UserError(
-                f"Agent {agent.name!r} has a tool named {clash[0]!r}, a name the context modes "
-                f"reserve ({', '.join(CONTEXT_TOOL_NAMES)}); rename the tool."
-            )
-        agents.append(agent)
-    return agents

@@ -19,6 +19,7 @@ from swarmcore.cli.runs import (
     command_runs_resume,
     command_runs_show,
 )
+from swarmcore.cli.worker import add_worker_parser
 from swarmcore.errors import StoreError, SwarmError, UserError
 
 __all__ = ["build_parser", "main"]
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=command_demo)
 
     _add_runs_parser(commands)
+    add_worker_parser(commands)
 
     graph = commands.add_parser(
         "graph",

@@ -1,0 +1,109 @@
+"""``swarmcore worker``: serve a flow's enqueued runs from a DBOS engine until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+from swarmcore.cli.errors import CLIError
+from swarmcore.cli.targets import as_flow, load_target
+from swarmcore.swarm import Swarm
+
+__all__ = ["add_worker_parser", "command_worker"]
+
+
+def add_worker_parser(commands: Any) -> None:
+    """The ``worker`` subcommand."""
+    worker: argparse.ArgumentParser = commands.add_parser(
+        "worker",
+        help="serve a flow's enqueued runs (durable, on PostgreSQL)",
+        description="Serve the runs enqueued for a flow (swarm.enqueue) until SIGTERM or "
+        "Ctrl-C, and recover the runs this worker id left in flight. Runs in flight when "
+        "it stops stay pending, and a worker restarted with the same --worker-id goes on "
+        "with them, without repeating a finished agent or a recorded call.",
+    )
+    worker.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
+    worker.add_argument(
+        "--engine", choices=["dbos"], default="dbos", help="the durable engine (dbos)"
+    )
+    worker.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="PostgreSQL URL of the engine's database (default: $SWARMCORE_DATABASE_URL, "
+        "or the target Swarm's own engine)",
+    )
+    worker.add_argument(
+        "--worker-id",
+        metavar="ID",
+        help="this worker's id, unique per live process; restart with the same id to "
+        "recover its runs (default: the target's engine's, else 'local')",
+    )
+    worker.set_defaults(handler=command_worker)
+
+
+def command_worker(args: argparse.Namespace) -> int:
+    """Serve the target's runs until a signal stops the worker."""
+    from swarmcore.engines.dbos import DBOSEngine
+
+    target = load_target(args.target)
+    engine = target.engine if isinstance(target, Swarm) else None
+    url: str | None = args.database_url or os.environ.get("SWARMCORE_DATABASE_URL")
+    if isinstance(engine, DBOSEngine) and (url is None or url == engine.database_url):
+        swarm = target
+    else:
+        if url is None:
+            raise CLIError(
+                "the worker needs a database: --database-url postgresql://... (or "
+                "$SWARMCORE_DATABASE_URL), or a target Swarm with engine=DBOSEngine(url)"
+            )
+        engine = DBOSEngine(url)
+        swarm = _on_engine(target, engine)
+    assert isinstance(swarm, Swarm)
+    assert isinstance(engine, DBOSEngine)
+    if args.worker_id:
+        engine.worker_id = args.worker_id
+    return asyncio.run(_serve(swarm, engine))
+
+
+def _on_engine(target: object, engine: object) -> Swarm:
+    from swarmcore.engines.dbos import DBOSEngine
+
+    assert isinstance(engine, DBOSEngine)
+    if isinstance(target, Swarm):
+        return Swarm(
+            target.flow,
+            context_mode=target.context_mode,
+            defaults=target.defaults,
+            step_retries=target.step_retries,
+            approve=target.approve,
+            engine=engine,
+        )
+    return Swarm(as_flow(target), engine=engine)  # pyright: ignore[reportArgumentType] -- a Flow or Agent
+
+
+async def _serve(swarm: Swarm, engine: object) -> int:
+    from swarmcore.engines.dbos import DBOSEngine
+
+    assert isinstance(engine, DBOSEngine)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    queue = engine.queue_name(swarm)
+    await engine.launch(queues=[queue])
+    print(
+        f"worker {engine.worker_id} serving {swarm.flow.expression()} on queue {queue}; "
+        "SIGTERM or Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await stop.wait()
+    finally:
+        await engine.shutdown()
+    print(f"worker {engine.worker_id} stopped; runs in flight stay pending", file=sys.stderr)
+    return 0
