@@ -42,6 +42,12 @@ def add_worker_parser(commands: Any) -> None:
         help="this worker's id, unique per live process; restart with the same id to "
         "recover its runs (default: the target's engine's, else 'local')",
     )
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="run at most N runs at once in this worker (default: no limit)",
+    )
     worker.set_defaults(handler=command_worker)
 
 
@@ -66,7 +72,10 @@ def command_worker(args: argparse.Namespace) -> int:
     assert isinstance(engine, DBOSEngine)
     if args.worker_id:
         engine.worker_id = args.worker_id
-    return asyncio.run(_serve(swarm, engine))
+    concurrency: int | None = args.concurrency
+    if concurrency is not None and concurrency < 1:
+        raise CLIError(f"--concurrency must be 1 or more, got {concurrency}")
+    return asyncio.run(_serve(swarm, engine, concurrency))
 
 
 def _on_engine(target: object, engine: object) -> Swarm:
@@ -85,7 +94,7 @@ def _on_engine(target: object, engine: object) -> Swarm:
     return Swarm(as_flow(target), engine=engine)  # pyright: ignore[reportArgumentType] -- a Flow or Agent
 
 
-async def _serve(swarm: Swarm, engine: object) -> int:
+async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
     from swarmcore.engines.dbos import DBOSEngine
 
     assert isinstance(engine, DBOSEngine)
@@ -94,7 +103,7 @@ async def _serve(swarm: Swarm, engine: object) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     queue = engine.queue_name(swarm)
-    await engine.launch(queues=[queue])
+    await engine.launch(queues=[queue], concurrency=concurrency)
     print(
         f"worker {engine.worker_id} serving {swarm.flow.expression()} on queue {queue}; "
         "SIGTERM or Ctrl-C stops it",

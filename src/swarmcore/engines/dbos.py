@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from swarmcore.walk import FlowSetup, Run
 
 __all__ = ["DBOSEngine", "RunHandle", "flow_version"]
+
+T = TypeVar("T")
 
 RUN_WORKFLOW = "swarmcore.run"
 AGENT_WORKFLOW = "swarmcore.agent"
@@ -223,8 +225,7 @@ class DBOSEngine:
                     dict(run.options.variables),
                     dict(run.metadata),
                 )
-            result: SwarmResult = await handle.get_result()
-            return result
+            return await _outcome(handle)
         finally:
             self._live.pop(run.run_id, None)
 
@@ -264,10 +265,14 @@ class DBOSEngine:
             "executor_id": self.worker_id,
         }
 
-    async def launch(self, *, queues: Sequence[str] = ()) -> None:
+    async def launch(self, *, queues: Sequence[str] = (), concurrency: int | None = None) -> None:
         """Launch DBOS in this process (once), listening to ``queues`` (a worker's).
 
         Launching recovers the runs this worker id left in flight.
+
+        Args:
+            queues: The run queues this process serves (none: it only runs its own).
+            concurrency: The most runs of a queue this process runs at once.
         """
         if self._launched:
             return
@@ -276,7 +281,7 @@ class DBOSEngine:
         DBOS.listen_queues(list(queues))
         await asyncio.to_thread(DBOS.launch)
         for name in queues:
-            await DBOS.register_queue_async(name)
+            await DBOS.register_queue_async(name, worker_concurrency=concurrency)
 
     async def shutdown(self) -> None:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
@@ -314,13 +319,10 @@ class DBOSEngine:
         try:
             # An empty context: started from the run's workflow it would be its child,
             # recorded in the run's (timing-dependent) order of operations.
-            started = asyncio.get_running_loop().create_task(
+            handle = await asyncio.get_running_loop().create_task(
                 _start_agent(workflow_id), context=contextvars.Context()
             )
-            return await started
-        except asyncio.CancelledError:
-            await DBOS.cancel_workflow_async(workflow_id)
-            raise
+            return await _outcome(handle)
         finally:
             with self._lock:
                 self._pending.pop(workflow_id, None)
@@ -356,11 +358,22 @@ def _current() -> DBOSEngine:
     return _engine
 
 
-async def _start_agent(workflow_id: str) -> AgentResult:
+async def _start_agent(workflow_id: str) -> WorkflowHandleAsync[AgentResult]:
     with SetWorkflowID(workflow_id):
-        handle = await DBOS.start_workflow_async(_agent_workflow, workflow_id)
-    result: AgentResult = await handle.get_result()
-    return result
+        return await DBOS.start_workflow_async(_agent_workflow, workflow_id)
+
+
+async def _outcome(handle: WorkflowHandleAsync[T]) -> T:
+    """The workflow's result; cancelling the wait cancels the workflow, here and in DBOS."""
+    try:
+        return await handle.get_result()
+    except asyncio.CancelledError:
+        await asyncio.shield(DBOS.cancel_workflow_async(handle.get_workflow_id()))
+        task = getattr(handle, "task", None)  # running in this process: stop it now
+        if isinstance(task, asyncio.Future):
+            task.cancel()
+            await asyncio.shield(asyncio.gather(task, return_exceptions=True))
+        raise
 
 
 async def _dbos_step(name: str, call: Callable[[], Awaitable[Any]]) -> Any:
