@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 
@@ -369,10 +369,11 @@ async def _outcome(handle: WorkflowHandleAsync[T]) -> T:
         return await handle.get_result()
     except asyncio.CancelledError:
         await asyncio.shield(DBOS.cancel_workflow_async(handle.get_workflow_id()))
-        task = getattr(handle, "task", None)  # running in this process: stop it now
+        task: object = getattr(handle, "task", None)  # running in this process: stop it now
         if isinstance(task, asyncio.Future):
-            task.cancel()
-            await asyncio.shield(asyncio.gather(task, return_exceptions=True))
+            running = cast("asyncio.Future[object]", task)
+            running.cancel()
+            await asyncio.shield(asyncio.gather(running, return_exceptions=True))
         raise
 
 
