@@ -141,6 +141,8 @@ class DBOSEngine:
         app_name: DBOS application name (lowercase letters, digits, - and _).
         agent_wait: Seconds a recovered agent workflow waits for its run to
             reach it again before it fails.
+        queue_poll: Seconds between a worker's looks at its queue for new runs
+            (DBOS's default is 1 s; each look is one small query).
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
@@ -153,6 +155,7 @@ class DBOSEngine:
         worker_id: str = "local",
         app_name: str = "swarmcore",
         agent_wait: float = 120.0,
+        queue_poll: float = 0.2,
     ) -> None:
         global _engine
         if not database_url.startswith(("postgresql://", "postgres://", "sqlite://")):
@@ -169,6 +172,7 @@ class DBOSEngine:
         self.worker_id = worker_id
         self.app_name = app_name
         self.agent_wait = agent_wait
+        self.queue_poll = queue_poll
         self._swarms: dict[str, Swarm] = {}
         self._versions: dict[int, str] = {}
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
@@ -281,7 +285,9 @@ class DBOSEngine:
         DBOS.listen_queues(list(queues))
         await asyncio.to_thread(DBOS.launch)
         for name in queues:
-            await DBOS.register_queue_async(name, worker_concurrency=concurrency)
+            await DBOS.register_queue_async(
+                name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
+            )
 
     async def shutdown(self) -> None:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
