@@ -45,6 +45,15 @@ def _add_store(parser: argparse.ArgumentParser, *, optional: bool) -> None:
     group.add_argument("--no-store", action="store_true", help="do not store the run")
 
 
+def _add_database(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="read the runs of a DBOS engine's PostgreSQL database instead of a run store "
+        "(the runs of every worker)",
+    )
+
+
 def _add_progress(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verbosity",
@@ -153,6 +162,7 @@ def _add_runs_parser(commands: Any) -> None:
     )
     listing.add_argument("--limit", type=int, default=20, help="how many runs (default: 20)")
     _add_store(listing, optional=False)
+    _add_database(listing)
     listing.set_defaults(handler=command_runs_list)
 
     show = actions.add_parser(
@@ -162,6 +172,7 @@ def _add_runs_parser(commands: Any) -> None:
     )
     show.add_argument("run_id", metavar="RUN_ID", help="the run's id or a unique prefix of it")
     _add_store(show, optional=False)
+    _add_database(show)
     show.set_defaults(handler=command_runs_show)
 
     resume = actions.add_parser(

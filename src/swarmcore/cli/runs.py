@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from swarmcore.cli.shape import agent_order
 from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
 from swarmcore.flow import Flow
 from swarmcore.models import Decision, failure_status, format_cost, sum_cost
-from swarmcore.store import RunRecord, SQLiteStore
+from swarmcore.store import RunRecord, RunSummary, SQLiteStore
 from swarmcore.swarm import ContextMode, Swarm
 
 __all__ = ["command_runs_list", "command_runs_prune", "command_runs_resume", "command_runs_show"]
@@ -51,8 +52,17 @@ def _get_run(store: SQLiteStore, run_id: str, path: Path) -> RunRecord:
 
 def command_runs_list(args: argparse.Namespace) -> int:
     """``swarmcore runs list``: the newest stored runs, one line each."""
-    path = store_location(args)
     limit = _count("--limit", args.limit, 1)
+    if args.database_url:
+        from swarmcore.engines.dbos_history import DBOSHistory
+
+        history = DBOSHistory(args.database_url)
+        try:
+            listed = history.list_runs(limit=limit)
+        finally:
+            history.close()
+        return _print_runs(listed, (), "the engine's database")
+    path = store_location(args)
     if not path.exists():
         print(f"no runs stored in {path}", file=sys.stderr)
         return 0
@@ -61,6 +71,10 @@ def command_runs_list(args: argparse.Namespace) -> int:
         runs, unreadable = store.read_runs(limit=limit)
     finally:
         store.close()
+    return _print_runs(runs, unreadable, str(path))
+
+
+def _print_runs(runs: Sequence[RunSummary], unreadable: Sequence[str], path: str) -> int:
     if unreadable:  # one damaged row never hides the others
         print(
             f"swarmcore: skipped {len(unreadable)} unreadable run(s) in {path}: "
@@ -89,12 +103,27 @@ def command_runs_list(args: argparse.Namespace) -> int:
 
 def command_runs_show(args: argparse.Namespace) -> int:
     """``swarmcore runs show``: one run, its agents, its decisions."""
-    path = store_location(args)
-    store = _open_store(path)
-    try:
-        record = _get_run(store, args.run_id, path)
-    finally:
-        store.close()
+    if args.database_url:
+        from swarmcore.engines.dbos_history import DBOSHistory
+
+        history = DBOSHistory(args.database_url)
+        try:
+            found = history.get_run(args.run_id.strip()) if args.run_id.strip() else None
+        finally:
+            history.close()
+        if found is None:
+            raise CLIError(
+                f"no run {args.run_id!r} in the engine's database (or the prefix is "
+                "not unique); list them with `swarmcore runs list --database-url`"
+            )
+        record = found
+    else:
+        path = store_location(args)
+        store = _open_store(path)
+        try:
+            record = _get_run(store, args.run_id, path)
+        finally:
+            store.close()
     metadata = _metadata(record)
     header = [
         ("run", record.run_id),

@@ -41,6 +41,7 @@ from swarmcore.errors import UserError
 from swarmcore.walk import AgentStep, run_in_process
 
 if TYPE_CHECKING:
+    from swarmcore.flow import Flow
     from swarmcore.models import AgentResult, SwarmResult
     from swarmcore.swarm import Swarm
     from swarmcore.walk import FlowSetup, Run
@@ -223,7 +224,7 @@ class DBOSEngine:
             with SetWorkflowID(run.run_id):
                 handle = await DBOS.start_workflow_async(
                     _run_workflow,
-                    self._versions.get(id(setup.flow), ""),
+                    _about(setup.flow, self._versions.get(id(setup.flow), "")),
                     run.run_id,
                     run.task,
                     dict(run.options.variables),
@@ -250,9 +251,8 @@ class DBOSEngine:
             "workflow_id": run_id,
             "application_name": self.app_name,
         }
-        await client.enqueue_async(
-            options, flow_version(swarm), run_id, task, dict(variables), dict(metadata)
-        )
+        about = _about(swarm.flow, flow_version(swarm))
+        await client.enqueue_async(options, about, run_id, task, dict(variables), dict(metadata))
         return RunHandle(run_id, client)
 
     async def handle(self, run_id: str) -> RunHandle:
@@ -390,9 +390,14 @@ async def _dbos_step(name: str, call: Callable[[], Awaitable[Any]]) -> Any:
     return await DBOS.run_step_async({"name": name}, made)
 
 
+def _about(flow: Flow, version: str) -> dict[str, Any]:
+    """What a run's workflow input says of its flow: its version, expression and size."""
+    return {"version": version, "flow": flow.expression(), "agents": len(flow.names)}
+
+
 @DBOS.workflow(name=RUN_WORKFLOW)
 async def _run_workflow(
-    version: str,
+    about: dict[str, Any],
     run_id: str,
     task: str,
     variables: dict[str, object],
@@ -413,6 +418,7 @@ async def _run_workflow(
                 checkpoint=live.checkpoint,
             )
         # Recovered, or enqueued: the served Swarm runs it again under the same id.
+        version = str(about.get("version") or "")
         if not version:
             raise UserError(f"Run {run_id} was started in a process that is gone; resume it.")
         swarm = engine._swarm(version)  # pyright: ignore[reportPrivateUsage] -- this module's
