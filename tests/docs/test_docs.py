@@ -13,6 +13,11 @@ A block fails the test when it raises or exits non-zero; its output is shown.
 A block right after ``<!-- file: NAME.py -->`` is a file the reader saves (an
 MCP server, a module of tools): it is written as NAME.py beside every later
 block of the same page, and runs when they use it.
+
+A block that reads ``SWARMCORE_DATABASE_URL`` (a durable engine's PostgreSQL)
+gets a database of its own, new and empty, on a PostgreSQL server: the one
+``$SWARMCORE_DATABASE_URL`` names when it is set, else one started for this
+module (skipped only when PostgreSQL's binaries are missing).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import runpy
 import subprocess
 import sys
 import traceback
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +38,7 @@ import pytest
 
 from swarmcore.llm import load_litellm
 from swarmcore.testing import MockOpenAIServer, OfflineModel
+from tests.helpers import PG_BIN, postgres_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -88,6 +95,19 @@ def server() -> Iterator[MockOpenAIServer]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server's URL without a database name."""
+    given = os.environ.get("SWARMCORE_DATABASE_URL")
+    if given:
+        yield given.rsplit("/", 1)[0]
+        return
+    if not PG_BIN.is_dir():
+        pytest.skip(f"no PostgreSQL binaries in {PG_BIN}")
+    with postgres_server() as url:
+        yield url
+
+
 @pytest.fixture
 def block_env(server: MockOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-offline")
@@ -103,7 +123,12 @@ def test_pages_have_blocks() -> None:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_block_runs(block: Block, block_env: Path) -> None:
+def test_block_runs(
+    block: Block, block_env: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if any("SWARMCORE_DATABASE_URL" in code for code in (block.code, *(c for _, c in block.files))):
+        server: str = request.getfixturevalue("postgres")  # started only for such blocks
+        monkeypatch.setenv("SWARMCORE_DATABASE_URL", f"{server}/docs_{uuid.uuid4().hex[:12]}")
     for name, code in block.files:
         (block_env / name).parent.mkdir(parents=True, exist_ok=True)
         (block_env / name).write_text(code)

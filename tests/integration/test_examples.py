@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import PG_BIN, postgres_server
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -39,3 +43,32 @@ def test_example_runs_offline(name: str, expected: list[str]) -> None:
     assert "Running offline" in out
     for text in expected:
         assert text in out
+
+
+@pytest.mark.skipif(not PG_BIN.is_dir(), reason=f"no PostgreSQL binaries in {PG_BIN}")
+def test_scale_out_example_runs_on_two_workers() -> None:
+    with postgres_server() as server:
+        url = f"{server}/scale_out_example"
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env["SWARMCORE_DATABASE_URL"] = url
+        # Its own session, so the workers it starts are killed with it if it hangs.
+        example = subprocess.Popen(
+            [sys.executable, str(EXAMPLES / "scale_out.py")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            out, err = example.communicate(timeout=180)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(example.pid, signal.SIGKILL)
+            example.wait()
+    assert example.returncode == 0, out + err
+    assert "Running offline" in out
+    ran = [line.split()[:2] for line in out.splitlines() if line.startswith("scale-out-")]
+    assert len(ran) == 8  # every run came back with a result
+    assert {worker for _, worker in ran} == {"worker-1", "worker-2"}  # both workers served runs
+    assert "workers stopped" in out
