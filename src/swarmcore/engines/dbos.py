@@ -28,6 +28,7 @@ import hashlib
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -295,6 +296,9 @@ class DBOSEngine:
         if self._launched:
             await asyncio.to_thread(DBOS.destroy)
             self._launched = False
+            # DBOS made its (now shut down) thread pool this loop's default executor:
+            # give the loop a working one, or every later asyncio.to_thread here fails.
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
         if self._client is not None:
             await asyncio.to_thread(self._client.destroy)
             self._client = None

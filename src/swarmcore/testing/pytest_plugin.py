@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from swarmcore.testing._postgres import TemporaryPostgres, find_postgres_bindir
 from swarmcore.testing._server import MockOpenAIServer
 
 
@@ -17,4 +18,22 @@ def mock_openai_server() -> Iterator[MockOpenAIServer]:
     with ``Agent(..., **mock_openai_server.model_kwargs)``.
     """
     with MockOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[TemporaryPostgres]:
+    """A started :class:`TemporaryPostgres`, one for the whole session, stopped at its end.
+
+    Give each test a database of its own with ``postgres.new_database()``. The
+    tests that use it are skipped only where no PostgreSQL binaries exist.
+    """
+    bindir = find_postgres_bindir()
+    if bindir is None:
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, pg_ctl) not found via $SWARMCORE_PG_BINDIR, "
+            "`pg_config --bindir`, /usr/lib/postgresql/*/bin or PATH; install PostgreSQL "
+            "(Debian: apt-get install postgresql-15) to run the durable-engine tests"
+        )
+    with TemporaryPostgres(bindir) as server:
         yield server
