@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -142,11 +143,8 @@ class TemporaryPostgres:
         try:
             self._as_owner(folder)
             data = folder / "data"
-            self._run(
-                [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
-                + ["-E", "UTF8", "--no-locale", "--no-sync"],
-                "initdb",
-            )
+            initdb = ["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"]
+            self._run([str(bindir / "initdb"), "-D", str(data), *initdb], "initdb")
             for attempt in range(3):  # another process may take the free port first
                 port = _free_port()
                 options = (
@@ -154,11 +152,10 @@ class TemporaryPostgres:
                     "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
                 )
                 try:
-                    self._run(
-                        [str(bindir / "pg_ctl"), "start", "-w", "-t", str(int(_START_TIMEOUT))]
-                        + ["-D", str(data), "-l", str(folder / "server.log"), "-o", options],
-                        "pg_ctl start",
-                    )
+                    log = str(folder / "server.log")
+                    wait = ["-w", "-t", str(int(_START_TIMEOUT))]
+                    command = [str(bindir / "pg_ctl"), "start", *wait, "-D", str(data)]
+                    self._run([*command, "-l", log, "-o", options], "pg_ctl start")
                 except RuntimeError:
                     if attempt == 2:
                         raise
@@ -180,13 +177,11 @@ class TemporaryPostgres:
         bindir = self._bindir or find_postgres_bindir()
         data = folder / "data"
         if bindir is not None and (data / "postmaster.pid").exists():
-            try:
+            with contextlib.suppress(RuntimeError):
                 self._run(
                     [str(bindir / "pg_ctl"), "stop", "-m", "immediate", "-w", "-D", str(data)],
                     "pg_ctl stop",
                 )
-            except RuntimeError:
-                pass
         shutil.rmtree(folder, ignore_errors=True)
 
     def __enter__(self) -> Self:
