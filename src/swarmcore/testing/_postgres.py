@@ -111,6 +111,11 @@ class TemporaryPostgres:
         return self._port
 
     @property
+    def folder(self) -> Path | None:
+        """The temporary folder with the cluster, its socket and its log; None when stopped."""
+        return self._folder
+
+    @property
     def url(self) -> str:
         """The URL of the ``postgres`` database: ``postgresql://postgres@127.0.0.1:PORT/postgres``."""
         return self.url_for("postgres")
@@ -132,6 +137,8 @@ class TemporaryPostgres:
         if self._folder is not None:
             return self
         bindir = self._bindir or find_postgres_bindir()
+        if bindir is not None and not all((bindir / t).is_file() for t in ("initdb", "pg_ctl")):
+            raise PostgresNotFound(f"No PostgreSQL initdb and pg_ctl in {bindir}.")
         if bindir is None:
             raise PostgresNotFound(
                 "No PostgreSQL server binaries (initdb, pg_ctl, postgres) found in "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -26,14 +27,18 @@ def postgres() -> Iterator[TemporaryPostgres]:
     """A started :class:`TemporaryPostgres`, one for the whole session, stopped at its end.
 
     Give each test a database of its own with ``postgres.new_database()``. The
-    tests that use it are skipped only where no PostgreSQL binaries exist.
+    tests that use it are skipped only where no PostgreSQL binaries exist (and
+    fail instead when ``$SWARMCORE_REQUIRE_POSTGRES`` is set, as in CI).
     """
     bindir = find_postgres_bindir()
     if bindir is None:
-        pytest.skip(
+        reason = (
             "PostgreSQL server binaries (initdb, pg_ctl) not found via $SWARMCORE_PG_BINDIR, "
             "`pg_config --bindir`, /usr/lib/postgresql/*/bin or PATH; install PostgreSQL "
             "(Debian: apt-get install postgresql-15) to run the durable-engine tests"
         )
+        if os.environ.get("SWARMCORE_REQUIRE_POSTGRES"):  # CI: never skip them
+            pytest.fail(f"$SWARMCORE_REQUIRE_POSTGRES is set, but {reason}")
+        pytest.skip(reason)
     with TemporaryPostgres(bindir) as server:
         yield server
