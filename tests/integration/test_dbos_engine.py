@@ -197,6 +197,16 @@ async def test_a_route_a_loop_and_structured_output_behave_as_in_process(
     assert result["grader"].parsed == Verdict(title="the answer", score=7)
     assert [(d.kind, d.value) for d in result.decisions] == [("route", "deep"), ("loop", "2")]
     assert len(model.requests) == 8  # one call per agent run, answerer never asked
+    assert result["router"].parsed.branch == "deep"  # the router's own type, not a dict
+
+    # Recorded: the same run id again answers from DBOS, output_type values rebuilt.
+    again = await Swarm(control_flow(model.model), engine=engine).run(
+        "answer the ticket", run_id="control"
+    )
+    assert len(model.requests) == 8
+    assert again["grader"].parsed == Verdict(title="the answer", score=7)
+    assert [r.agent_name for r in again.history] == [r.agent_name for r in result.history]
+    assert again.context == result.context
 
 
 async def test_the_same_run_id_again_returns_the_recorded_result_without_a_model_call(
@@ -250,6 +260,16 @@ async def test_a_failing_agent_fails_the_run_as_in_process(engine: DBOSEngine) -
     assert outline(error.partial) == outline(expected.partial)
     assert [f.agent_name for f in error.partial.failures] == ["b"]
     assert [r.system.split()[0] for r in model.requests] == ["a", "b"]  # c never ran
+
+    # Again under the same id: the error DBOS recorded (pickled), with no model call.
+    with pytest.raises(ModelError) as recorded:
+        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="failing")
+    again = recorded.value
+    assert again is not error
+    assert (str(again), again.agent_name, again.status_code) == (str(error), "b", 400)
+    assert again.partial is not None
+    assert outline(again.partial) == outline(error.partial)
+    assert len(model.requests) == 2
 
 
 # --- across processes: kill -9 and recovery; enqueue and a worker ------------------------
