@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import re
-import shutil
-import socket
-import subprocess
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import NamedTuple
 
 from swarmcore import Agent
@@ -102,46 +94,3 @@ def framed(text: str, nonce: str | None = None) -> list[tuple[str, str | None, s
 def summarised(text: str) -> list[str]:
     """The agents whose frames in ``text`` hold only a summary."""
     return [f.agent for f in frames(text) if f.kind == "summary"]
-
-
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-@contextlib.contextmanager
-def postgres_server() -> Iterator[str]:
-    """A throwaway PostgreSQL server on a free loopback port; yields its URL (no database).
-
-    The server refuses to run as root, so as root it runs as ``postgres``. The
-    caller skips when ``PG_BIN`` does not exist. DBOS creates a URL's database
-    when missing, so a test names a fresh one per use.
-    """
-    root = Path(tempfile.mkdtemp(prefix="swarmcore-pg-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    data = root / "data"
-    pg_ctl = [*as_user, str(PG_BIN / "pg_ctl"), "-D", str(data)]
-    try:
-        subprocess.run(
-            [*as_user, str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"],
-            stdout=subprocess.DEVNULL,
-            check=True,
-        )
-        options = f"-p {port} -h 127.0.0.1 -k {root} -c fsync=off"
-        subprocess.run(
-            [*pg_ctl, "-o", options, "-l", str(root / "log"), "-w", "start"],
-            stdout=subprocess.DEVNULL,
-            check=True,
-        )
-        try:
-            yield f"postgresql://postgres@127.0.0.1:{port}"
-        finally:
-            subprocess.run(
-                [*pg_ctl, "-m", "immediate", "stop"], stdout=subprocess.DEVNULL, check=False
-            )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)

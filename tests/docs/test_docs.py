@@ -16,8 +16,8 @@ block of the same page, and runs when they use it.
 
 A block that reads ``SWARMCORE_DATABASE_URL`` (a durable engine's PostgreSQL)
 gets a database of its own, new and empty, on a PostgreSQL server: the one
-``$SWARMCORE_DATABASE_URL`` names when it is set, else one started for this
-module (skipped only when PostgreSQL's binaries are missing).
+``$SWARMCORE_DATABASE_URL`` names when it is set, else the session's (the
+``postgres`` fixture: skipped only when PostgreSQL's binaries are missing).
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from pathlib import Path
 import pytest
 
 from swarmcore.llm import load_litellm
-from swarmcore.testing import MockOpenAIServer, OfflineModel
-from tests.helpers import PG_BIN, postgres_server
+from swarmcore.testing import MockOpenAIServer, OfflineModel, TemporaryPostgres
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -95,19 +94,6 @@ def server() -> Iterator[MockOpenAIServer]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    """A PostgreSQL server's URL without a database name."""
-    given = os.environ.get("SWARMCORE_DATABASE_URL")
-    if given:
-        yield given.rsplit("/", 1)[0]
-        return
-    if not PG_BIN.is_dir():
-        pytest.skip(f"no PostgreSQL binaries in {PG_BIN}")
-    with postgres_server() as url:
-        yield url
-
-
 @pytest.fixture
 def block_env(server: MockOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-offline")
@@ -127,8 +113,13 @@ def test_block_runs(
     block: Block, block_env: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if any("SWARMCORE_DATABASE_URL" in code for code in (block.code, *(c for _, c in block.files))):
-        server: str = request.getfixturevalue("postgres")  # started only for such blocks
-        monkeypatch.setenv("SWARMCORE_DATABASE_URL", f"{server}/docs_{uuid.uuid4().hex[:12]}")
+        name, given = f"docs_{uuid.uuid4().hex[:12]}", os.environ.get("SWARMCORE_DATABASE_URL")
+        if given:
+            url = f"{given.rsplit('/', 1)[0]}/{name}"
+        else:  # the session's server, started only for such blocks
+            server: TemporaryPostgres = request.getfixturevalue("postgres")
+            url = server.new_database(name)
+        monkeypatch.setenv("SWARMCORE_DATABASE_URL", url)
     for name, code in block.files:
         (block_env / name).parent.mkdir(parents=True, exist_ok=True)
         (block_env / name).write_text(code)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PG_BIN, postgres_server
+from swarmcore.testing import TemporaryPostgres
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -45,27 +45,25 @@ def test_example_runs_offline(name: str, expected: list[str]) -> None:
         assert text in out
 
 
-@pytest.mark.skipif(not PG_BIN.is_dir(), reason=f"no PostgreSQL binaries in {PG_BIN}")
-def test_scale_out_example_runs_on_two_workers() -> None:
-    with postgres_server() as server:
-        url = f"{server}/scale_out_example"
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-        env["SWARMCORE_DATABASE_URL"] = url
-        # Its own session, so the workers it starts are killed with it if it hangs.
-        example = subprocess.Popen(
-            [sys.executable, str(EXAMPLES / "scale_out.py")],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
-        try:
-            out, err = example.communicate(timeout=180)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(example.pid, signal.SIGKILL)
-            example.wait()
+def test_scale_out_example_runs_on_two_workers(postgres: TemporaryPostgres) -> None:
+    url = postgres.new_database("scale_out_example")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["SWARMCORE_DATABASE_URL"] = url
+    # Its own session, so the workers it starts are killed with it if it hangs.
+    example = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "scale_out.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out, err = example.communicate(timeout=180)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(example.pid, signal.SIGKILL)
+        example.wait()
     assert example.returncode == 0, out + err
     assert "Running offline" in out
     ran = [line.split()[:2] for line in out.splitlines() if line.startswith("scale-out-")]

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import hashlib
 import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, WorkflowHandleAsync
@@ -37,7 +39,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, Wo
 from swarmcore import durable
 from swarmcore.agent import Agent
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
-from swarmcore.errors import UserError
+from swarmcore.errors import SwarmError, UserError
 from swarmcore.walk import AgentStep, run_in_process
 
 if TYPE_CHECKING:
@@ -100,6 +102,10 @@ class _Live:
     limits: Budget
     text_deltas: bool
     checkpoint: Callable[[], None] | None
+    outcome: list[SwarmResult | SwarmError] = field(
+        default_factory=list["SwarmResult | SwarmError"]
+    )
+    """What the walk here ended with, ``parsed`` objects intact (DBOS stores them as JSON)."""
 
 
 class RunHandle:
@@ -219,7 +225,8 @@ class DBOSEngine:
                 checkpoint=checkpoint,
             )
         await self.launch()
-        self._live[run.run_id] = _Live(setup, run, subscribers, limits, text_deltas, checkpoint)
+        live = _Live(setup, run, subscribers, limits, text_deltas, checkpoint)
+        self._live[run.run_id] = live
         try:
             with SetWorkflowID(run.run_id):
                 handle = await DBOS.start_workflow_async(
@@ -230,7 +237,15 @@ class DBOSEngine:
                     dict(run.options.variables),
                     dict(run.metadata),
                 )
-            return await _outcome(handle)
+            try:
+                recorded = await _outcome(handle)
+            except SwarmError:
+                if live.outcome and isinstance(live.outcome[0], SwarmError):
+                    raise live.outcome[0] from None
+                raise
+            if live.outcome and not isinstance(live.outcome[0], SwarmError):
+                return live.outcome[0]
+            return _reparsed_run(recorded, setup)  # recorded earlier: its parsed values as JSON
         finally:
             self._live.pop(run.run_id, None)
 
@@ -295,6 +310,9 @@ class DBOSEngine:
         if self._launched:
             await asyncio.to_thread(DBOS.destroy)
             self._launched = False
+            # DBOS made its (now shut down) thread pool this loop's default executor:
+            # give the loop a working one, or every later asyncio.to_thread here fails.
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
         if self._client is not None:
             await asyncio.to_thread(self._client.destroy)
             self._client = None
@@ -328,7 +346,7 @@ class DBOSEngine:
             handle = await asyncio.get_running_loop().create_task(
                 _start_agent(workflow_id), context=contextvars.Context()
             )
-            return await _outcome(handle)
+            return _reparsed(await _outcome(handle), step.agent)
         finally:
             with self._lock:
                 self._pending.pop(workflow_id, None)
@@ -406,10 +424,10 @@ async def _run_workflow(
     """One run: walk the flow, each agent a workflow of its own."""
     engine = _current()
     token = _inside.set(run_id)
+    live = engine._live.get(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
     try:
-        live = engine._live.get(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
         if live is not None:
-            return await engine._local.execute(  # pyright: ignore[reportPrivateUsage] -- this module's
+            result = await engine._local.execute(  # pyright: ignore[reportPrivateUsage] -- this module's
                 live.setup,
                 live.run,
                 live.subscribers,
@@ -417,14 +435,21 @@ async def _run_workflow(
                 text_deltas=live.text_deltas,
                 checkpoint=live.checkpoint,
             )
-        # Recovered, or enqueued: the served Swarm runs it again under the same id.
-        version = str(about.get("version") or "")
-        if not version:
-            raise UserError(f"Run {run_id} was started in a process that is gone; resume it.")
-        swarm = engine._swarm(version)  # pyright: ignore[reportPrivateUsage] -- this module's
-        return await swarm.run(task, variables=variables, metadata=metadata, run_id=run_id)
+        else:  # recovered, or enqueued: the served Swarm runs it again under the same id
+            version = str(about.get("version") or "")
+            if not version:
+                raise UserError(f"Run {run_id} was started in a process that is gone; resume it.")
+            swarm = engine._swarm(version)  # pyright: ignore[reportPrivateUsage] -- this module's
+            result = await swarm.run(task, variables=variables, metadata=metadata, run_id=run_id)
+    except SwarmError as error:
+        if live is not None:
+            live.outcome.append(error)
+        raise _storable_error(error) from error.__cause__
     finally:
         _inside.reset(token)
+    if live is not None:
+        live.outcome.append(result)
+    return _storable(result)
 
 
 @DBOS.workflow(name=AGENT_WORKFLOW)
@@ -434,4 +459,55 @@ async def _agent_workflow(workflow_id: str) -> AgentResult:
     for var, value in pending.carried:
         var.set(value)
     with durable.recording(_dbos_step):
-        return await run_in_process(pending.step)
+        return _plain(await run_in_process(pending.step))
+
+
+def _plain(result: AgentResult) -> AgentResult:
+    """``result`` with ``parsed`` as JSON data, which DBOS can store.
+
+    An ``output_type`` may be a class made at run time (a router's choice, a
+    judge's verdict) that pickle cannot find by name; ``output`` holds the same
+    value as JSON, and :func:`_reparsed` makes it the agent's type again.
+    """
+    if result.parsed is None:
+        return result
+    try:
+        parsed: object = json.loads(result.output)
+    except ValueError:
+        parsed = None
+    return result.model_copy(update={"parsed": parsed})
+
+
+def _reparsed(result: AgentResult, agent: Agent) -> AgentResult:
+    """``result`` (as :func:`_plain` left it) with ``parsed`` of ``agent``'s output_type."""
+    spec = agent.output_spec
+    if spec is None or result.parsed is None:
+        return result
+    try:
+        return result.model_copy(update={"parsed": spec.adapter.validate_json(result.output)})
+    except ValueError:  # recorded by another version of the type: keep the JSON data
+        return result
+
+
+def _reparsed_run(result: SwarmResult, setup: FlowSetup) -> SwarmResult:
+    """A recorded run's result with each flow agent's ``parsed`` of its output_type again."""
+    agents = {a.name: a for a in setup.flow.agents if isinstance(a, Agent)}
+    history = [
+        _reparsed(r, agents[base]) if (base := r.agent_name.partition("#")[0]) in agents else r
+        for r in result.history
+    ]
+    return result.model_copy(update={"history": history})
+
+
+def _storable(result: SwarmResult) -> SwarmResult:
+    """``result`` with every agent's ``parsed`` as JSON data (see :func:`_plain`)."""
+    return result.model_copy(update={"history": [_plain(r) for r in result.history]})
+
+
+def _storable_error(error: SwarmError) -> SwarmError:
+    """A copy of ``error`` whose ``partial`` DBOS can store (see :func:`_plain`)."""
+    if error.partial is None:
+        return error
+    stored = copy.copy(error)
+    stored.partial = _storable(error.partial)
+    return stored

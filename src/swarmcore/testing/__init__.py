@@ -11,6 +11,10 @@
 * :class:`MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the
   OpenAI chat API, for tests that go through LiteLLM's HTTP path. The pytest
   fixture ``mock_openai_server`` (installed with swarmcore) starts one per test.
+* :class:`TemporaryPostgres`: a throwaway PostgreSQL server on 127.0.0.1 in a
+  temporary folder, for tests of the durable engine (``DBOSEngine``). The
+  session fixture ``postgres`` starts one, or skips where PostgreSQL is not
+  installed; ``postgres.new_database()`` gives each test a database of its own.
 
 The in-process models are LiteLLM custom providers, so agents on them run the
 same code path as agents on hosted models. Importing this module does not
@@ -27,6 +31,7 @@ from swarmcore.testing._models import (
     example_arguments,
     offline_model,
 )
+from swarmcore.testing._postgres import PostgresNotFound, TemporaryPostgres
 from swarmcore.testing._replay import ReplayModel
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply
 from swarmcore.testing._server import MockOpenAIServer
@@ -37,10 +42,12 @@ __all__ = [
     "FunctionModel",
     "MockOpenAIServer",
     "OfflineModel",
+    "PostgresNotFound",
     "RecordedRequest",
     "ReplayModel",
     "Reply",
     "ScriptedModel",
+    "TemporaryPostgres",
     "UnconsumedSteps",
     "UnexpectedModelCall",
     "choose_model",

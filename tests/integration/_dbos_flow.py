@@ -1,0 +1,62 @@
+"""The flow the DBOS engine tests run across processes, and a process to run or recover it.
+
+``a >> b`` on an OpenAI-compatible server (the tests' ``MockOpenAIServer``):
+``a`` may call the tool ``mark``, which appends a line to a marker file (a side
+effect a test counts). ``flow`` is built from ``$SWARMCORE_TEST_API_BASE`` and
+``$SWARMCORE_TEST_MARKER``, for ``swarmcore worker _dbos_flow.py:flow``.
+
+As a script: ``python _dbos_flow.py run|recover DATABASE_URL WORKER_ID RUN_ID``
+runs the flow on a ``DBOSEngine`` under ``RUN_ID`` (``run``), or launches the
+engine with ``WORKER_ID`` and waits for the run ``RUN_ID`` to end (``recover``),
+then prints each agent's output as JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from swarmcore import Agent, Flow, Swarm
+from swarmcore.engines.dbos import DBOSEngine
+
+
+def build(api_base: str, marker: Path) -> Flow:
+    """``a >> b`` on the server at ``api_base``; ``a``'s tool ``mark`` writes to ``marker``."""
+
+    def mark(note: str) -> str:
+        """Record that the side effect happened."""
+        with marker.open("a") as file:
+            file.write(f"{note}\n")
+        return "marked"
+
+    server = {"model": "openai/test-model", "api_base": api_base, "api_key": "sk-test-local"}
+    a = Agent("a", "a gathers the facts.", tools=[mark], **server)
+    b = Agent("b", "b writes the answer.", **server)
+    return a >> b
+
+
+flow = build(
+    os.environ.get("SWARMCORE_TEST_API_BASE", "http://127.0.0.1:9/v1"),
+    Path(os.environ.get("SWARMCORE_TEST_MARKER", os.devnull)),
+)
+
+
+async def main(mode: str, url: str, worker_id: str, run_id: str) -> None:
+    engine = DBOSEngine(url, worker_id=worker_id)
+    swarm = Swarm(flow, engine=engine)
+    try:
+        if mode == "run":
+            result = await swarm.run("write the answer", run_id=run_id)
+        else:
+            await engine.launch()  # recovers the runs this worker id left in flight
+            result = await (await engine.handle(run_id)).result()
+    finally:
+        await engine.shutdown()
+    print(json.dumps(result.context), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:5]))
