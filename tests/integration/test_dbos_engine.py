@@ -22,11 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbos import DBOSClient
+from dbos import DBOS, DBOSClient, EnqueueOptions
 from pydantic import BaseModel
 
 from swarmcore import Agent, Flow, Swarm, SwarmResult, loop, route
-from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW, DBOSEngine
+from swarmcore.engines.dbos import (
+    AGENT_WORKFLOW,
+    RUN_WORKFLOW,
+    AgentMisplaced,
+    DBOSEngine,
+    flow_version,
+)
 from swarmcore.errors import ModelError
 from swarmcore.testing import (
     Fail,
@@ -225,6 +231,45 @@ async def test_the_same_run_id_again_returns_the_recorded_result_without_a_model
     assert second.run_id == "again"
     assert second.output == first.output  # the very same run, random ids included
     assert second.context == first.context
+
+
+async def test_an_agent_workflow_taken_by_a_process_not_walking_its_run_is_run_again(
+    postgres: TemporaryPostgres,
+) -> None:
+    # DBOS hands a dead worker's workflows to any live worker of the flow: an agent
+    # workflow can land where no walk reaches it. Made here with DBOS's own client.
+    url = postgres.new_database()
+    engine = DBOSEngine(url, agent_wait=0.5)
+    try:
+        model = OfflineModel()
+        swarm = Swarm(diamond(model.model, word_count), engine=engine)
+        await asyncio.to_thread(DBOS.migrate, url)
+        client = await client_for(url)
+        options: EnqueueOptions = {
+            "queue_name": engine.queue_name(swarm),
+            "workflow_name": AGENT_WORKFLOW,
+            "workflow_id": "lost/a/1",
+            "app_version": flow_version(swarm),
+            "application_name": engine.app_name,
+        }
+        await client.enqueue_async(options, "lost/a/1")
+        await engine.launch(queues=[engine.queue_name(swarm)])
+        stray = await client.retrieve_workflow_async("lost/a/1")
+        deadline = time.monotonic() + WAIT
+        while (status := await stray.get_status()).status != "ERROR":
+            assert time.monotonic() < deadline, status.status
+            await asyncio.sleep(0.1)
+        assert isinstance(status.error, AgentMisplaced)
+        assert model.requests == []  # the stray ran nothing
+
+        result = await swarm.run("plan the trip", run_id="lost")
+
+        assert [r.agent_name for r in result.history] == ["a", "b", "c", "d"]
+        again = await (await client.retrieve_workflow_async("lost/a/1.2")).get_status()
+        assert again.status == "SUCCESS"
+        await asyncio.to_thread(client.destroy)
+    finally:
+        await engine.shutdown()
 
 
 def failing_flow(model: str) -> Flow:

@@ -39,7 +39,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, Wo
 from swarmcore import durable
 from swarmcore.agent import Agent
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
-from swarmcore.errors import SwarmError, UserError
+from swarmcore.errors import AgentError, SwarmError, UserError
 from swarmcore.walk import AgentStep, run_in_process
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from swarmcore.swarm import Swarm
     from swarmcore.walk import FlowSetup, Run
 
-__all__ = ["DBOSEngine", "RunHandle", "flow_version"]
+__all__ = ["AgentMisplaced", "DBOSEngine", "RunHandle", "flow_version"]
 
 T = TypeVar("T")
 
@@ -82,6 +82,10 @@ def flow_version(swarm: Swarm) -> str:
     spec = {"shape": swarm.flow.shape(), "mode": swarm.context_mode, "agents": agents}
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:16]
+
+
+class AgentMisplaced(AgentError):
+    """An agent's workflow ran in a process that does not walk its run; it is run again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +151,10 @@ class DBOSEngine:
             same id recovers the runs it had in flight. Default: ``"local"``.
         app_name: DBOS application name (lowercase letters, digits, - and _).
         agent_wait: Seconds a recovered agent workflow waits for its run to
-            reach it again before it fails.
+            reach it again. DBOS may hand a restarted worker's agent workflows
+            to another live worker of the same flow, where no run reaches them:
+            after this wait such a workflow ends as misplaced, and the run's
+            walk runs the agent again under a new workflow id.
         queue_poll: Seconds between a worker's looks at its queue for new runs
             (DBOS's default is 1 s; each look is one small query).
 
@@ -161,7 +168,7 @@ class DBOSEngine:
         *,
         worker_id: str = "local",
         app_name: str = "swarmcore",
-        agent_wait: float = 120.0,
+        agent_wait: float = 15.0,
         queue_poll: float = 0.2,
     ) -> None:
         global _engine
@@ -264,6 +271,7 @@ class DBOSEngine:
             "queue_name": self.queue_name(swarm),
             "workflow_name": RUN_WORKFLOW,
             "workflow_id": run_id,
+            "app_version": flow_version(swarm),
             "application_name": self.app_name,
         }
         about = _about(swarm.flow, flow_version(swarm))
@@ -278,11 +286,18 @@ class DBOSEngine:
 
     def config(self) -> DBOSConfig:
         """The DBOS configuration this engine launches with."""
-        return {
+        config: DBOSConfig = {
             "name": self.app_name,
             "system_database_url": self.database_url,
             "executor_id": self.worker_id,
         }
+        # DBOS hands a dead process's workflows to any live process of the same
+        # application version: with the flow's version as the application's, a
+        # worker of another flow never takes them (and enqueued runs say theirs).
+        versions = set(self._swarms)
+        if len(versions) == 1:
+            config["application_version"] = versions.pop()
+        return config
 
     async def launch(self, *, queues: Sequence[str] = (), concurrency: int | None = None) -> None:
         """Launch DBOS in this process (once), listening to ``queues`` (a worker's).
@@ -321,18 +336,35 @@ class DBOSEngine:
 
     async def _client_async(self) -> DBOSClient:
         if self._client is None:
-            self._client = await asyncio.to_thread(
-                lambda: DBOSClient(
+
+            def connect() -> DBOSClient:
+                DBOS.migrate(self.database_url)  # enqueueing before any worker started works
+                return DBOSClient(
                     system_database_url=self.database_url, application_name=self.app_name
                 )
-            )
+
+            self._client = await asyncio.to_thread(connect)
         return self._client
 
     # --- the walk's seam: one agent, one workflow ----------------------------------
 
     async def _run_agent(self, step: AgentStep) -> AgentResult:
-        """Run ``step`` as the agent workflow ``<run>/<agent>/<attempt>`` and wait for it."""
-        workflow_id = f"{step.run_id}/{step.agent.name}/{step.attempt}"
+        """Run ``step`` as the agent workflow ``<run>/<agent>/<attempt>`` and wait for it.
+
+        A workflow that another process took and ended as misplaced is run
+        again here under the next id (``.../<attempt>.2``, ...), the same ids
+        in the same order whenever the run is walked again.
+        """
+        base = f"{step.run_id}/{step.agent.name}/{step.attempt}"
+        for tries in range(1, 6):
+            try:
+                return await self._run_agent_as(step, base if tries == 1 else f"{base}.{tries}")
+            except AgentMisplaced:
+                if tries == 5:
+                    raise
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    async def _run_agent_as(self, step: AgentStep, workflow_id: str) -> AgentResult:
         carried = tuple(
             (var, value)
             for var, value in contextvars.copy_context().items()
@@ -360,9 +392,12 @@ class DBOSEngine:
             if pending is not None:
                 return pending
             if time.monotonic() > deadline:
-                raise UserError(
-                    f"Agent workflow {workflow_id} was recovered, but its run did not reach "
-                    f"it within {self.agent_wait:g} s; is the run's flow served here?"
+                raise AgentMisplaced(
+                    f"Agent workflow {workflow_id} was recovered in worker {self.worker_id!r}, "
+                    f"which does not walk its run (no step within {self.agent_wait:g} s); the "
+                    "run's walk runs the agent again.",
+                    agent_name=workflow_id.split("/")[1],
+                    retryable=True,
                 )
             await asyncio.sleep(0.05)
 

@@ -35,12 +35,11 @@ class DBOSHistory:
     """The runs of a DBOS engine's database, newest first.
 
     Args:
-        database_url: The engine's PostgreSQL URL.
-        app_name: The engine's DBOS application name.
+        database_url: The engine's PostgreSQL URL (every worker's runs are read).
     """
 
-    def __init__(self, database_url: str, *, app_name: str = "swarmcore") -> None:
-        self._client = DBOSClient(system_database_url=database_url, application_name=app_name)
+    def __init__(self, database_url: str) -> None:
+        self._client = DBOSClient(system_database_url=database_url)
 
     def close(self) -> None:
         """Release the database connections."""
