@@ -17,7 +17,7 @@ import contextvars
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
-__all__ = ["StepRunner", "recording", "step"]
+__all__ = ["StepRunner", "idempotency_key", "recording", "step", "with_key"]
 
 T = TypeVar("T")
 
@@ -27,6 +27,38 @@ StepRunner = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 _runner: contextvars.ContextVar[StepRunner | None] = contextvars.ContextVar(
     "swarmcore_step_runner", default=None
 )
+_key: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "swarmcore_idempotency_key", default=None
+)
+
+
+def idempotency_key() -> str | None:
+    """The key of the recorded call in progress, for a tool to pass to a side-effecting service.
+
+    Under a durable engine a tool call is recorded when it finishes, so a
+    crash while it runs makes it run again on recovery. The key is the same
+    both times (``<run>/<agent>/<attempt>/<step>``): a payment or an email
+    service that deduplicates by it acts once. Outside a durable engine (or
+    outside a tool call) it is None.
+
+    ```python
+    from swarmcore.durable import idempotency_key
+
+    def send_invoice(customer: str) -> str:
+        \"\"\"Send the invoice.\"\"\"
+        return billing.send(customer, idempotency_key=idempotency_key())
+    ```
+    """
+    return _key.get()
+
+
+async def with_key(key: str, call: Callable[[], Awaitable[T]]) -> T:
+    """Make ``call`` with :func:`idempotency_key` returning ``key`` (for step runners)."""
+    token = _key.set(key)
+    try:
+        return await call()
+    finally:
+        _key.reset(token)
 
 
 async def step(name: str, call: Callable[[], Awaitable[T]]) -> T:

@@ -26,6 +26,7 @@ from dbos import DBOS, DBOSClient, EnqueueOptions
 from pydantic import BaseModel
 
 from swarmcore import Agent, Flow, Swarm, SwarmResult, loop, route
+from swarmcore.durable import idempotency_key
 from swarmcore.engines.dbos import (
     AGENT_WORKFLOW,
     RUN_WORKFLOW,
@@ -270,6 +271,30 @@ async def test_an_agent_workflow_taken_by_a_process_not_walking_its_run_is_run_a
         await asyncio.to_thread(client.destroy)
     finally:
         await engine.shutdown()
+
+
+async def test_a_tool_gets_an_idempotency_key_on_the_engine_and_none_in_process(
+    engine: DBOSEngine,
+) -> None:
+    keys: list[str | None] = []
+
+    def charge(customer: str) -> str:
+        """Charge a customer.
+
+        Args:
+            customer: Who.
+        """
+        keys.append(idempotency_key())
+        return "charged"
+
+    model = OfflineModel()
+    flow = Agent("a", "a charges.", model=model.model, tools=[charge])
+    await Swarm(flow).run("charge Ada")
+    await Swarm(flow, engine=engine).run("charge Ada", run_id="pay")
+
+    assert keys[0] is None
+    assert keys[1] is not None
+    assert keys[1].startswith("pay/a/1/")  # its step's place in the agent's workflow
 
 
 def failing_flow(model: str) -> Flow:

@@ -438,7 +438,8 @@ async def _outcome(handle: WorkflowHandleAsync[T]) -> T:
 
 async def _dbos_step(name: str, call: Callable[[], Awaitable[Any]]) -> Any:
     async def made() -> Any:  # a coroutine function, so DBOS awaits it and records its value
-        return await call()
+        # The same key on a replay after a crash: the step's place in its agent's workflow.
+        return await durable.with_key(f"{DBOS.workflow_id}/{DBOS.step_id}", call)
 
     return await DBOS.run_step_async({"name": name}, made)
 
