@@ -38,6 +38,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, Wo
 
 from swarmcore import durable
 from swarmcore.agent import Agent
+from swarmcore.engines.dbos_handle import RunHandle
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
 from swarmcore.errors import AgentError, SwarmError, UserError
 from swarmcore.walk import AgentStep, run_in_process
@@ -112,33 +113,6 @@ class _Live:
     """What the walk here ended with, ``parsed`` objects intact (DBOS stores them as JSON)."""
 
 
-class RunHandle:
-    """A run handed to the engine: ask its status, or wait for its result.
-
-    Args:
-        run_id: The run's id (its DBOS workflow id).
-        client: The DBOS client it was enqueued with.
-    """
-
-    def __init__(self, run_id: str, client: DBOSClient) -> None:
-        self.run_id = run_id
-        self._client = client
-
-    async def status(self) -> str:
-        """DBOS's status of the run: ENQUEUED, PENDING, SUCCESS, ERROR or CANCELLED."""
-        handle: WorkflowHandleAsync[SwarmResult] = await self._client.retrieve_workflow_async(
-            self.run_id
-        )
-        return str((await handle.get_status()).status)
-
-    async def result(self, *, poll_seconds: float = 0.2) -> SwarmResult:
-        """Wait for the run to end; its SwarmResult, or the error that ended it."""
-        handle: WorkflowHandleAsync[SwarmResult] = await self._client.retrieve_workflow_async(
-            self.run_id
-        )
-        return await handle.get_result(polling_interval_sec=poll_seconds)
-
-
 class DBOSEngine:
     """Runs flows as DBOS workflows on PostgreSQL, so they survive crashes and deploys.
 
@@ -157,6 +131,8 @@ class DBOSEngine:
             walk runs the agent again under a new workflow id.
         queue_poll: Seconds between a worker's looks at its queue for new runs
             (DBOS's default is 1 s; each look is one small query).
+        log_level: DBOS's own log level (its INFO lines name every launch,
+            queue and recovery; WARNING keeps a worker's output to what matters).
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
@@ -170,6 +146,7 @@ class DBOSEngine:
         app_name: str = "swarmcore",
         agent_wait: float = 15.0,
         queue_poll: float = 0.2,
+        log_level: str = "WARNING",
     ) -> None:
         global _engine
         if not database_url.startswith(("postgresql://", "postgres://", "sqlite://")):
@@ -187,6 +164,7 @@ class DBOSEngine:
         self.app_name = app_name
         self.agent_wait = agent_wait
         self.queue_poll = queue_poll
+        self.log_level = log_level
         self._swarms: dict[str, Swarm] = {}
         self._versions: dict[int, str] = {}
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
@@ -290,6 +268,7 @@ class DBOSEngine:
             "name": self.app_name,
             "system_database_url": self.database_url,
             "executor_id": self.worker_id,
+            "log_level": self.log_level,
         }
         # DBOS hands a dead process's workflows to any live process of the same
         # application version: with the flow's version as the application's, a
