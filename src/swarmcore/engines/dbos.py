@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy
 import hashlib
 import json
 import threading
@@ -39,6 +38,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, Wo
 from swarmcore import durable
 from swarmcore.agent import Agent
 from swarmcore.engines.dbos_handle import RunHandle
+from swarmcore.engines.dbos_results import plain, reparsed, reparsed_run, storable, storable_error
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
 from swarmcore.errors import AgentError, SwarmError, UserError
 from swarmcore.walk import AgentStep, run_in_process
@@ -230,7 +230,7 @@ class DBOSEngine:
                 raise
             if live.outcome and not isinstance(live.outcome[0], SwarmError):
                 return live.outcome[0]
-            return _reparsed_run(recorded, setup)  # recorded earlier: its parsed values as JSON
+            return reparsed_run(recorded, setup)  # recorded earlier: its parsed values as JSON
         finally:
             self._live.pop(run.run_id, None)
 
@@ -357,7 +357,7 @@ class DBOSEngine:
             handle = await asyncio.get_running_loop().create_task(
                 _start_agent(workflow_id), context=contextvars.Context()
             )
-            return _reparsed(await _outcome(handle), step.agent)
+            return reparsed(await _outcome(handle), step.agent)
         finally:
             with self._lock:
                 self._pending.pop(workflow_id, None)
@@ -459,12 +459,12 @@ async def _run_workflow(
     except SwarmError as error:
         if live is not None:
             live.outcome.append(error)
-        raise _storable_error(error) from error.__cause__
+        raise storable_error(error) from error.__cause__
     finally:
         _inside.reset(token)
     if live is not None:
         live.outcome.append(result)
-    return _storable(result)
+    return storable(result)
 
 
 @DBOS.workflow(name=AGENT_WORKFLOW)
@@ -474,55 +474,4 @@ async def _agent_workflow(workflow_id: str) -> AgentResult:
     for var, value in pending.carried:
         var.set(value)
     with durable.recording(_dbos_step):
-        return _plain(await run_in_process(pending.step))
-
-
-def _plain(result: AgentResult) -> AgentResult:
-    """``result`` with ``parsed`` as JSON data, which DBOS can store.
-
-    An ``output_type`` may be a class made at run time (a router's choice, a
-    judge's verdict) that pickle cannot find by name; ``output`` holds the same
-    value as JSON, and :func:`_reparsed` makes it the agent's type again.
-    """
-    if result.parsed is None:
-        return result
-    try:
-        parsed: object = json.loads(result.output)
-    except ValueError:
-        parsed = None
-    return result.model_copy(update={"parsed": parsed})
-
-
-def _reparsed(result: AgentResult, agent: Agent) -> AgentResult:
-    """``result`` (as :func:`_plain` left it) with ``parsed`` of ``agent``'s output_type."""
-    spec = agent.output_spec
-    if spec is None or result.parsed is None:
-        return result
-    try:
-        return result.model_copy(update={"parsed": spec.adapter.validate_json(result.output)})
-    except ValueError:  # recorded by another version of the type: keep the JSON data
-        return result
-
-
-def _reparsed_run(result: SwarmResult, setup: FlowSetup) -> SwarmResult:
-    """A recorded run's result with each flow agent's ``parsed`` of its output_type again."""
-    agents = {a.name: a for a in setup.flow.agents if isinstance(a, Agent)}
-    history = [
-        _reparsed(r, agents[base]) if (base := r.agent_name.partition("#")[0]) in agents else r
-        for r in result.history
-    ]
-    return result.model_copy(update={"history": history})
-
-
-def _storable(result: SwarmResult) -> SwarmResult:
-    """``result`` with every agent's ``parsed`` as JSON data (see :func:`_plain`)."""
-    return result.model_copy(update={"history": [_plain(r) for r in result.history]})
-
-
-def _storable_error(error: SwarmError) -> SwarmError:
-    """A copy of ``error`` whose ``partial`` DBOS can store (see :func:`_plain`)."""
-    if error.partial is None:
-        return error
-    stored = copy.copy(error)
-    stored.partial = _storable(error.partial)
-    return stored
+        return plain(await run_in_process(pending.step))
