@@ -39,7 +39,7 @@ from swarmcore.errors import (
 )
 from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.settings import AgentDefaults
-from swarmcore.tools import Approver, Tool, run_tool_call, to_tools
+from swarmcore.tools import Approver, Decided, Tool, ask, run_tool_call, to_tools
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
@@ -367,14 +367,30 @@ class RunState:
         """Run one reply's tool calls, at most ``max_parallel_tools`` at once, in call order."""
         gate = asyncio.Semaphore(self.settings.max_parallel_tools)
         first = len(self.tool_records)
+        # Approvals first, one by one in call order: a durable engine records each
+        # wait as it ends, so the order must not depend on who answers first.
+        decisions = [await self._decide(call) for call in calls]
 
-        async def gated(call: llm.ToolCall, position: int) -> ToolCallRecord:
+        async def gated(
+            call: llm.ToolCall, position: int, decided: Decided | None
+        ) -> ToolCallRecord:
             async with gate:
-                return await self._tool(call, position)
+                return await self._tool(call, position, decided)
 
-        return await asyncio.gather(*(gated(c, first + i) for i, c in enumerate(calls)))
+        return await asyncio.gather(
+            *(gated(c, first + i, d) for i, (c, d) in enumerate(zip(calls, decisions, strict=True)))
+        )
 
-    async def _tool(self, call: llm.ToolCall, position: int) -> ToolCallRecord:
+    async def _decide(self, call: llm.ToolCall) -> Decided | None:
+        """Ask for approval of ``call`` if its tool requires it (None: it does not)."""
+        tool = self.tools.get(call.name)
+        if tool is None or not tool.requires_approval:
+            return None
+        return await ask(tool, self.options.approve, self.agent.name, call.id, call.arguments)
+
+    async def _tool(
+        self, call: llm.ToolCall, position: int, decided: Decided | None
+    ) -> ToolCallRecord:
         # Each call runs in a task of its own, so neither needs a reset. Set here, not
         # around the whole run: litellm's logging tasks copy the model call's context and
         # would keep the run alive until they finish.
@@ -400,8 +416,8 @@ class RunState:
                     call.arguments,
                     default_timeout=self.settings.tool_timeout,
                     max_result_chars=self.settings.max_tool_result_chars,
-                    approve=self.options.approve,
                     agent_name=self.agent.name,
+                    decided=decided,
                 ),
             )
             span.set(

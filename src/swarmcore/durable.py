@@ -7,7 +7,11 @@ DBOS engine) installs a :data:`StepRunner` for the agent's run with
 crash the run is replayed from the checkpoints, so at most the call that was in
 flight is made again. The runner must see the calls of one agent run in the
 same order on replay, which holds: one agent's calls are made in a fixed order
-(a reply's tool calls start in call order).
+(a reply's tool calls start in call order, after its approvals, asked one by one).
+
+The engine may also install a :data:`Decider`: a tool that requires approval in
+a run with no approval callback then waits for a person's decision through it
+(durably: the wait survives the worker), instead of failing.
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ import contextvars
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
-__all__ = ["StepRunner", "idempotency_key", "recording", "step", "with_key"]
+__all__ = ["Decider", "StepRunner", "decider", "idempotency_key", "recording", "step", "with_key"]
 
 T = TypeVar("T")
 
 StepRunner = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 """Runs one named call (``"model"``, ``"tool:<name>"``) and returns what it returned."""
 
+Decider = Callable[[Any], Awaitable[Any]]
+"""Waits for a decision on an :class:`~swarmcore.ApprovalRequest`; returns an ``Approval``."""
+
 _runner: contextvars.ContextVar[StepRunner | None] = contextvars.ContextVar(
     "swarmcore_step_runner", default=None
+)
+_decider: contextvars.ContextVar[Decider | None] = contextvars.ContextVar(
+    "swarmcore_decider", default=None
 )
 _key: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "swarmcore_idempotency_key", default=None
@@ -70,11 +80,23 @@ async def step(name: str, call: Callable[[], Awaitable[T]]) -> T:
     return result
 
 
+def decider() -> Decider | None:
+    """The engine's durable wait for an approval decision, or None (in process)."""
+    return _decider.get()
+
+
 @contextlib.contextmanager
-def recording(runner: StepRunner) -> Generator[None]:
-    """Make the calls of the code inside (and the tasks it starts) through ``runner``."""
+def recording(runner: StepRunner, decider: Decider | None = None) -> Generator[None]:
+    """Make the calls of the code inside (and the tasks it starts) through ``runner``.
+
+    Args:
+        runner: Makes each named call and records it.
+        decider: Waits for approval decisions when the run has no approval callback.
+    """
     token = _runner.set(runner)
+    decides = _decider.set(decider)
     try:
         yield
     finally:
+        _decider.reset(decides)
         _runner.reset(token)

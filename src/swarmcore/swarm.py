@@ -35,7 +35,7 @@ from swarmcore.flow import Flow, FlowNode, chain, shape_of
 from swarmcore.models import SwarmResult
 from swarmcore.modes import ContextMode, check_agents, mode_named
 from swarmcore.prompt import normalize_variables
-from swarmcore.tools import Approver
+from swarmcore.tools import Approval, ApprovalRequest, Approver
 from swarmcore.walk import FlowSetup, Run
 
 if TYPE_CHECKING:
@@ -292,6 +292,42 @@ class Swarm:
         )
         return handle
 
+    async def pending_approvals(self, run_id: str) -> list[ApprovalRequest]:
+        """The calls of a durable run waiting for a decision (see :meth:`decide`).
+
+        Under a durable engine, a run with no approval callback parks at each
+        call to a tool marked ``requires_approval`` until someone decides,
+        from any process; the wait survives worker restarts.
+
+        Raises:
+            UserError: The Swarm has no durable engine.
+        """
+        return await self._durable("pending_approvals").approvals(run_id)
+
+    async def decide(self, run_id: str, call_id: str, approval: Approval | bool) -> ApprovalRequest:
+        """Decide a call waiting for approval in a durable run; the run goes on.
+
+        Args:
+            run_id: The run.
+            call_id: The waiting call (``ApprovalRequest.call_id``).
+            approval: ``Approval.allow()``, ``Approval.deny(reason)``,
+                ``Approval.edit(arguments)``, ``True`` or ``False``.
+
+        Returns:
+            The request that was decided.
+
+        Raises:
+            UserError: The Swarm has no durable engine, or no such call waits.
+        """
+        return await self._durable("decide").approve(run_id, call_id, approval)
+
+    def _durable(self, method: str) -> Any:
+        if not hasattr(self._engine, "approve"):
+            raise UserError(
+                f"{method}() needs a durable engine: Swarm(flow, engine=DBOSEngine(database_url))."
+            )
+        return self._engine
+
     def run_sync(
         self,
         task: str,
@@ -328,39 +364,15 @@ class Swarm:
                 than the stored run's.
             StoreError: The store or the run's record cannot be read.
         """
-        if self._store is None:
-            raise UserError("resume() needs a run store: Swarm(flow, store='runs.db').")
-        record = self._store.get_run(run_id)
-        if record is None:
-            raise UserError(
-                f"No run {run_id!r} in {self._store!r}; list them with `swarmcore runs list`."
-            )
-        if record.status == "incomplete":
-            raise UserError(
-                f"Run {record.run_id[:12]} cannot be resumed: its record is incomplete (a store "
-                "write failed while it ran, and it went on with store_errors='warn'); run its "
-                "task again."
-            )
-        if record.shape != shape_of(self.flow):
-            raise UserError(
-                f"Run {record.run_id[:12]} was made by the flow {record.flow!r}, and this Swarm's "
-                f"flow {self.flow.expression()!r} has another shape (agents, groups or "
-                "policies differ); resume it with the same flow."
-            )
-        if record.status == "succeeded":  # resuming would only rewrite its record
-            raise UserError(
-                f"Run {record.run_id[:12]} already succeeded; nothing to resume. Its results "
-                f"are in the store: swarm.store.get_run({record.run_id[:12]!r}), or `swarmcore "
-                f"runs show {record.run_id[:12]}`."
-            )
+        from swarmcore.store.restore import restore, resumable
+
+        record = resumable(self._store, run_id, self.flow)
         run = self._new_run(
             record.task,
             record.settings.get("variables"),
             record.settings.get("metadata"),
             run_id=record.run_id,
         )
-        from swarmcore.store.restore import restore
-
         restore(run, record, self._setup, self._agents)
         return await self._execute(run)
 
@@ -469,7 +481,7 @@ class Swarm:
         values = normalize_variables(variables)
         if not self._variables_used <= values.keys():
             check_variables(self._agents, values)
-        if self._approve is None and self._needs_approval:
+        if self._approve is None and self._needs_approval and not hasattr(self._engine, "approve"):
             check_approvals(self._agents)
         options = _loop.RunOptions(
             defaults=self._setup.defaults, variables=values, approve=self._approve

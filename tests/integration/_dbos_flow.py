@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from swarmcore import Agent, Flow, Swarm
+from swarmcore import Agent, Flow, Swarm, function_tool
 from swarmcore.engines.dbos import DBOSEngine
 
 
@@ -33,7 +33,14 @@ def build(api_base: str, marker: Path) -> Flow:
         return "marked"
 
     server = {"model": "openai/test-model", "api_base": api_base, "api_key": "sk-test-local"}
-    a = Agent("a", "a gathers the facts.", tools=[mark], **server)
+    # SWARMCORE_TEST_APPROVAL=1: ``mark`` waits for a decision (swarmcore runs approve).
+    approval = os.environ.get("SWARMCORE_TEST_APPROVAL") == "1"
+    a = Agent(
+        "a",
+        "a gathers the facts.",
+        tools=[function_tool(mark, requires_approval=approval)],
+        **server,
+    )
     b = Agent("b", "b writes the answer.", **server)
     return a >> b
 

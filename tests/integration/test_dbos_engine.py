@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -373,21 +373,6 @@ def until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[str]]]:
-    """Subprocesses a test starts: killed and reaped after it, whatever happened."""
-    started: list[subprocess.Popen[str]] = []
-    try:
-        yield started
-    finally:
-        for process in started:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
 
 
 def script(mode: str, url: str) -> list[str]:

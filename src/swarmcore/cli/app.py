@@ -14,6 +14,7 @@ from swarmcore.cli.format import one_line
 from swarmcore.cli.graph import command_graph
 from swarmcore.cli.run import budget_number, command_demo, command_run
 from swarmcore.cli.runs import (
+    command_runs_approve,
     command_runs_list,
     command_runs_prune,
     command_runs_resume,
@@ -45,10 +46,11 @@ def _add_store(parser: argparse.ArgumentParser, *, optional: bool) -> None:
     group.add_argument("--no-store", action="store_true", help="do not store the run")
 
 
-def _add_database(parser: argparse.ArgumentParser) -> None:
+def _add_database(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
     parser.add_argument(
         "--database-url",
         metavar="URL",
+        required=required,
         help="read the runs of a DBOS engine's PostgreSQL database instead of a run store "
         "(the runs of every worker)",
     )
@@ -186,6 +188,22 @@ def _add_runs_parser(commands: Any) -> None:
     _add_store(resume, optional=False)
     _add_progress(resume)
     resume.set_defaults(handler=command_runs_resume)
+
+    approve = actions.add_parser(
+        "approve",
+        help="decide a call waiting for approval in a durable run",
+        description="Allow (the default), deny or edit a call to a tool that requires "
+        "approval, in a run of the DBOS engine waiting for a decision; the run goes on "
+        "wherever it runs. `swarmcore runs show RUN_ID --database-url URL` lists the waiting "
+        "calls.",
+    )
+    approve.add_argument("run_id", metavar="RUN_ID", help="the run's id")
+    approve.add_argument("call_id", metavar="CALL_ID", help="the waiting call's id")
+    decision = approve.add_mutually_exclusive_group()
+    decision.add_argument("--deny", metavar="REASON", help="deny the call; the model is told why")
+    decision.add_argument("--edit", metavar="JSON", help="run the call with these arguments")
+    _add_database(approve, required=True)
+    approve.set_defaults(handler=command_runs_approve)
 
     prune = actions.add_parser(
         "prune",

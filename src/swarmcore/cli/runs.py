@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from swarmcore._table import text_table
 from swarmcore.agent import Agent
@@ -109,6 +110,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
         history = DBOSHistory(args.database_url)
         try:
             found = history.get_run(args.run_id.strip()) if args.run_id.strip() else None
+            waiting = history.waiting(found.run_id) if found is not None else []
         finally:
             history.close()
         if found is None:
@@ -118,6 +120,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
             )
         record = found
     else:
+        waiting = []
         path = store_location(args)
         store = _open_store(path)
         try:
@@ -146,8 +149,40 @@ def command_runs_show(args: argparse.Namespace) -> int:
         print("\ndecisions")
         for d in record.decisions:
             print(f"  {d.kind:<6} {d.step}: {_decision_text(d)}")
+    if waiting:
+        print("\nwaiting for approval (swarmcore runs approve RUN_ID CALL_ID --database-url URL)")
+        for request in waiting:
+            arguments = shorten(json.dumps(request.arguments), 120)
+            print(f"  {request.call_id}  {request.agent_name}: {request.tool_name}({arguments})")
     if record.status not in ("succeeded", "incomplete") and origin:
         print(f"\nresume with: swarmcore runs resume {record.run_id}")
+    return 0
+
+
+def command_runs_approve(args: argparse.Namespace) -> int:
+    """``swarmcore runs approve``: decide a call a durable run waits on."""
+    from dbos import DBOSClient
+
+    from swarmcore.engines.dbos_approvals import send_decision
+    from swarmcore.tools import Approval
+
+    approval = Approval.allow()
+    if args.deny is not None:
+        approval = Approval.deny(args.deny)
+    elif args.edit is not None:
+        try:
+            arguments = json.loads(args.edit)
+        except ValueError as exc:
+            raise CLIError(f"--edit takes the call's arguments as a JSON object: {exc}") from None
+        if not isinstance(arguments, dict):
+            raise CLIError(f"--edit takes a JSON object of arguments, got {args.edit!r}")
+        approval = Approval.edit(cast("dict[str, Any]", arguments))
+    client = DBOSClient(system_database_url=args.database_url)
+    try:
+        request = send_decision(client, args.run_id, args.call_id, approval)
+    finally:
+        client.destroy()
+    print(f"{approval.decision}: {request.tool_name} ({request.call_id}) in run {args.run_id}")
     return 0
 
 

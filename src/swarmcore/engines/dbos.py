@@ -37,10 +37,12 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, Wo
 
 from swarmcore import durable
 from swarmcore.agent import Agent
+from swarmcore.engines.dbos_approvals import await_decision, send_decision, waiting
 from swarmcore.engines.dbos_handle import RunHandle
 from swarmcore.engines.dbos_results import plain, reparsed, reparsed_run, storable, storable_error
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
 from swarmcore.errors import AgentError, SwarmError, UserError
+from swarmcore.tools import Approval, ApprovalRequest
 from swarmcore.walk import AgentStep, run_in_process
 
 if TYPE_CHECKING:
@@ -133,6 +135,9 @@ class DBOSEngine:
             (DBOS's default is 1 s; each look is one small query).
         log_level: DBOS's own log level (its INFO lines name every launch,
             queue and recovery; WARNING keeps a worker's output to what matters).
+        approval_timeout: Seconds a call to a tool that requires approval waits
+            for a decision (``swarm.approve``) in a run with no approval
+            callback; then it is denied. Default: a week.
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
@@ -147,6 +152,7 @@ class DBOSEngine:
         agent_wait: float = 15.0,
         queue_poll: float = 0.2,
         log_level: str = "WARNING",
+        approval_timeout: float = 7 * 24 * 3600.0,
     ) -> None:
         global _engine
         if not database_url.startswith(("postgresql://", "postgres://", "sqlite://")):
@@ -165,6 +171,7 @@ class DBOSEngine:
         self.agent_wait = agent_wait
         self.queue_poll = queue_poll
         self.log_level = log_level
+        self.approval_timeout = approval_timeout
         self._swarms: dict[str, Swarm] = {}
         self._versions: dict[int, str] = {}
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
@@ -255,6 +262,18 @@ class DBOSEngine:
         about = _about(swarm.flow, flow_version(swarm))
         await client.enqueue_async(options, about, run_id, task, dict(variables), dict(metadata))
         return RunHandle(run_id, client)
+
+    async def approvals(self, run_id: str) -> list[ApprovalRequest]:
+        """The calls of run ``run_id`` waiting for a decision (see :meth:`approve`)."""
+        client = await self._client_async()
+        return await asyncio.to_thread(waiting, client, run_id)
+
+    async def approve(
+        self, run_id: str, call_id: str, approval: Approval | bool
+    ) -> ApprovalRequest:
+        """Decide a waiting call of run ``run_id``, from any process; returns its request."""
+        client = await self._client_async()
+        return await asyncio.to_thread(send_decision, client, run_id, call_id, approval)
 
     async def handle(self, run_id: str) -> RunHandle:
         """A handle on a run enqueued or started earlier, from any process."""
@@ -473,5 +492,10 @@ async def _agent_workflow(workflow_id: str) -> AgentResult:
     pending = await _current()._step_for(workflow_id)  # pyright: ignore[reportPrivateUsage] -- this module's
     for var, value in pending.carried:
         var.set(value)
-    with durable.recording(_dbos_step):
+    with durable.recording(_dbos_step, decider=_decide):
         return plain(await run_in_process(pending.step))
+
+
+async def _decide(request: Any) -> Approval:
+    """A run with no approval callback waits for ``swarm.approve``, durably."""
+    return await await_decision(request, wait=_current().approval_timeout)

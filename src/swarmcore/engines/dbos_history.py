@@ -15,8 +15,10 @@ from typing import Any, cast
 from dbos import DBOSClient, WorkflowStatus
 
 from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
+from swarmcore.engines.dbos_approvals import waiting
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult
 from swarmcore.store.base import RunRecord, RunStatus, RunSummary
+from swarmcore.tools import ApprovalRequest
 
 __all__ = ["DBOSHistory"]
 
@@ -52,6 +54,10 @@ class DBOSHistory:
         )
         done = self._agents_done([r.workflow_id for r in runs])
         return [_summary(r, done.get(r.workflow_id, 0)) for r in runs]
+
+    def waiting(self, run_id: str) -> list[ApprovalRequest]:
+        """The calls of run ``run_id`` waiting for an approval decision."""
+        return waiting(self._client, run_id)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run (a unique id prefix works too) with its agents' results and failures."""

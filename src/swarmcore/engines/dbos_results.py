@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from swarmcore.agent import Agent
 from swarmcore.errors import SwarmError
+from swarmcore.store.restore import reparsed as stored_reparsed
 
 if TYPE_CHECKING:
     from swarmcore.models import AgentResult, SwarmResult
@@ -40,13 +41,7 @@ def plain(result: AgentResult) -> AgentResult:
 
 def reparsed(result: AgentResult, agent: Agent) -> AgentResult:
     """``result`` (as :func:`plain` left it) with ``parsed`` of ``agent``'s output_type."""
-    spec = agent.output_spec
-    if spec is None or result.parsed is None:
-        return result
-    try:
-        return result.model_copy(update={"parsed": spec.adapter.validate_json(result.output)})
-    except ValueError:  # recorded by another version of the type: keep the JSON data
-        return result
+    return stored_reparsed(result, agent.output_spec)
 
 
 def reparsed_run(result: SwarmResult, setup: FlowSetup) -> SwarmResult:

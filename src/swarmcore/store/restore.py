@@ -6,14 +6,49 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from swarmcore.agent import Agent
+from swarmcore.errors import UserError
+from swarmcore.flow import Flow, shape_of
 from swarmcore.models import AgentResult
 from swarmcore.walk import FlowSetup, Run, iteration_ranks
 
 if TYPE_CHECKING:
-    from swarmcore.store.base import RunRecord
+    from swarmcore.store.base import RunRecord, RunStore
     from swarmcore.structured import OutputSpec
 
-__all__ = ["reparsed", "restore"]
+__all__ = ["reparsed", "restore", "resumable"]
+
+
+def resumable(store: RunStore | None, run_id: str, flow: Flow) -> RunRecord:
+    """The stored run ``run_id``, checked that ``flow`` can resume it.
+
+    Raises:
+        UserError: No store, no such run, its record is incomplete, it already
+            succeeded, or ``flow`` has another shape than the run's.
+    """
+    if store is None:
+        raise UserError("resume() needs a run store: Swarm(flow, store='runs.db').")
+    record = store.get_run(run_id)
+    if record is None:
+        raise UserError(f"No run {run_id!r} in {store!r}; list them with `swarmcore runs list`.")
+    if record.status == "incomplete":
+        raise UserError(
+            f"Run {record.run_id[:12]} cannot be resumed: its record is incomplete (a store "
+            "write failed while it ran, and it went on with store_errors='warn'); run its "
+            "task again."
+        )
+    if record.shape != shape_of(flow):
+        raise UserError(
+            f"Run {record.run_id[:12]} was made by the flow {record.flow!r}, and this Swarm's "
+            f"flow {flow.expression()!r} has another shape (agents, groups or "
+            "policies differ); resume it with the same flow."
+        )
+    if record.status == "succeeded":  # resuming would only rewrite its record
+        raise UserError(
+            f"Run {record.run_id[:12]} already succeeded; nothing to resume. Its results "
+            f"are in the store: swarm.store.get_run({record.run_id[:12]!r}), or `swarmcore "
+            f"runs show {record.run_id[:12]}`."
+        )
+    return record
 
 
 def restore(run: Run, record: RunRecord, setup: FlowSetup, agents: Sequence[Agent]) -> None:

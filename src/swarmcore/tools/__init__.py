@@ -18,7 +18,7 @@ The package, by concern:
 * ``_call``: :func:`run_tool_call`, one call with its time limit, truncation and record.
 """
 
-from swarmcore.tools._approval import Approval, ApprovalRequest, Approver
+from swarmcore.tools._approval import Approval, ApprovalRequest, Approver, Decided, ask
 from swarmcore.tools._call import run_tool_call, truncate
 from swarmcore.tools._function import function_tool, to_tools
 from swarmcore.tools._function import parse_docstring as parse_docstring
@@ -31,8 +31,10 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "Approver",
+    "Decided",
     "Tool",
     "Toolset",
+    "ask",
     "function_tool",
     "run_tool_call",
     "to_tools",

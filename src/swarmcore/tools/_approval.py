@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from swarmcore import durable
 from swarmcore.errors import UserError
 from swarmcore.tools._tool import Tool, ToolArgumentsError
 
@@ -62,9 +63,13 @@ _OUTCOMES = {"allow": "allowed", "deny": "denied", "edit": "edited"}
 """How each decision is recorded on the call (``ToolCallRecord.approval``)."""
 
 
+Decided = tuple[str, "str | None", "str | None"]
+"""What :func:`ask` found: the arguments to run with, the error for the model, the outcome."""
+
+
 async def ask(
     tool: Tool, approve: Approver | None, agent_name: str, call_id: str, arguments: str
-) -> tuple[str, str | None, str | None]:
+) -> Decided:
     """Ask whether a call to ``tool`` may run.
 
     Args:
@@ -80,19 +85,24 @@ async def ask(
         arguments were bad and nobody was asked).
 
     Raises:
-        UserError: There is no callback, or it returned something that is not a decision.
+        UserError: There is no callback (and no durable engine to wait for a
+            decision), or it returned something that is not a decision.
     """
     try:  # bad arguments go back to the model, not to a person, as for any tool
         tool.validate_arguments(arguments)
         shown = tool.json_object(arguments)
     except ToolArgumentsError as exc:
         return arguments, str(exc), None
-    if approve is None:
+    request = ApprovalRequest(agent_name, tool.name, shown, call_id)
+    if approve is not None:  # recorded under a durable engine: not asked again on a replay
+        decision: Approval = await durable.step("approval", lambda: decide(approve, request))
+    elif (waiting := durable.decider()) is not None:  # a durable engine parks the run
+        decision = await waiting(request)
+    else:
         raise UserError(
             f"Tool {tool.name!r} requires approval, and this run has no approval callback; "
             "pass approve=callback to Swarm(...) or agent.run(...)."
         )
-    decision = await decide(approve, ApprovalRequest(agent_name, tool.name, shown, call_id))
     outcome = _OUTCOMES[decision.decision]
     if decision.decision == "deny":
         return arguments, _denied(tool.name, decision.reason), outcome

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from swarmcore.errors import SwarmError
 from swarmcore.models import ToolCallRecord
-from swarmcore.tools._approval import Approver, ask
+from swarmcore.tools._approval import Approver, Decided, ask
 from swarmcore.tools._tool import Tool, ToolArgumentsError, ToolReportedError
 
 
@@ -27,6 +27,7 @@ async def run_tool_call(
     max_result_chars: int | None = None,
     approve: Approver | None = None,
     agent_name: str = "",
+    decided: Decided | None = None,
 ) -> ToolCallRecord:
     """Run one tool call; every failure becomes an error result the model can act on.
 
@@ -44,6 +45,8 @@ async def run_tool_call(
             marked as cut; None keeps them whole.
         approve: The approval callback for tools marked ``requires_approval``.
         agent_name: The calling agent, for the approval request.
+        decided: The approval already asked for (:func:`ask`'s answer); then
+            ``approve`` is not called.
 
     Returns:
         The record of the call, its result (or error) included.
@@ -56,7 +59,9 @@ async def run_tool_call(
     error: str | None = None
     approval: str | None = None
     tool = tools.get(name)
-    if tool is not None and tool.requires_approval:
+    if decided is not None:
+        arguments, error, approval = decided
+    elif tool is not None and tool.requires_approval:
         arguments, error, approval = await ask(tool, approve, agent_name, call_id, arguments)
     if error is not None:
         result = error
