@@ -22,6 +22,9 @@ Design:
   :class:`MapProgress` snapshot. A callback that raises is logged on the
   ``swarmcore.batch`` logger and never stops the batch. Every finished item is
   also logged at DEBUG; nothing is printed.
+* **On a durable engine** (:func:`map_tasks`) the same checks run, then every
+  task is enqueued as a run of its own for the workers, under the run id its
+  ``key`` gives (engines/dbos_map.py), and the same :class:`Tally` reports them.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ import asyncio
 import inspect
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from swarmcore.agent import normalize_variables
 from swarmcore.checks import check_number
@@ -40,8 +44,9 @@ from swarmcore.errors import SwarmError, UserError, first_error
 
 if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
+    from swarmcore.swarm import Swarm
 
-__all__ = ["MapProgress", "run_batch"]
+__all__ = ["MapProgress", "Tally", "map_tasks", "prepare", "run_batch", "run_ids"]
 
 logger = logging.getLogger("swarmcore.batch")
 
@@ -113,6 +118,59 @@ async def run_batch(
         asyncio.CancelledError: The batch was cancelled; every run in flight
             was cancelled with it.
     """
+    todo, per_task = prepare(tasks, concurrency, variables, progress, check)
+    if not todo:
+        return []
+    return await _Batch(run, todo, per_task, progress).run(min(concurrency, len(todo)))
+
+
+async def map_tasks(
+    swarm: Swarm,
+    engine: object,
+    tasks: Iterable[str],
+    *,
+    concurrency: int,
+    variables: Mapping[str, object] | Sequence[Mapping[str, object]] | None,
+    progress: Callable[[MapProgress], object] | None,
+    key: Callable[[str], str] | Sequence[str] | None,
+    check: Callable[[str, Mapping[str, object] | None], object],
+) -> list[SwarmResult | BaseException]:
+    """``Swarm.map``: a batch in process, or one enqueued run per task on a durable engine."""
+    durable_map = getattr(engine, "map", None)
+    if durable_map is None:
+        if key is not None:
+            raise UserError(
+                "map(key=...) needs a durable engine: Swarm(flow, engine=DBOSEngine(url)); "
+                "in process every task runs anyway."
+            )
+        return await run_batch(
+            lambda task, values: swarm.run(task, variables=values),
+            tasks,
+            concurrency=concurrency,
+            variables=variables,
+            progress=progress,
+            check=check,
+        )
+    todo, per_task = prepare(tasks, concurrency, variables, progress, check)
+    ids = run_ids(todo, key)
+    done: list[SwarmResult | BaseException] = await durable_map(
+        swarm, todo, per_task, ids, Tally(len(todo), progress)
+    )
+    return done
+
+
+def prepare(
+    tasks: Iterable[str],
+    concurrency: int,
+    variables: Mapping[str, object] | Sequence[Mapping[str, object]] | None,
+    progress: Callable[[MapProgress], object] | None,
+    check: Callable[[str, Mapping[str, object] | None], object] | None,
+) -> tuple[list[str], list[Mapping[str, object] | None]]:
+    """The tasks as a list and each one's variables, every input checked (see :func:`run_batch`).
+
+    Raises:
+        UserError: An input is invalid (nothing has run).
+    """
     _check_concurrency(concurrency)
     todo = _materialize(tasks)
     per_task = _per_task_variables(variables, len(todo))
@@ -123,77 +181,46 @@ async def run_batch(
     if check is not None:
         for task, values in zip(todo, per_task, strict=True):
             check(task, values)
-    if not todo:
-        return []
-    return await _Batch(run, todo, per_task, progress).run(min(concurrency, len(todo)))
+    return todo, per_task
 
 
-class _Batch:
-    """The state of one batch: the queue of indices, the outcomes and the counts."""
+class Tally:
+    """A batch's counts: each run's end is logged and reported to ``progress``.
 
-    def __init__(
-        self,
-        run: RunFn,
-        tasks: list[str],
-        per_task: list[Mapping[str, object] | None],
-        progress: Callable[[MapProgress], object] | None,
-    ) -> None:
-        self._run = run
-        self._tasks = tasks
-        self._per_task = per_task
+    Args:
+        total: How many tasks the batch has.
+        progress: Called (sync or async) after each run ends; what it raises is
+            logged, never propagated.
+    """
+
+    def __init__(self, total: int, progress: Callable[[MapProgress], object] | None) -> None:
+        self.total = total
         self._progress = progress
-        self._next: Iterator[int] = iter(range(len(tasks)))
-        self._outcomes: dict[int, SwarmResult | BaseException] = {}
         self._succeeded = 0
         self._failed = 0
         self._started = time.perf_counter()
 
-    async def run(self, workers: int) -> list[SwarmResult | BaseException]:
-        self._started = time.perf_counter()
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(workers):
-                    group.create_task(self._worker())
-        except BaseExceptionGroup as failed:  # only what escapes a worker: surface it unwrapped
-            error = first_error(failed)
-            raise error from error.__cause__
-        return [self._outcomes[i] for i in range(len(self._tasks))]
-
-    async def _worker(self) -> None:
-        for index in self._next:  # shared by every worker: each index is taken once
-            began = time.perf_counter()
-            outcome = await self._run_one(index)
-            self._outcomes[index] = outcome
-            failed = isinstance(outcome, BaseException)
-            if failed:
-                self._failed += 1
-            else:
-                self._succeeded += 1
-            self._log(index, outcome, time.perf_counter() - began)
-            if self._progress is not None:
-                await self._report(
-                    MapProgress(
-                        index=index,
-                        done=self._succeeded + self._failed,
-                        total=len(self._tasks),
-                        succeeded=self._succeeded,
-                        failed=self._failed,
-                        result=None if isinstance(outcome, BaseException) else outcome,
-                        error=outcome if isinstance(outcome, BaseException) else None,
-                        elapsed_seconds=time.perf_counter() - self._started,
-                    )
+    async def ended(self, index: int, outcome: SwarmResult | BaseException, seconds: float) -> None:
+        """Count the run of task ``index``, which took ``seconds``, and report it."""
+        failed = isinstance(outcome, BaseException)
+        if failed:
+            self._failed += 1
+        else:
+            self._succeeded += 1
+        self._log(index, outcome, seconds)
+        if self._progress is not None:
+            await self._report(
+                MapProgress(
+                    index=index,
+                    done=self._succeeded + self._failed,
+                    total=self.total,
+                    succeeded=self._succeeded,
+                    failed=self._failed,
+                    result=None if isinstance(outcome, BaseException) else outcome,
+                    error=outcome if isinstance(outcome, BaseException) else None,
+                    elapsed_seconds=time.perf_counter() - self._started,
                 )
-
-    async def _run_one(self, index: int) -> SwarmResult | BaseException:
-        try:
-            return await self._run(self._tasks[index], self._per_task[index])
-        except Exception as error:  # one run's failure (or bug) is its own, never the batch's
-            return error
-        except asyncio.CancelledError as error:
-            task = asyncio.current_task()
-            if task is None or task.cancelling():
-                raise  # the batch is being cancelled: stop
-            return error  # raised by the run itself while nobody cancelled the batch
+            )
 
     async def _report(self, update: MapProgress) -> None:
         assert self._progress is not None
@@ -211,7 +238,7 @@ class _Batch:
     def _log(self, index: int, outcome: SwarmResult | BaseException, seconds: float) -> None:
         if not logger.isEnabledFor(logging.DEBUG):
             return
-        done, total = self._succeeded + self._failed, len(self._tasks)
+        done, total = self._succeeded + self._failed, self.total
         if isinstance(outcome, BaseException):
             partial = outcome.partial if isinstance(outcome, SwarmError) else None
             logger.debug(
@@ -233,6 +260,80 @@ class _Batch:
                 total,
                 extra={"run_id": outcome.run_id},
             )
+
+
+class _Batch:
+    """The state of one batch: the queue of indices and the outcomes."""
+
+    def __init__(
+        self,
+        run: RunFn,
+        tasks: list[str],
+        per_task: list[Mapping[str, object] | None],
+        progress: Callable[[MapProgress], object] | None,
+    ) -> None:
+        self._run = run
+        self._tasks = tasks
+        self._per_task = per_task
+        self._tally = Tally(len(tasks), progress)
+        self._next: Iterator[int] = iter(range(len(tasks)))
+        self._outcomes: dict[int, SwarmResult | BaseException] = {}
+
+    async def run(self, workers: int) -> list[SwarmResult | BaseException]:
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(self._worker())
+        except BaseExceptionGroup as failed:  # only what escapes a worker: surface it unwrapped
+            error = first_error(failed)
+            raise error from error.__cause__
+        return [self._outcomes[i] for i in range(len(self._tasks))]
+
+    async def _worker(self) -> None:
+        for index in self._next:  # shared by every worker: each index is taken once
+            began = time.perf_counter()
+            outcome = await self._run_one(index)
+            self._outcomes[index] = outcome
+            await self._tally.ended(index, outcome, time.perf_counter() - began)
+
+    async def _run_one(self, index: int) -> SwarmResult | BaseException:
+        try:
+            return await self._run(self._tasks[index], self._per_task[index])
+        except Exception as error:  # one run's failure (or bug) is its own, never the batch's
+            return error
+        except asyncio.CancelledError as error:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the batch is being cancelled: stop
+            return error  # raised by the run itself while nobody cancelled the batch
+
+
+def run_ids(tasks: Sequence[str], key: Callable[[str], str] | Sequence[str] | None) -> list[str]:
+    """Each task's run id: ``key(task)``, ``key[i]``, or a new one each (``key=None``).
+
+    Raises:
+        UserError: ``key`` gives something that cannot be a run id, or does not
+            give one per task.
+    """
+    if key is None:
+        return [uuid.uuid4().hex for _ in tasks]
+    if callable(key):
+        given: list[object] = [key(task) for task in tasks]
+    elif isinstance(key, str | bytes) or not isinstance(key, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        raise UserError(
+            f"key must be a function of the task or a list of run ids, one per task; "
+            f"got {type(key).__name__}."
+        )
+    elif len(key) != len(tasks):
+        raise UserError(f"key has {len(key)} run ids but there are {len(tasks)} tasks.")
+    else:
+        given = list(key)
+    for index, run_id in enumerate(given):
+        if not isinstance(run_id, str) or not run_id or "/" in run_id:
+            raise UserError(
+                f"key gave {run_id!r} for task {index}; a run id is a non-empty string without '/'."
+            )
+    return cast("list[str]", given)
 
 
 def _check_concurrency(concurrency: object) -> None:

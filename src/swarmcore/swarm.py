@@ -31,7 +31,7 @@ from swarmcore.context import SharedContext
 from swarmcore.engines import Budget, Engine, LocalEngine, Subscriber, stream_events
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Hook
-from swarmcore.flow import Flow, FlowNode, chain, shape_of
+from swarmcore.flow import Flow, FlowNode, chain
 from swarmcore.models import SwarmResult
 from swarmcore.modes import ContextMode, check_agents, mode_named
 from swarmcore.prompt import normalize_variables
@@ -383,8 +383,15 @@ class Swarm:
         concurrency: int = 4,
         variables: Mapping[str, object] | Sequence[Mapping[str, object]] | None = None,
         progress: Callable[[MapProgress], object] | None = None,
+        key: Callable[[str], str] | Sequence[str] | None = None,
     ) -> list[SwarmResult | BaseException]:
         """Run the flow once per task, at most ``concurrency`` runs at a time.
+
+        On a durable engine every task is enqueued as a run of its own and
+        served by the workers (their ``--concurrency`` applies, not this one),
+        and ``key`` makes the runs idempotent: mapping the same keys again runs
+        nothing twice and collects the recorded results. Cancelling the map
+        stops the waiting; the runs go on.
 
         One failing run never stops the others: its place in the returned list
         holds its error (a SwarmError carries ``partial`` results).
@@ -395,6 +402,8 @@ class Swarm:
             variables: Prompt variables for every run, or one mapping per task.
             progress: Called (sync or async) after each run ends, with a
                 :class:`MapProgress`: how many are done, succeeded and failed.
+            key: Each task's run id, as a function of the task or a list (one
+                per task); a durable engine only. Tasks with one key share a run.
 
         Returns:
             One entry per task, in input order: its SwarmResult, or its error.
@@ -404,14 +413,16 @@ class Swarm:
                 is empty, or ``variables`` does not match the tasks (checked
                 before any run starts).
         """
-        from swarmcore.batch import run_batch
+        from swarmcore.batch import map_tasks
 
-        return await run_batch(
-            lambda task, values: self.run(task, variables=values),
+        return await map_tasks(
+            self,
+            self._engine,
             tasks,
             concurrency=concurrency,
             variables=variables,
             progress=progress,
+            key=key,
             # every input checked (task, variables, approvals) before the first run starts
             check=lambda task, values: self._new_run(task, values, None),
         )
@@ -501,22 +512,9 @@ class Swarm:
         subscribers = [*self._hooks, *extra]
         recorder = None
         if self._store is not None:
-            from swarmcore.store.recorder import Recorder
+            from swarmcore.store.recorder import recording
 
-            settings = {
-                "max_cost": self._budget.max_cost,
-                "max_tokens": self._budget.max_tokens,
-                "metadata": run.metadata,
-                "variables": dict(run.options.variables),
-            }
-            recorder = Recorder(
-                self._store,
-                shape=shape_of(self.flow),
-                settings=settings,
-                on_error=self._store_errors,
-            )
-            record = recorder  # bound for the lambda: pyright cannot narrow the variable there
-            run.on_decision = lambda decision: record.decision(run.run_id, decision)
+            recorder = recording(self._store, self.flow, run, self._budget, self._store_errors)
             subscribers.append((recorder, ()))
         from swarmcore.eventlog import log_event, run_logger
 

@@ -39,6 +39,7 @@ from swarmcore import durable
 from swarmcore.agent import Agent
 from swarmcore.engines.dbos_approvals import await_decision, send_decision, waiting
 from swarmcore.engines.dbos_handle import RunHandle
+from swarmcore.engines.dbos_map import map_runs
 from swarmcore.engines.dbos_results import plain, reparsed, reparsed_run, storable, storable_error
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
 from swarmcore.errors import AgentError, SwarmError, UserError
@@ -46,6 +47,7 @@ from swarmcore.tools import Approval, ApprovalRequest
 from swarmcore.walk import AgentStep, run_in_process
 
 if TYPE_CHECKING:
+    from swarmcore.batch import Tally
     from swarmcore.flow import Flow
     from swarmcore.models import AgentResult, SwarmResult
     from swarmcore.swarm import Swarm
@@ -237,7 +239,7 @@ class DBOSEngine:
                 raise
             if live.outcome and not isinstance(live.outcome[0], SwarmError):
                 return live.outcome[0]
-            return reparsed_run(recorded, setup)  # recorded earlier: its parsed values as JSON
+            return reparsed_run(recorded, setup.flow)  # recorded earlier: its parsed values as JSON
         finally:
             self._live.pop(run.run_id, None)
 
@@ -274,6 +276,20 @@ class DBOSEngine:
         """Decide a waiting call of run ``run_id``, from any process; returns its request."""
         client = await self._client_async()
         return await asyncio.to_thread(send_decision, client, run_id, call_id, approval)
+
+    async def map(
+        self,
+        swarm: Swarm,
+        tasks: Sequence[str],
+        per_task: Sequence[Mapping[str, object] | None],
+        run_ids: Sequence[str],
+        tally: Tally,
+    ) -> list[SwarmResult | BaseException]:
+        """``swarm.map`` here: enqueue one run per task, then wait for them all."""
+        client = await self._client_async()
+        return await map_runs(
+            self, client, swarm, tasks, per_task, run_ids, tally, poll=self.queue_poll
+        )
 
     async def handle(self, run_id: str) -> RunHandle:
         """A handle on a run enqueued or started earlier, from any process."""

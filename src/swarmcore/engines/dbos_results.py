@@ -17,8 +17,8 @@ from swarmcore.errors import SwarmError
 from swarmcore.store.restore import reparsed as stored_reparsed
 
 if TYPE_CHECKING:
+    from swarmcore.flow import Flow
     from swarmcore.models import AgentResult, SwarmResult
-    from swarmcore.walk import FlowSetup
 
 __all__ = ["plain", "reparsed", "reparsed_run", "storable", "storable_error"]
 
@@ -44,9 +44,9 @@ def reparsed(result: AgentResult, agent: Agent) -> AgentResult:
     return stored_reparsed(result, agent.output_spec)
 
 
-def reparsed_run(result: SwarmResult, setup: FlowSetup) -> SwarmResult:
+def reparsed_run(result: SwarmResult, flow: Flow) -> SwarmResult:
     """A recorded run's result with each flow agent's ``parsed`` of its output_type again."""
-    agents = {a.name: a for a in setup.flow.agents if isinstance(a, Agent)}
+    agents = {a.name: a for a in flow.agents if isinstance(a, Agent)}
     history = [
         reparsed(r, agents[base]) if (base := r.agent_name.partition("#")[0]) in agents else r
         for r in result.history

@@ -16,19 +16,41 @@ import asyncio
 import logging
 import warnings
 from collections.abc import Mapping
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from swarmcore import events
 from swarmcore.errors import StoreError
 from swarmcore.models import AgentResult, Decision, SwarmResult
 from swarmcore.store.base import RunRecord, RunStatus, RunStore
 
-__all__ = ["Recorder", "StoreErrors"]
+if TYPE_CHECKING:
+    from swarmcore.engines.local import Budget
+    from swarmcore.flow import Flow
+    from swarmcore.walk import Run
+
+__all__ = ["Recorder", "StoreErrors", "recording"]
 
 logger = logging.getLogger("swarmcore.store")
 
 StoreErrors = Literal["raise", "warn"]
 """What a failed store write does to a run: stop it with a StoreError, or warn and go on."""
+
+
+def recording(
+    store: RunStore, flow: Flow, run: Run, budget: Budget, on_error: StoreErrors
+) -> Recorder:
+    """A :class:`Recorder` of ``run`` (of ``flow``, within ``budget``), told its decisions too."""
+    settings = {
+        "max_cost": budget.max_cost,
+        "max_tokens": budget.max_tokens,
+        "metadata": run.metadata,
+        "variables": dict(run.options.variables),
+    }
+    from swarmcore.flow import shape_of
+
+    recorder = Recorder(store, shape=shape_of(flow), settings=settings, on_error=on_error)
+    run.on_decision = lambda decision: recorder.decision(run.run_id, decision)
+    return recorder
 
 
 class Recorder:
