@@ -295,9 +295,8 @@ class Swarm:
     async def pending_approvals(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of a durable run waiting for a decision (see :meth:`decide`).
 
-        Under a durable engine, a run with no approval callback parks at each
-        call to a tool marked ``requires_approval`` until someone decides,
-        from any process; the wait survives worker restarts.
+        On a durable engine, a run with no approval callback waits at each call
+        to a tool marked ``requires_approval`` until someone decides.
 
         Raises:
             UserError: The Swarm has no durable engine.
@@ -352,7 +351,8 @@ class Swarm:
         unfinished members run again. The run keeps its id. A run that
         already succeeded is refused, its record left untouched: there is
         nothing to resume, and its results are in the store
-        (``swarm.store.get_run(run_id)``, ``swarmcore runs show``).
+        (``swarm.store.get_run(run_id)``, ``swarmcore runs show``). On a
+        durable engine the run is read from the engine's database instead.
 
         Args:
             run_id: The stored run's id (or a unique prefix of it).
@@ -364,6 +364,11 @@ class Swarm:
                 than the stored run's.
             StoreError: The store or the run's record cannot be read.
         """
+        reopen = getattr(self._engine, "reopen", None)
+        if reopen is not None:  # a durable engine keeps its own record of the run
+            was = await reopen(self, run_id)
+            run = self._new_run(was.task, was.variables, was.metadata, run_id=run_id)
+            return await self._execute(run)
         from swarmcore.store.restore import restore, resumable
 
         record = resumable(self._store, run_id, self.flow)

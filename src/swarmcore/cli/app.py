@@ -187,6 +187,11 @@ def _add_runs_parser(commands: Any) -> None:
     resume.add_argument("run_id", metavar="RUN_ID", help="the run's id or a unique prefix of it")
     _add_store(resume, optional=False)
     _add_progress(resume)
+    resume.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="a failed run of the DBOS engine: hand it back to the workers of its flow",
+    )
     resume.set_defaults(handler=command_runs_resume)
 
     approve = actions.add_parser(

@@ -269,6 +269,8 @@ def _origin(metadata: dict[str, Any]) -> str:
 
 def command_runs_resume(args: argparse.Namespace) -> int:
     """``swarmcore runs resume``: continue a run, its flow loaded again as the CLI started it."""
+    if args.database_url:
+        return _requeue(args.database_url, args.run_id)
     path = store_location(args)
     store = _open_store(path)
     try:
@@ -299,6 +301,30 @@ def command_runs_resume(args: argparse.Namespace) -> int:
         return execute(swarm, lambda s: s.resume(run_id), quiet=args.quiet, store_path=path)
     finally:
         store.close()
+
+
+def _requeue(database_url: str, run_id: str) -> int:
+    """Hand a failed run of the DBOS engine back to the workers of its flow."""
+    import asyncio
+
+    from dbos import DBOSClient
+
+    from swarmcore.engines.dbos_resume import requeue
+
+    async def hand_back() -> int:
+        client = await asyncio.to_thread(DBOSClient, system_database_url=database_url)
+        try:
+            was = await requeue(client, run_id, "swarmcore")
+        finally:
+            await asyncio.to_thread(client.destroy)
+        print(
+            f"run {run_id} handed back to the workers of flow version {was.about['version']} "
+            f"(resumed {was.generation} time(s)); finished agents keep their results. Follow "
+            f"it with `swarmcore runs show {run_id} --database-url URL`."
+        )
+        return 0
+
+    return asyncio.run(hand_back())
 
 
 def _stored_target(record: RunRecord, metadata: dict[str, Any]) -> Flow | Agent | Swarm:

@@ -41,6 +41,7 @@ from swarmcore.engines.dbos_approvals import await_decision, send_decision, wait
 from swarmcore.engines.dbos_handle import RunHandle
 from swarmcore.engines.dbos_map import map_runs
 from swarmcore.engines.dbos_results import plain, reparsed, reparsed_run, storable, storable_error
+from swarmcore.engines.dbos_resume import Reopened, agent_workflow_id, reopen
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
 from swarmcore.errors import AgentError, SwarmError, UserError
 from swarmcore.tools import Approval, ApprovalRequest
@@ -66,6 +67,10 @@ _inside: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "swarmcore_dbos_run", default=None
 )
 """The run whose workflow the current task is walking."""
+_generation: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "swarmcore_dbos_generation", default=0
+)
+"""How many times the run being walked was resumed (see engines/dbos_resume.py)."""
 
 
 def flow_version(swarm: Swarm) -> str:
@@ -179,6 +184,8 @@ class DBOSEngine:
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
         self._live: dict[str, _Live] = {}
         self._pending: dict[str, _Pending] = {}
+        self._resumed: dict[str, int] = {}
+        """The generation each run being resumed here starts as (see :meth:`reopen`)."""
         self._lock = threading.Lock()
         self._launched = False
         self._client: DBOSClient | None = None
@@ -225,7 +232,11 @@ class DBOSEngine:
             with SetWorkflowID(run.run_id):
                 handle = await DBOS.start_workflow_async(
                     _run_workflow,
-                    _about(setup.flow, self._versions.get(id(setup.flow), "")),
+                    _about(
+                        setup.flow,
+                        self._versions.get(id(setup.flow), ""),
+                        self._resumed.pop(run.run_id, 0),
+                    ),
                     run.run_id,
                     run.task,
                     dict(run.options.variables),
@@ -264,6 +275,12 @@ class DBOSEngine:
         about = _about(swarm.flow, flow_version(swarm))
         await client.enqueue_async(options, about, run_id, task, dict(variables), dict(metadata))
         return RunHandle(run_id, client)
+
+    async def reopen(self, swarm: Swarm, run_id: str) -> Reopened:
+        """Make the failed run ``run_id`` of ``swarm`` ready to run here again (swarm.resume)."""
+        reopened = await reopen(await self._client_async(), run_id, flow_version(swarm))
+        self._resumed[run_id] = reopened.generation
+        return reopened
 
     async def approvals(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of run ``run_id`` waiting for a decision (see :meth:`approve`)."""
@@ -370,6 +387,8 @@ class DBOSEngine:
         in the same order whenever the run is walked again.
         """
         base = f"{step.run_id}/{step.agent.name}/{step.attempt}"
+        if generation := _generation.get():  # a resumed run: finished agents keep their record
+            base = await agent_workflow_id(await self._client_async(), base, generation)
         for tries in range(1, 6):
             try:
                 return await self._run_agent_as(step, base if tries == 1 else f"{base}.{tries}")
@@ -382,7 +401,7 @@ class DBOSEngine:
         carried = tuple(
             (var, value)
             for var, value in contextvars.copy_context().items()
-            if var.name.startswith("swarmcore") and var is not _inside
+            if var.name.startswith("swarmcore") and var not in (_inside, _generation)
         )
         with self._lock:
             self._pending[workflow_id] = _Pending(step, carried)
@@ -458,9 +477,10 @@ async def _dbos_step(name: str, call: Callable[[], Awaitable[Any]]) -> Any:
     return await DBOS.run_step_async({"name": name}, made)
 
 
-def _about(flow: Flow, version: str) -> dict[str, Any]:
-    """What a run's workflow input says of its flow: its version, expression and size."""
-    return {"version": version, "flow": flow.expression(), "agents": len(flow.names)}
+def _about(flow: Flow, version: str, generation: int = 0) -> dict[str, Any]:
+    """What a run's workflow input says of its flow (version, expression, size) and of itself."""
+    about = {"version": version, "flow": flow.expression(), "agents": len(flow.names)}
+    return about | ({"generation": generation} if generation else {})
 
 
 @DBOS.workflow(name=RUN_WORKFLOW)
@@ -474,6 +494,7 @@ async def _run_workflow(
     """One run: walk the flow, each agent a workflow of its own."""
     engine = _current()
     token = _inside.set(run_id)
+    _generation.set(int(about.get("generation", 0)))  # this workflow's own task: no reset needed
     live = engine._live.get(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
     try:
         if live is not None:

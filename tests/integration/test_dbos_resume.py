@@ -1,0 +1,148 @@
+"""Resuming a failed run of the DBOS engine: same run id, finished agents never run again."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+from dbos import DBOSClient
+
+from swarmcore import Agent, Flow, Swarm
+from swarmcore.engines.dbos import DBOSEngine
+from swarmcore.errors import ModelError, UserError
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, TemporaryPostgres
+
+WAIT = 90.0
+
+
+@pytest.fixture
+async def engine(postgres: TemporaryPostgres) -> AsyncIterator[DBOSEngine]:
+    engine = DBOSEngine(postgres.new_database())
+    try:
+        yield engine
+    finally:
+        await engine.shutdown()
+
+
+def diamond(model: str, instructions: str = "does its part.") -> Flow:
+    a, b, c, d = (Agent(n, f"{n} {instructions}", model=model) for n in "abcd")
+    return a >> (b | c) >> d
+
+
+class Flaky:
+    """A model on which the agents named in ``failing`` fail (400) until they are removed."""
+
+    def __init__(self, *failing: str) -> None:
+        self.failing = set(failing)
+        self.model = FunctionModel(self.answer)
+
+    def answer(self, request: RecordedRequest) -> Reply | Fail:
+        who = request.system.split()[0]
+        if who in self.failing:
+            return Fail(400, f"{who} is broken today")
+        return Reply(text=f"{who} did it\n<summary>{who} did it</summary>")
+
+    def asked(self) -> Counter[str]:
+        return Counter(r.system.split()[0] for r in self.model.requests)
+
+
+async def statuses(url: str, run_id: str) -> dict[str, str]:
+    client = await asyncio.to_thread(lambda: DBOSClient(system_database_url=url))
+    try:
+        found = await client.list_workflows_async(workflow_id_prefix=run_id, load_input=False)
+    finally:
+        await asyncio.to_thread(client.destroy)
+    return {w.workflow_id: str(w.status) for w in found}
+
+
+async def test_resume_runs_only_the_failed_agent_and_what_follows_under_the_same_run_id(
+    engine: DBOSEngine,
+) -> None:
+    flaky = Flaky("c")
+    swarm = Swarm(diamond(flaky.model.model), engine=engine)
+    with pytest.raises(ModelError) as failed:
+        await swarm.run("plan the trip", run_id="trip")
+    assert failed.value.agent_name == "c"
+    assert flaky.asked() == {"a": 1, "b": 1, "c": 1}
+
+    flaky.failing.clear()  # fixed
+    result = await swarm.resume("trip")
+
+    assert result.run_id == "trip"
+    assert sorted(r.agent_name for r in result.history) == ["a", "b", "c", "d"]
+    assert result.output == "d did it"
+    assert flaky.asked() == {"a": 1, "b": 1, "c": 2, "d": 1}  # a and b were not asked again
+    assert await statuses(engine.database_url, "trip") == {
+        "trip": "SUCCESS",
+        "trip/a/1": "SUCCESS",
+        "trip/b/1": "SUCCESS",
+        "trip/c/1": "ERROR",  # the first generation's failure stays on record
+        "trip/c/1~1": "SUCCESS",
+        "trip/d/1~1": "SUCCESS",
+    }
+    with pytest.raises(UserError, match="already succeeded; nothing to resume"):
+        await swarm.resume("trip")
+
+
+async def test_a_run_resumed_twice_keeps_each_generations_work(engine: DBOSEngine) -> None:
+    flaky = Flaky("b", "d")
+    swarm = Swarm(diamond(flaky.model.model), engine=engine)
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="twice")
+    flaky.failing.discard("b")
+    with pytest.raises(ModelError) as again:
+        await swarm.resume("twice")
+    assert again.value.agent_name == "d"
+    flaky.failing.clear()
+    result = await swarm.resume("twice")
+
+    assert result.output == "d did it"
+    assert flaky.asked() == {"a": 1, "b": 2, "c": 1, "d": 2}
+    found = await statuses(engine.database_url, "twice")
+    assert (found["twice/b/1~1"], found["twice/d/1~1"], found["twice/d/1~2"]) == (
+        "SUCCESS",
+        "ERROR",
+        "SUCCESS",
+    )
+
+
+async def test_resume_refuses_what_it_cannot_resume(engine: DBOSEngine) -> None:
+    flaky = Flaky("b")
+    swarm = Swarm(diamond(flaky.model.model), engine=engine)
+    with pytest.raises(UserError, match="No run 'nothing' in the engine's database"):
+        await swarm.resume("nothing")
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="other")
+    changed = Swarm(diamond(flaky.model.model, "does something else."), engine=engine)
+    with pytest.raises(UserError, match=r"made by flow version .* resume it with the same flow"):
+        await changed.resume("other")
+    assert (await statuses(engine.database_url, "other"))["other"] == "ERROR"  # left as it was
+
+
+async def test_runs_resume_hands_a_failed_run_back_to_the_workers(engine: DBOSEngine) -> None:
+    flaky = Flaky("c")
+    swarm = Swarm(diamond(flaky.model.model), engine=engine)
+    await engine.launch(queues=[engine.queue_name(swarm)])  # this process is the worker
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="handed")
+    flaky.failing.clear()
+
+    command = [sys.executable, "-m", "swarmcore.cli", "runs", "resume", "handed"]
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [*command, "--database-url", engine.database_url],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "run handed handed back to the workers of flow version" in done.stdout
+
+    result = await asyncio.wait_for((await engine.handle("handed")).result(), WAIT)
+    assert result.output == "d did it"
+    assert flaky.asked() == {"a": 1, "b": 1, "c": 2, "d": 1}
