@@ -41,7 +41,9 @@ def build(api_base: str, marker: Path) -> Flow:
         tools=[function_tool(mark, requires_approval=approval)],
         **server,
     )
-    b = Agent("b", "b writes the answer.", **server)
+    # SWARMCORE_TEST_VARIANT=2: b's instructions differ, so the flow has another version.
+    variant = os.environ.get("SWARMCORE_TEST_VARIANT") == "2"
+    b = Agent("b", "b writes the answer." + (" Briefly." if variant else ""), **server)
     return a >> b
 
 
