@@ -38,6 +38,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, Wo
 from swarmcore import durable
 from swarmcore.agent import Agent
 from swarmcore.engines.dbos_handle import RunHandle
+from swarmcore.engines.dbos_limits import DBOSLimits
 from swarmcore.engines.dbos_results import plain, reparsed, reparsed_run, storable, storable_error
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
 from swarmcore.errors import AgentError, SwarmError, UserError
@@ -172,6 +173,7 @@ class DBOSEngine:
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
         self._launched = False
+        self._shared_limits: DBOSLimits | None = None
         self._client: DBOSClient | None = None
         self._local = LocalEngine(self._run_agent)
         _engine = self
@@ -291,8 +293,11 @@ class DBOSEngine:
             return
         self._launched = True
         DBOS(config=self.config())
-        DBOS.listen_queues(list(queues))
+        shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
+        DBOS.listen_queues([*queues, *shared.queues()])
         await asyncio.to_thread(DBOS.launch)
+        await shared.start()
+        self._shared_limits = shared
         for name in queues:
             await DBOS.register_queue_async(
                 name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
@@ -302,6 +307,8 @@ class DBOSEngine:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
         global _engine
         if self._launched:
+            if self._shared_limits is not None:
+                self._shared_limits.stop()
             await asyncio.to_thread(DBOS.destroy)
             self._launched = False
             # DBOS made its (now shut down) thread pool this loop's default executor:
