@@ -295,9 +295,14 @@ class DBOSEngine:
         DBOS(config=self.config())
         shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
         DBOS.listen_queues([*queues, *shared.queues()])
-        await asyncio.to_thread(DBOS.launch)
-        await shared.start()
         self._shared_limits = shared
+        shared.install()
+        try:
+            await asyncio.to_thread(DBOS.launch)
+        except BaseException:
+            shared.stop()
+            raise
+        await shared.start()
         for name in queues:
             await DBOS.register_queue_async(
                 name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll

@@ -35,6 +35,7 @@ import asyncio
 import contextvars
 import hashlib
 import re
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypedDict, TypeVar
@@ -123,6 +124,7 @@ class DBOSLimits:
     def __init__(self, poll: float, worker_id: str) -> None:
         self.poll = poll
         self.worker_id = worker_id
+        self._ready = threading.Event()
         self._registered: dict[str, tuple[ModelLimit, Queue]] = {}
 
     @staticmethod
@@ -130,12 +132,16 @@ class DBOSLimits:
         """The queues of the limits set in this process, to listen to from launch."""
         return [model_queue(m) for m, limit in limits.model_limits().items() if _shared(limit)]
 
+    def install(self) -> None:
+        """Share limits from now on (before launch: DBOS may recover runs while launching)."""
+        limits.share_limits(self)
+
     async def start(self) -> None:
-        """Register the queues of the limits set so far, and share limits (after launch)."""
+        """Register the queues of the limits set so far (after launch), then grant permits."""
         for model, limit in limits.model_limits().items():
             if _shared(limit):
                 await self._register(model, limit)
-        limits.share_limits(self)
+        self._ready.set()
 
     def stop(self) -> None:
         """Hold limits in this process only again (before DBOS is destroyed)."""
@@ -146,6 +152,8 @@ class DBOSLimits:
         """Wait until DBOS starts a permit for ``model`` within its limits across processes."""
         if not _shared(limit):
             return _NoPermit()
+        while not self._ready.is_set():  # a call recovered while DBOS launches waits for it
+            await asyncio.sleep(0.05)
         queue = await self._register(model, limit)
         held = limit.max_in_flight is not None
         seconds = ((_HOLD_UNBOUNDED if hold is None else hold) + _HOLD_MARGIN) if held else 0.0
