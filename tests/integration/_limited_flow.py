@@ -20,9 +20,9 @@ PACED_MODEL = "openai/paced-model"
 
 def build(api_base: str) -> Flow:
     """``slow >> paced`` on the server at ``api_base``."""
-    server = {"api_base": api_base, "api_key": "sk-test-local"}
-    slow = Agent("slow", "slow drafts the answer.", model=SLOW_MODEL, **server)
-    paced = Agent("paced", "paced polishes the answer.", model=PACED_MODEL, **server)
+    key = "sk-test-local"
+    slow = Agent("slow", "slow drafts.", model=SLOW_MODEL, api_base=api_base, api_key=key)
+    paced = Agent("paced", "paced polishes.", model=PACED_MODEL, api_base=api_base, api_key=key)
     return slow >> paced
 
 

@@ -11,6 +11,7 @@ through and when it was given back.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import subprocess
 import threading
@@ -95,7 +96,10 @@ async def test_two_workers_together_keep_each_models_limit(
             # One at a time: the first worker's launch creates DBOS's database.
             serving = f"worker {worker_id} serving"
             await asyncio.to_thread(
-                until, lambda log=log: serving in log.read_text(), serving, processes[-1]
+                until,
+                lambda log=log, serving=serving: serving in log.read_text(),
+                serving,
+                processes[-1],
             )
 
         client = DBOSEngine(url, worker_id="client")  # only enqueues: never launches DBOS
@@ -117,17 +121,19 @@ async def test_two_workers_together_keep_each_models_limit(
     assert slow_calls["most"] == 1  # seen by the server: never two slow calls at once
 
     slow = permits(url, SLOW_MODEL)
-    assert len(slow) == RUNS and {status for _, status, _, _ in slow} == {"SUCCESS"}
+    assert len(slow) == RUNS
+    assert {status for _, status, _, _ in slow} == {"SUCCESS"}
     assert {requester(permit_id) for permit_id, *_ in slow} == {"w1", "w2"}
-    for (_, _, _, ended), (_, _, started, _) in zip(slow, slow[1:], strict=False):
+    for (_, _, _, ended), (_, _, started, _) in itertools.pairwise(slow):
         assert started >= ended  # each slow permit started after the one before ended
 
     paced = permits(url, PACED_MODEL)
-    assert len(paced) == RUNS and {status for _, status, _, _ in paced} == {"SUCCESS"}
+    assert len(paced) == RUNS
+    assert {status for _, status, _, _ in paced} == {"SUCCESS"}
     assert {requester(permit_id) for permit_id, *_ in paced} == {"w1", "w2"}
     starts = [started for _, _, started, _ in paced]
     # At most one start in any second, on the database's clock, across both workers.
-    assert all(later - earlier >= 1000 for earlier, later in zip(starts, starts[1:], strict=False))
+    assert all(later - earlier >= 1000 for earlier, later in itertools.pairwise(starts))
 
 
 @pytest.fixture
@@ -143,8 +149,9 @@ async def engine(postgres: TemporaryPostgres) -> AsyncIterator[DBOSEngine]:
 
 async def test_a_limit_set_after_launch_is_held_through_the_database(engine: DBOSEngine) -> None:
     with MockOpenAIServer(responder=lambda request: Reply(text="done")) as server:
-        server_kwargs = {"api_base": server.url, "api_key": "sk-test-local"}
-        agent = Agent("solo", "solo answers.", model="openai/late-model", **server_kwargs)
+        agent = Agent(
+            "solo", "solo answers.", model="openai/late-model", api_base=server.url, api_key="k"
+        )
         swarm = Swarm(agent, engine=engine)
         await engine.launch()
         assert (await swarm.run("answer", run_id="before")).output == "done"
@@ -153,7 +160,8 @@ async def test_a_limit_set_after_launch_is_held_through_the_database(engine: DBO
         runs = (swarm.run("answer", run_id=f"after-{i}") for i in range(3))
         await asyncio.wait_for(asyncio.gather(*runs), WAIT)  # granted: this process listens
     granted = permits(engine.database_url, "openai/late-model")
-    assert len(granted) == 3 and {status for _, status, _, _ in granted} == {"SUCCESS"}
+    assert len(granted) == 3
+    assert {status for _, status, _, _ in granted} == {"SUCCESS"}
     assert {requester(permit_id) for permit_id, *_ in granted} == {"solo"}
 
 
