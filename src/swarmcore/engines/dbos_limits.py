@@ -152,8 +152,8 @@ class DBOSLimits:
         """Wait until DBOS starts a permit for ``model`` within its limits across processes."""
         if not _shared(limit):
             return _NoPermit()
-        while not self._ready.is_set():  # a call recovered while DBOS launches waits for it
-            await asyncio.sleep(0.05)
+        if not self._ready.is_set():  # a call recovered while DBOS launches waits for it
+            await asyncio.to_thread(self._ready.wait)
         queue = await self._register(model, limit)
         held = limit.max_in_flight is not None
         seconds = ((_HOLD_UNBOUNDED if hold is None else hold) + _HOLD_MARGIN) if held else 0.0
