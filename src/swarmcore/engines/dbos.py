@@ -173,6 +173,8 @@ class DBOSEngine:
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
         self._launched = False
+        self._up = threading.Event()
+        """Set once a launch has finished (or failed): runs started meanwhile wait for it."""
         self._shared_limits: DBOSLimits | None = None
         self._client: DBOSClient | None = None
         self._local = LocalEngine(self._run_agent)
@@ -290,23 +292,29 @@ class DBOSEngine:
             concurrency: The most runs of a queue this process runs at once.
         """
         if self._launched:
+            if not self._up.is_set():  # concurrent first runs: all wait for the one launch
+                await asyncio.to_thread(self._up.wait)
             return
         self._launched = True
-        DBOS(config=self.config())
-        shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
-        DBOS.listen_queues([*queues, *shared.queues()])
-        self._shared_limits = shared
-        shared.install()
+        self._up.clear()
         try:
-            await asyncio.to_thread(DBOS.launch)
-        except BaseException:
-            shared.stop()
-            raise
-        await shared.start()
-        for name in queues:
-            await DBOS.register_queue_async(
-                name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
-            )
+            DBOS(config=self.config())
+            shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
+            DBOS.listen_queues([*queues, *shared.queues()])
+            self._shared_limits = shared
+            shared.install()
+            try:
+                await asyncio.to_thread(DBOS.launch)
+            except BaseException:
+                shared.stop()
+                raise
+            await shared.start()
+            for name in queues:
+                await DBOS.register_queue_async(
+                    name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
+                )
+        finally:
+            self._up.set()
 
     async def shutdown(self) -> None:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
