@@ -147,6 +147,7 @@ class DBOSLimits:
         """Hold limits in this process only again (before DBOS is destroyed)."""
         if limits.shared_limits() is self:
             limits.share_limits(None)
+        self._ready.set()  # a call still waiting for a failed launch goes on (and fails)
 
     async def acquire(self, model: str, limit: ModelLimit, hold: float | None) -> SharedPermit:
         """Wait until DBOS starts a permit for ``model`` within its limits across processes."""
