@@ -35,6 +35,7 @@ __all__ = ["processes"]  # the fixture, shared with the engine's tests
 
 HERE = Path(__file__).parent
 RUNS = 6
+OVERLAP_SLACK_MS = 50
 
 
 def permits(url: str, model: str) -> list[tuple[str, str, int, int]]:
@@ -120,19 +121,28 @@ async def test_two_workers_together_keep_each_models_limit(
     assert set(run_executors(url)) == {"w1", "w2"}
     assert slow_calls["most"] == 1  # seen by the server: never two slow calls at once
 
+    # Every model call took a permit (a retried call takes one per attempt).
+    calls = Counter(request.system.split()[0] for request in server.requests)
+    assert calls["slow"] >= RUNS
+    assert calls["paced"] >= RUNS
     slow = permits(url, SLOW_MODEL)
-    assert len(slow) == RUNS
+    assert len(slow) >= calls["slow"]
     assert {status for _, status, _, _ in slow} == {"SUCCESS"}
     assert {requester(permit_id) for permit_id, *_ in slow} == {"w1", "w2"}
+    # No two slow permits held at once. DBOS stamps both times with PostgreSQL's now(),
+    # the start of the stamping transaction, so a grant whose transaction began just
+    # before the previous release committed reads a few ms early; two permits really
+    # held together would overlap by the whole 0.3 s call.
     for (_, _, _, ended), (_, _, started, _) in itertools.pairwise(slow):
-        assert started >= ended  # each slow permit started after the one before ended
+        assert started > ended - OVERLAP_SLACK_MS
 
     paced = permits(url, PACED_MODEL)
-    assert len(paced) == RUNS
+    assert len(paced) >= calls["paced"]
     assert {status for _, status, _, _ in paced} == {"SUCCESS"}
     assert {requester(permit_id) for permit_id, *_ in paced} == {"w1", "w2"}
     starts = [started for _, _, started, _ in paced]
-    # At most one start in any second, on the database's clock, across both workers.
+    # At most one start in any second across both workers, on the clock DBOS's limiter
+    # itself reads (each claim stamps and counts with the same now()).
     assert all(later - earlier >= 1000 for earlier, later in itertools.pairwise(starts))
 
 
