@@ -75,6 +75,9 @@ async def settle(limiter: Limiter, *, waiting: int) -> None:
         ("tokens_per_minute", -1),
         ("tokens_per_minute", True),
         ("tokens_per_minute", [1000]),
+        ("max_in_flight_per_worker", 0),
+        ("max_in_flight_per_worker", 1.5),
+        ("max_in_flight_per_worker", True),
     ],
 )
 def test_model_limit_rejects_bad_values(field: str, value: object) -> None:
@@ -90,7 +93,8 @@ def test_model_limit_rejects_bad_values(field: str, value: object) -> None:
 def test_model_limit_accepts_positive_numbers_and_none() -> None:
     limit = ModelLimit(max_in_flight=1, requests_per_minute=0.5, tokens_per_minute=100)
     assert limit.max_in_flight == 1
-    assert ModelLimit() == ModelLimit(None, None, None)
+    assert ModelLimit() == ModelLimit(None, None, None, None)
+    assert ModelLimit(max_in_flight_per_worker=3).max_in_flight_per_worker == 3
     with pytest.raises(AttributeError):
         limit.max_in_flight = 2  # type: ignore[misc]
 
@@ -149,6 +153,59 @@ async def test_max_in_flight_caps_concurrency_and_everyone_finishes() -> None:
     assert done == 10
     assert limiter.in_flight == 0
     assert limiter.waiting == 0
+
+
+@pytest.mark.parametrize(
+    ("limit", "cap"),
+    [
+        (ModelLimit(max_in_flight_per_worker=2), 2),
+        (ModelLimit(max_in_flight=5, max_in_flight_per_worker=2), 2),
+        (ModelLimit(max_in_flight=2, max_in_flight_per_worker=5), 2),
+    ],
+)
+async def test_a_process_runs_at_most_the_smaller_in_flight_cap(
+    limit: ModelLimit, cap: int
+) -> None:
+    limiter = Limiter(limit)
+    held = [await limiter.acquire() for _ in range(cap)]
+    waiting = asyncio.ensure_future(limiter.acquire())
+    await asyncio.sleep(0)
+    assert limiter.in_flight == cap
+    assert not waiting.done()  # one more waits for a permit to come back
+    held[0].release()
+    held[0] = await waiting
+    for permit in held:
+        permit.release()
+    assert limiter.in_flight == 0
+
+
+async def test_limits_are_shared_only_through_an_installed_gate() -> None:
+    limit = ModelLimit(max_in_flight=1)
+    assert limits.shared_limits() is None  # nothing shared without an engine
+    async with limits.shared_permit("m", limit, 5.0):
+        pass
+    events: list[object] = []
+
+    class Gate:
+        async def acquire(self, model: str, limit: ModelLimit, hold: float | None) -> Gate:
+            events.append(("acquire", model, limit, hold))
+            return self
+
+        async def release(self) -> None:
+            events.append("release")
+
+    async def failing_call() -> None:
+        async with limits.shared_permit("m", limit, 5.0):
+            events.append("call")
+            raise RuntimeError("the call failed")
+
+    limits.share_limits(Gate())
+    try:
+        with pytest.raises(RuntimeError):
+            await failing_call()
+    finally:
+        limits.share_limits(None)
+    assert events == [("acquire", "m", limit, 5.0), "call", "release"]
 
 
 # --- requests_per_minute ----------------------------------------------------------------------

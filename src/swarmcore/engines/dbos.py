@@ -8,12 +8,7 @@ workflow is recovered and walks its flow again: an agent that had finished
 returns its recorded result at once, an agent that was running replays its
 recorded calls and makes only the one that was in flight.
 
-Why agents are workflows of their own, started outside the run's workflow: a
-workflow's operations are keyed by the order they happen in, and the branches
-of a parallel group happen in whatever order the model answers. Each agent's
-own calls happen in a fixed order, so each agent gets its own workflow, named
-by where it is in the flow; the run's workflow records nothing itself, so
-walking the flow again in another order is harmless.
+Agents as workflows are in :mod:`swarmcore.engines.dbos_agents`.
 
 Runs can also be enqueued (:meth:`DBOSEngine.enqueue`, ``swarm.enqueue``) from
 any process and served by workers (``swarmcore worker``), on one queue per
@@ -23,54 +18,55 @@ flow version, so a worker only takes runs of the flow it has.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import json
 import threading
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, WorkflowHandleAsync
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
-from swarmcore import durable
 from swarmcore.agent import Agent
-from swarmcore.engines.dbos_approvals import await_decision, send_decision, waiting
+from swarmcore.engines.dbos_agents import AGENT_WORKFLOW as AGENT_WORKFLOW
+from swarmcore.engines.dbos_agents import (
+    AgentMisplaced,
+    AgentWorkflows,
+    generation,
+    inside,
+    outcome,
+)
+from swarmcore.engines.dbos_approvals import send_decision, waiting
 from swarmcore.engines.dbos_handle import RunHandle
+from swarmcore.engines.dbos_limits import DBOSLimits
 from swarmcore.engines.dbos_map import map_runs
-from swarmcore.engines.dbos_results import plain, reparsed, reparsed_run, storable, storable_error
-from swarmcore.engines.dbos_resume import Reopened, agent_workflow_id, reopen
+from swarmcore.engines.dbos_results import reparsed_run, storable, storable_error
+from swarmcore.engines.dbos_resume import Reopened, reopen
 from swarmcore.engines.local import Budget, LocalEngine, Subscriber
-from swarmcore.errors import AgentError, SwarmError, UserError
+from swarmcore.errors import SwarmError, UserError
 from swarmcore.tools import Approval, ApprovalRequest
-from swarmcore.walk import AgentStep, run_in_process
 
 if TYPE_CHECKING:
     from swarmcore.batch import Tally
     from swarmcore.flow import Flow
-    from swarmcore.models import AgentResult, SwarmResult
+    from swarmcore.models import SwarmResult
     from swarmcore.swarm import Swarm
     from swarmcore.walk import FlowSetup, Run
 
-__all__ = ["AgentMisplaced", "DBOSEngine", "RunHandle", "flow_version"]
-
-T = TypeVar("T")
+__all__ = [
+    "AGENT_WORKFLOW",
+    "RUN_WORKFLOW",
+    "AgentMisplaced",
+    "DBOSEngine",
+    "RunHandle",
+    "flow_version",
+]
 
 RUN_WORKFLOW = "swarmcore.run"
-AGENT_WORKFLOW = "swarmcore.agent"
 
 _engine: DBOSEngine | None = None
 """The process's engine: DBOS is one instance per process, and so is this."""
-_inside: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "swarmcore_dbos_run", default=None
-)
-"""The run whose workflow the current task is walking."""
-_generation: contextvars.ContextVar[int] = contextvars.ContextVar(
-    "swarmcore_dbos_generation", default=0
-)
-"""How many times the run being walked was resumed (see engines/dbos_resume.py)."""
 
 
 def flow_version(swarm: Swarm) -> str:
@@ -92,18 +88,6 @@ def flow_version(swarm: Swarm) -> str:
     spec = {"shape": swarm.flow.shape(), "mode": swarm.context_mode, "agents": agents}
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:16]
-
-
-class AgentMisplaced(AgentError):
-    """An agent's workflow ran in a process that does not walk its run; it is run again."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """An agent step waiting for its workflow, with the swarmcore context it runs in."""
-
-    step: AgentStep
-    carried: tuple[tuple[contextvars.ContextVar[Any], Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +167,15 @@ class DBOSEngine:
         self._versions: dict[int, str] = {}
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
         self._live: dict[str, _Live] = {}
-        self._pending: dict[str, _Pending] = {}
         self._resumed: dict[str, int] = {}
         """The generation each run being resumed here starts as (see :meth:`reopen`)."""
-        self._lock = threading.Lock()
         self._launched = False
+        self._up = threading.Event()
+        """Set once a launch has finished (or failed): runs started meanwhile wait for it."""
+        self._shared_limits: DBOSLimits | None = None
         self._client: DBOSClient | None = None
-        self._local = LocalEngine(self._run_agent)
+        agents = AgentWorkflows(worker_id, agent_wait, approval_timeout, self._client_async)
+        self._local = LocalEngine(agents.run)
         _engine = self
 
     # --- the Swarm's side --------------------------------------------------------------
@@ -216,7 +202,7 @@ class DBOSEngine:
         checkpoint: Callable[[], None] | None = None,
     ) -> SwarmResult:
         """Run ``run`` as the DBOS workflow ``run.run_id`` and wait for its result."""
-        if _inside.get() == run.run_id:  # the run's own workflow, walking it
+        if inside.get() == run.run_id:  # the run's own workflow, walking it
             return await self._local.execute(
                 setup,
                 run,
@@ -243,7 +229,7 @@ class DBOSEngine:
                     dict(run.metadata),
                 )
             try:
-                recorded = await _outcome(handle)
+                recorded = await outcome(handle)
             except SwarmError:
                 if live.outcome and isinstance(live.outcome[0], SwarmError):
                     raise live.outcome[0] from None
@@ -340,20 +326,36 @@ class DBOSEngine:
             concurrency: The most runs of a queue this process runs at once.
         """
         if self._launched:
+            if not self._up.is_set():  # concurrent first runs: all wait for the one launch
+                await asyncio.to_thread(self._up.wait)
             return
         self._launched = True
-        DBOS(config=self.config())
-        DBOS.listen_queues(list(queues))
-        await asyncio.to_thread(DBOS.launch)
-        for name in queues:
-            await DBOS.register_queue_async(
-                name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
-            )
+        self._up.clear()
+        try:
+            DBOS(config=self.config())
+            shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
+            DBOS.listen_queues([*queues, *shared.queues()])
+            self._shared_limits = shared
+            shared.install()
+            try:
+                await asyncio.to_thread(DBOS.launch)
+            except BaseException:
+                shared.stop()
+                raise
+            await shared.start()
+            for name in queues:
+                await DBOS.register_queue_async(
+                    name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
+                )
+        finally:
+            self._up.set()
 
     async def shutdown(self) -> None:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
         global _engine
         if self._launched:
+            if self._shared_limits is not None:
+                self._shared_limits.stop()
             await asyncio.to_thread(DBOS.destroy)
             self._launched = False
             # DBOS made its (now shut down) thread pool this loop's default executor:
@@ -377,63 +379,6 @@ class DBOSEngine:
             self._client = await asyncio.to_thread(connect)
         return self._client
 
-    # --- the walk's seam: one agent, one workflow ----------------------------------
-
-    async def _run_agent(self, step: AgentStep) -> AgentResult:
-        """Run ``step`` as the agent workflow ``<run>/<agent>/<attempt>`` and wait for it.
-
-        A workflow that another process took and ended as misplaced is run
-        again here under the next id (``.../<attempt>.2``, ...), the same ids
-        in the same order whenever the run is walked again.
-        """
-        base = f"{step.run_id}/{step.agent.name}/{step.attempt}"
-        if generation := _generation.get():  # a resumed run: finished agents keep their record
-            base = await agent_workflow_id(await self._client_async(), base, generation)
-        for tries in range(1, 6):
-            try:
-                return await self._run_agent_as(step, base if tries == 1 else f"{base}.{tries}")
-            except AgentMisplaced:
-                if tries == 5:
-                    raise
-        raise AssertionError("unreachable: the last try returns or raises")
-
-    async def _run_agent_as(self, step: AgentStep, workflow_id: str) -> AgentResult:
-        carried = tuple(
-            (var, value)
-            for var, value in contextvars.copy_context().items()
-            if var.name.startswith("swarmcore") and var not in (_inside, _generation)
-        )
-        with self._lock:
-            self._pending[workflow_id] = _Pending(step, carried)
-        try:
-            # An empty context: started from the run's workflow it would be its child,
-            # recorded in the run's (timing-dependent) order of operations.
-            handle = await asyncio.get_running_loop().create_task(
-                _start_agent(workflow_id), context=contextvars.Context()
-            )
-            return reparsed(await _outcome(handle), step.agent)
-        finally:
-            with self._lock:
-                self._pending.pop(workflow_id, None)
-
-    async def _step_for(self, workflow_id: str) -> _Pending:
-        """The step an agent workflow runs: registered by its run's walk, now or soon."""
-        deadline = time.monotonic() + self.agent_wait
-        while True:
-            with self._lock:
-                pending = self._pending.get(workflow_id)
-            if pending is not None:
-                return pending
-            if time.monotonic() > deadline:
-                raise AgentMisplaced(
-                    f"Agent workflow {workflow_id} was recovered in worker {self.worker_id!r}, "
-                    f"which does not walk its run (no step within {self.agent_wait:g} s); the "
-                    "run's walk runs the agent again.",
-                    agent_name=workflow_id.split("/")[1],
-                    retryable=True,
-                )
-            await asyncio.sleep(0.05)
-
     def _swarm(self, version: str) -> Swarm:
         swarm = self._swarms.get(version)
         if swarm is None:
@@ -448,33 +393,6 @@ def _current() -> DBOSEngine:
     if _engine is None:
         raise UserError("No DBOSEngine in this process: Swarm(flow, engine=DBOSEngine(url)).")
     return _engine
-
-
-async def _start_agent(workflow_id: str) -> WorkflowHandleAsync[AgentResult]:
-    with SetWorkflowID(workflow_id):
-        return await DBOS.start_workflow_async(_agent_workflow, workflow_id)
-
-
-async def _outcome(handle: WorkflowHandleAsync[T]) -> T:
-    """The workflow's result; cancelling the wait cancels the workflow, here and in DBOS."""
-    try:
-        return await handle.get_result()
-    except asyncio.CancelledError:
-        await asyncio.shield(DBOS.cancel_workflow_async(handle.get_workflow_id()))
-        task: object = getattr(handle, "task", None)  # running in this process: stop it now
-        if isinstance(task, asyncio.Future):
-            running = cast("asyncio.Future[object]", task)
-            running.cancel()
-            await asyncio.shield(asyncio.gather(running, return_exceptions=True))
-        raise
-
-
-async def _dbos_step(name: str, call: Callable[[], Awaitable[Any]]) -> Any:
-    async def made() -> Any:  # a coroutine function, so DBOS awaits it and records its value
-        # The same key on a replay after a crash: the step's place in its agent's workflow.
-        return await durable.with_key(f"{DBOS.workflow_id}/{DBOS.step_id}", call)
-
-    return await DBOS.run_step_async({"name": name}, made)
 
 
 def _about(flow: Flow, version: str, generation: int = 0) -> dict[str, Any]:
@@ -493,8 +411,8 @@ async def _run_workflow(
 ) -> SwarmResult:
     """One run: walk the flow, each agent a workflow of its own."""
     engine = _current()
-    token = _inside.set(run_id)
-    _generation.set(int(about.get("generation", 0)))  # this workflow's own task: no reset needed
+    token = inside.set(run_id)
+    generation.set(int(about.get("generation", 0)))  # this workflow's own task: no reset needed
     live = engine._live.get(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
     try:
         if live is not None:
@@ -517,22 +435,7 @@ async def _run_workflow(
             live.outcome.append(error)
         raise storable_error(error) from error.__cause__
     finally:
-        _inside.reset(token)
+        inside.reset(token)
     if live is not None:
         live.outcome.append(result)
     return storable(result)
-
-
-@DBOS.workflow(name=AGENT_WORKFLOW)
-async def _agent_workflow(workflow_id: str) -> AgentResult:
-    """One agent run: its model calls and tool calls are steps."""
-    pending = await _current()._step_for(workflow_id)  # pyright: ignore[reportPrivateUsage] -- this module's
-    for var, value in pending.carried:
-        var.set(value)
-    with durable.recording(_dbos_step, decider=_decide):
-        return plain(await run_in_process(pending.step))
-
-
-async def _decide(request: Any) -> Approval:
-    """A run with no approval callback waits for ``swarm.approve``, durably."""
-    return await await_decision(request, wait=_current().approval_timeout)

@@ -168,7 +168,9 @@ async def _call_once(request: LLMRequest, model: str, attempt: int) -> LLMReply:
     permit = await limiter.acquire(_estimate_tokens(request))
     used: int | None = None  # None: the estimate stands
     try:
-        reply = await _within_deadline(request, model, attempt)
+        # Under an engine that shares limits across processes, their permit too.
+        async with limits.shared_permit(model, limiter.limit, request.call.call_timeout):
+            reply = await _within_deadline(request, model, attempt)
         used = reply.usage.total_tokens or None  # the limiter is told what the call used
         return reply
     finally:

@@ -19,17 +19,24 @@ refilled. Nothing is bound to an event loop (no ``asyncio.Lock`` or
 ``Semaphore``): state sits under a threading lock and the head is woken with
 ``call_soon_threadsafe`` on its own loop, so one limiter serves repeated and
 concurrent ``asyncio.run`` calls in any thread.
+
+An engine that runs many processes over one database (the DBOS engine) holds
+the limits across all of them too: it installs a :class:`SharedLimits` with
+:func:`share_limits`, and the model seam takes a :func:`shared_permit` from it
+inside the local permit. Without one (the default) nothing is shared.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol
 
 from swarmcore.checks import check_number
 from swarmcore.errors import UserError
@@ -38,11 +45,16 @@ __all__ = [
     "Limiter",
     "ModelLimit",
     "Permit",
+    "SharedLimits",
+    "SharedPermit",
     "clear_model_limits",
     "limit_model",
     "limiter_for",
     "model_limits",
     "set_model_limit",
+    "share_limits",
+    "shared_limits",
+    "shared_permit",
 ]
 
 # Float slack: a bucket refilled to within this of the need counts as enough.
@@ -55,6 +67,11 @@ _MIN_SLEEP = 0.001
 class ModelLimit:
     """How hard one model may be driven; every field is optional.
 
+    In one process every field holds for the process. Under an engine that
+    shares limits (the DBOS engine), ``max_in_flight`` and
+    ``requests_per_minute`` hold for all its processes together, while
+    ``max_in_flight_per_worker`` and ``tokens_per_minute`` hold per process.
+
     Attributes:
         max_in_flight: The most requests to the model running at once.
         requests_per_minute: Requests started per minute, paced evenly with a
@@ -62,14 +79,20 @@ class ModelLimit:
         tokens_per_minute: Tokens per minute, charged from each request's
             estimate when it starts and corrected by its actual count when it
             ends; the burst is about one second's worth.
+        max_in_flight_per_worker: The most requests to the model running at
+            once in one process (one worker), whatever ``max_in_flight`` allows.
     """
 
     max_in_flight: int | None = None
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    max_in_flight_per_worker: int | None = None
 
     def __post_init__(self) -> None:
         _check_limit("max_in_flight", self.max_in_flight, integer=True, example="8")
+        _check_limit(
+            "max_in_flight_per_worker", self.max_in_flight_per_worker, integer=True, example="4"
+        )
         _check_limit("requests_per_minute", self.requests_per_minute, integer=False, example="500")
         _check_limit("tokens_per_minute", self.tokens_per_minute, integer=False, example="200_000")
 
@@ -299,7 +322,8 @@ class Limiter:
 
     def _delay(self, estimate: int) -> float | None:
         """Seconds until `estimate` may start, or None while the in-flight cap is full."""
-        cap = self._limit.max_in_flight
+        caps = (self._limit.max_in_flight, self._limit.max_in_flight_per_worker)
+        cap = min((c for c in caps if c is not None), default=None)
         if cap is not None and self._in_flight >= cap:
             return None
         now = self._clock()
@@ -399,14 +423,19 @@ def limit_model(
     max_in_flight: int | None = None,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
+    max_in_flight_per_worker: int | None = None,
 ) -> ModelLimit:
     """Build a ``ModelLimit`` and set it for a model; see ``set_model_limit``.
+
+    Under the DBOS engine ``max_in_flight`` and ``requests_per_minute`` hold
+    across every worker sharing its database (see ``ModelLimit``).
 
     Args:
         model: The LiteLLM model string, exactly as agents name it.
         max_in_flight: The most requests to the model running at once.
         requests_per_minute: Requests started per minute.
-        tokens_per_minute: Tokens used per minute.
+        tokens_per_minute: Tokens used per minute (per process).
+        max_in_flight_per_worker: The most requests running at once in one process.
 
     Returns:
         The limit that was set.
@@ -419,6 +448,7 @@ def limit_model(
         max_in_flight=max_in_flight,
         requests_per_minute=requests_per_minute,
         tokens_per_minute=tokens_per_minute,
+        max_in_flight_per_worker=max_in_flight_per_worker,
     )
     set_model_limit(model, limit)
     return limit
@@ -439,3 +469,54 @@ def clear_model_limits() -> None:
 def limiter_for(model: str) -> Limiter | None:
     """Return the limiter for a model, or None when it has no limit."""
     return _limiters.get(model)
+
+
+class SharedPermit(Protocol):
+    """A permit held across processes; ``release`` gives it back."""
+
+    async def release(self) -> None:
+        """Give the permit back; a second call does nothing."""
+        ...
+
+
+class SharedLimits(Protocol):
+    """Limits held across processes, installed by an engine with ``share_limits``."""
+
+    async def acquire(self, model: str, limit: ModelLimit, hold: float | None) -> SharedPermit:
+        """Wait for a turn within ``limit`` across every process sharing it, and take it.
+
+        Args:
+            model: The model to be called.
+            limit: Its limit, as set in this process.
+            hold: The longest the call may take (its ``call_timeout``; None: no
+                bound), after which a permit whose holder vanished is given back.
+        """
+        ...
+
+
+_shared: SharedLimits | None = None
+
+
+def share_limits(shared: SharedLimits | None) -> None:
+    """Hold model limits across processes through ``shared`` (None: in this process only)."""
+    global _shared
+    _shared = shared
+
+
+def shared_limits() -> SharedLimits | None:
+    """The installed ``SharedLimits``, or None when limits hold per process."""
+    return _shared
+
+
+@contextlib.asynccontextmanager
+async def shared_permit(model: str, limit: ModelLimit, hold: float | None) -> AsyncGenerator[None]:
+    """Hold a shared permit for ``model`` around the block, when limits are shared."""
+    shared = _shared
+    if shared is None:
+        yield
+        return
+    permit = await shared.acquire(model, limit, hold)
+    try:
+        yield
+    finally:
+        await asyncio.shield(permit.release())
