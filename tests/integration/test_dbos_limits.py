@@ -29,9 +29,7 @@ from swarmcore.engines.dbos_limits import PERMIT_WORKFLOW, model_queue, queue_ra
 from swarmcore.llm.limits import ModelLimit
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply, TemporaryPostgres
 from tests.integration._limited_flow import PACED_MODEL, SLOW_MODEL, build
-from tests.integration.test_dbos_engine import WAIT, processes, spawn, until
-
-__all__ = ["processes"]  # the fixture, shared with the engine's tests
+from tests.integration.test_dbos_engine import WAIT, spawn, until
 
 HERE = Path(__file__).parent
 RUNS = 6
