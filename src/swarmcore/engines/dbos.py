@@ -37,6 +37,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID, Wo
 
 from swarmcore import durable
 from swarmcore.agent import Agent
+from swarmcore.engines import dbos_workers
 from swarmcore.engines.dbos_approvals import await_decision, send_decision, waiting
 from swarmcore.engines.dbos_handle import RunHandle
 from swarmcore.engines.dbos_map import map_runs
@@ -145,6 +146,10 @@ class DBOSEngine:
         approval_timeout: Seconds a call to a tool that requires approval waits
             for a decision (``swarm.approve``) in a run with no approval
             callback; then it is denied. Default: a week.
+        heartbeat, adopt_after: A worker (launched with queues, on PostgreSQL) beats
+            every ``heartbeat`` s; exactly one live worker of its flow version adopts
+            its runs once it is silent over ``adopt_after`` s (None: never adopted;
+            see :mod:`swarmcore.engines.dbos_workers`).
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
@@ -160,6 +165,8 @@ class DBOSEngine:
         queue_poll: float = 0.2,
         log_level: str = "WARNING",
         approval_timeout: float = 7 * 24 * 3600.0,
+        heartbeat: float = 5.0,
+        adopt_after: float | None = 30.0,
     ) -> None:
         global _engine
         if not database_url.startswith(("postgresql://", "postgres://", "sqlite://")):
@@ -179,6 +186,8 @@ class DBOSEngine:
         self.queue_poll = queue_poll
         self.log_level = log_level
         self.approval_timeout = approval_timeout
+        self.heartbeat, self.adopt_after = dbos_workers.checked(heartbeat, adopt_after)
+        self._watch: dbos_workers.Watch | None = None
         self._swarms: dict[str, Swarm] = {}
         self._versions: dict[int, str] = {}
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
@@ -343,16 +352,19 @@ class DBOSEngine:
             return
         self._launched = True
         DBOS(config=self.config())
-        DBOS.listen_queues(list(queues))
+        own = dbos_workers.own_queues(self, queues)  # a worker's: the runs it adopts
+        DBOS.listen_queues([*queues, *own])
         await asyncio.to_thread(DBOS.launch)
         for name in queues:
             await DBOS.register_queue_async(
                 name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
             )
+        self._watch = await dbos_workers.watch(self, own)
 
     async def shutdown(self) -> None:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
         global _engine
+        self._watch = await dbos_workers.stop(self._watch)
         if self._launched:
             await asyncio.to_thread(DBOS.destroy)
             self._launched = False
