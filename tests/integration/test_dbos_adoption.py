@@ -30,7 +30,7 @@ from dbos import DBOSClient
 from swarmcore import Swarm
 from swarmcore.engines.dbos import DBOSEngine
 from swarmcore.engines.dbos_workers import TABLE, claim, create_table
-from swarmcore.errors import BudgetExceeded
+from swarmcore.errors import BudgetExceeded, UserError
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply, TemporaryPostgres
 from tests.integration._adopt_flow import build
 
@@ -274,3 +274,21 @@ async def test_an_adopted_run_stops_where_its_budget_stops_it_in_process(
             assert who_asked(server) == {"a": 1, "b": 2}  # c was never asked
         finally:
             await client.shutdown()
+
+
+async def test_heartbeat_and_adopt_after_are_checked_on_the_engine_and_command_line() -> None:
+    url = "postgresql://postgres@127.0.0.1:9/unused"  # never connected to
+    for heartbeat, adopt_after in [(0.0, 30.0), (5.0, 5.0), (5.0, 1.0), (-1.0, None)]:
+        with pytest.raises(UserError, match="heartbeat > 0 and adopt_after > heartbeat"):
+            DBOSEngine(url, heartbeat=heartbeat, adopt_after=adopt_after)
+    engine = DBOSEngine(url, heartbeat=1.0, adopt_after=None)  # never adopted: allowed
+    try:
+        assert (engine.heartbeat, engine.adopt_after) == (1.0, None)
+    finally:
+        await engine.shutdown()  # never launched: the process's engine slot is freed
+
+    command = [sys.executable, "-m", "swarmcore.cli", "worker", f"{FLOW_FILE}:flow"]
+    options = ["--database-url", url, "--heartbeat", "5", "--adopt-after", "2"]
+    refused = subprocess.run([*command, *options], capture_output=True, text=True, timeout=WAIT)
+    assert refused.returncode != 0
+    assert "--adopt-after above it, got 5 and 2.0" in refused.stderr
