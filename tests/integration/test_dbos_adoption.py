@@ -289,6 +289,8 @@ async def test_heartbeat_and_adopt_after_are_checked_on_the_engine_and_command_l
 
     command = [sys.executable, "-m", "swarmcore.cli", "worker", f"{FLOW_FILE}:flow"]
     options = ["--database-url", url, "--heartbeat", "5", "--adopt-after", "2"]
-    refused = subprocess.run([*command, *options], capture_output=True, text=True, timeout=WAIT)
+    refused = await asyncio.to_thread(
+        subprocess.run, [*command, *options], capture_output=True, text=True, timeout=WAIT
+    )
     assert refused.returncode != 0
     assert "--adopt-after above it, got 5 and 2.0" in refused.stderr
