@@ -146,10 +146,9 @@ class DBOSEngine:
         approval_timeout: Seconds a call to a tool that requires approval waits
             for a decision (``swarm.approve``) in a run with no approval
             callback; then it is denied. Default: a week.
-        heartbeat, adopt_after: A worker (launched with queues, on PostgreSQL) beats
-            every ``heartbeat`` s; exactly one live worker of its flow version adopts
-            its runs once it is silent over ``adopt_after`` s (None: never adopted;
-            see :mod:`swarmcore.engines.dbos_workers`).
+        heartbeat, adopt_after: A worker beats every ``heartbeat`` s; once silent over
+            ``adopt_after`` s (None: never), one live worker of its flow adopts its
+            runs (:mod:`swarmcore.engines.dbos_workers`).
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
@@ -352,14 +351,13 @@ class DBOSEngine:
             return
         self._launched = True
         DBOS(config=self.config())
-        own = dbos_workers.own_queues(self, queues)  # a worker's: the runs it adopts
-        DBOS.listen_queues([*queues, *own])
+        DBOS.listen_queues([*queues, *dbos_workers.own_queues(self, queues)])
         await asyncio.to_thread(DBOS.launch)
         for name in queues:
             await DBOS.register_queue_async(
                 name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
             )
-        self._watch = await dbos_workers.watch(self, own)
+        self._watch = await dbos_workers.watch(self, queues)  # a worker's heartbeat
 
     async def shutdown(self) -> None:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""

@@ -174,8 +174,9 @@ def own_queues(engine: DBOSEngine, queues: Sequence[str]) -> list[str]:
     return []
 
 
-async def watch(engine: DBOSEngine, own: Sequence[str]) -> Watch | None:
-    """Start the heartbeat of a launched worker whose :func:`own_queues` are ``own``."""
+async def watch(engine: DBOSEngine, queues: Sequence[str]) -> Watch | None:
+    """Start the heartbeat of a process launched with ``queues`` (None: not a worker)."""
+    own = own_queues(engine, queues)
     if not own or engine.adopt_after is None:
         return None
     for name in own:
