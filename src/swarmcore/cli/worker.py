@@ -24,7 +24,8 @@ def add_worker_parser(commands: Any) -> None:
         description="Serve the runs enqueued for a flow (swarm.enqueue) until SIGTERM or "
         "Ctrl-C, and recover the runs this worker id left in flight. Runs in flight when "
         "it stops stay pending, and a worker restarted with the same --worker-id goes on "
-        "with them, without repeating a finished agent or a recorded call.",
+        "with them, without repeating a finished agent or a recorded call; if none comes "
+        "back within --adopt-after seconds, a live worker of the same flow adopts them.",
     )
     worker.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
     worker.add_argument(
@@ -47,6 +48,19 @@ def add_worker_parser(commands: Any) -> None:
         type=int,
         metavar="N",
         help="run at most N runs at once in this worker (default: no limit)",
+    )
+    worker.add_argument(
+        "--adopt-after",
+        type=float,
+        metavar="SECONDS",
+        help="adopt the runs of a worker of this flow silent for longer than SECONDS "
+        "(default: the engine's, 30); this worker is adopted likewise if it goes silent",
+    )
+    worker.add_argument(
+        "--heartbeat",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between this worker's heartbeats (default: the engine's, 5)",
     )
     worker.set_defaults(handler=command_worker)
 
@@ -72,6 +86,14 @@ def command_worker(args: argparse.Namespace) -> int:
     assert isinstance(engine, DBOSEngine)
     if args.worker_id:
         engine.worker_id = args.worker_id
+    heartbeat: float = engine.heartbeat if args.heartbeat is None else args.heartbeat
+    adopt_after: float | None = engine.adopt_after if args.adopt_after is None else args.adopt_after
+    if not heartbeat > 0 or (adopt_after is not None and not adopt_after > heartbeat):
+        raise CLIError(
+            f"--heartbeat must be above 0 and --adopt-after above it, got {heartbeat:g} "
+            f"and {adopt_after}"
+        )
+    engine.heartbeat, engine.adopt_after = heartbeat, adopt_after
     concurrency: int | None = args.concurrency
     if concurrency is not None and concurrency < 1:
         raise CLIError(f"--concurrency must be 1 or more, got {concurrency}")
@@ -83,12 +105,16 @@ def _on_engine(target: object, engine: object) -> Swarm:
 
     assert isinstance(engine, DBOSEngine)
     if isinstance(target, Swarm):
+        limits = target._budget  # pyright: ignore[reportPrivateUsage] -- swarmcore's own Swarm
         return Swarm(
             target.flow,
             context_mode=target.context_mode,
             defaults=target.defaults,
             step_retries=target.step_retries,
             approve=target.approve,
+            max_cost=limits.max_cost,
+            max_tokens=limits.max_tokens,
+            allow_unpriced=limits.allow_unpriced,
             engine=engine,
         )
     return Swarm(as_flow(target), engine=engine)  # pyright: ignore[reportArgumentType] -- a Flow or Agent

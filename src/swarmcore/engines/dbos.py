@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
 from swarmcore.agent import Agent
+from swarmcore.engines import dbos_workers
 from swarmcore.engines.dbos_agents import AGENT_WORKFLOW as AGENT_WORKFLOW
 from swarmcore.engines.dbos_agents import (
     AgentMisplaced,
@@ -129,6 +130,9 @@ class DBOSEngine:
         approval_timeout: Seconds a call to a tool that requires approval waits
             for a decision (``swarm.approve``) in a run with no approval
             callback; then it is denied. Default: a week.
+        heartbeat, adopt_after: A worker beats every ``heartbeat`` s; once silent over
+            ``adopt_after`` s (None: never), one live worker of its flow adopts its
+            runs (:mod:`swarmcore.engines.dbos_workers`).
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
@@ -144,6 +148,8 @@ class DBOSEngine:
         queue_poll: float = 0.2,
         log_level: str = "WARNING",
         approval_timeout: float = 7 * 24 * 3600.0,
+        heartbeat: float = 5.0,
+        adopt_after: float | None = 30.0,
     ) -> None:
         global _engine
         if not database_url.startswith(("postgresql://", "postgres://", "sqlite://")):
@@ -163,6 +169,8 @@ class DBOSEngine:
         self.queue_poll = queue_poll
         self.log_level = log_level
         self.approval_timeout = approval_timeout
+        self.heartbeat, self.adopt_after = dbos_workers.checked(heartbeat, adopt_after)
+        self._watch: dbos_workers.Watch | None = None
         self._swarms: dict[str, Swarm] = {}
         self._versions: dict[int, str] = {}
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
@@ -334,7 +342,8 @@ class DBOSEngine:
         try:
             DBOS(config=self.config())
             shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
-            DBOS.listen_queues([*queues, *shared.queues()])
+            own = dbos_workers.own_queues(self, queues)  # where adopted runs come to this worker
+            DBOS.listen_queues([*queues, *own, *shared.queues()])
             self._shared_limits = shared
             shared.install()
             try:
@@ -347,12 +356,14 @@ class DBOSEngine:
                 await DBOS.register_queue_async(
                     name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
                 )
+            self._watch = await dbos_workers.watch(self, queues)  # a worker's heartbeat
         finally:
             self._up.set()
 
     async def shutdown(self) -> None:
         """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
         global _engine
+        self._watch = await dbos_workers.stop(self._watch)
         if self._launched:
             if self._shared_limits is not None:
                 self._shared_limits.stop()

@@ -30,6 +30,7 @@ from swarmcore.engines.dbos_approvals import await_decision
 from swarmcore.engines.dbos_results import plain, reparsed
 from swarmcore.engines.dbos_resume import agent_workflow_id
 from swarmcore.errors import AgentError, UserError
+from swarmcore.llm import budget
 from swarmcore.models import AgentResult
 from swarmcore.tools import Approval
 from swarmcore.walk import AgentStep, run_in_process
@@ -64,12 +65,14 @@ class AgentMisplaced(AgentError):
     """An agent's workflow ran in a process that does not walk its run; it is run again."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Pending:
     """An agent step waiting for its workflow, with the swarmcore context it runs in."""
 
     step: AgentStep
     carried: tuple[tuple[contextvars.ContextVar[Any], Any], ...]
+    ran: bool = False
+    """Whether its workflow ran here (its model calls charged the budget as they replayed)."""
 
 
 class AgentWorkflows:
@@ -122,15 +125,22 @@ class AgentWorkflows:
             for var, value in contextvars.copy_context().items()
             if var.name.startswith("swarmcore") and var not in (inside, generation)
         )
+        pending = _Pending(step, carried)
         with self._lock:
-            self._pending[workflow_id] = _Pending(step, carried)
+            self._pending[workflow_id] = pending
         try:
             # An empty context: started from the run's workflow it would be its child,
             # recorded in the run's (timing-dependent) order of operations.
             handle = await asyncio.get_running_loop().create_task(
                 _start_agent(workflow_id), context=contextvars.Context()
             )
-            return reparsed(await outcome(handle), step.agent)
+            result = reparsed(await outcome(handle), step.agent)
+            meter = budget.current_meter()
+            if not pending.ran and meter is not None:
+                # Finished before (another worker, or before a crash): DBOS handed back its
+                # result without running it, so the run's budget is charged with it here.
+                meter.charge(result.token_usage.total_tokens, result.cost)
+            return result
         finally:
             with self._lock:
                 self._pending.pop(workflow_id, None)
@@ -191,6 +201,7 @@ async def _dbos_step(name: str, call: Callable[[], Awaitable[Any]]) -> Any:
 async def _agent_workflow(workflow_id: str) -> AgentResult:
     """One agent run: its model calls and tool calls are steps."""
     pending = await _current().step_for(workflow_id)
+    pending.ran = True
     for var, value in pending.carried:
         var.set(value)
     with durable.recording(_dbos_step, decider=_decide):
