@@ -128,11 +128,12 @@ class DBOSEngine:
         log_level: DBOS's own log level (its INFO lines name every launch,
             queue and recovery; WARNING keeps a worker's output to what matters).
         approval_timeout: Seconds a call to a tool that requires approval waits
-            for a decision (``swarm.approve``) in a run with no approval
+            for a decision (``swarm.decide``) in a run with no approval
             callback; then it is denied. Default: a week.
-        heartbeat, adopt_after: A worker beats every ``heartbeat`` s; once silent over
-            ``adopt_after`` s (None: never), one live worker of its flow adopts its
-            runs (:mod:`swarmcore.engines.dbos_workers`).
+        heartbeat: Seconds between a worker's heartbeats in the database.
+        adopt_after: Seconds of silence after which one live worker of the
+            same flow adopts a worker's runs (None: never); see
+            :mod:`swarmcore.engines.dbos_workers`.
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
