@@ -122,6 +122,7 @@ def _on_engine(target: object, engine: object) -> Swarm:
 
 async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
     from swarmcore.engines.dbos import DBOSEngine
+    from swarmcore.llm.loader import load_litellm
 
     assert isinstance(engine, DBOSEngine)
     stop = asyncio.Event()
@@ -129,6 +130,9 @@ async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     queue = engine.queue_name(swarm)
+    # Import the model library before taking runs: a worker's first runs would
+    # otherwise wait seconds for it, holding the CPU its other runs need.
+    await asyncio.to_thread(load_litellm)
     await engine.launch(queues=[queue], concurrency=concurrency)
     print(
         f"worker {engine.worker_id} serving {swarm.flow.expression()} on queue {queue}; "
