@@ -179,8 +179,8 @@ async def watch(engine: DBOSEngine, queues: Sequence[str]) -> Watch | None:
     own = own_queues(engine, queues)
     if not own or engine.adopt_after is None:
         return None
-    for name in own:
-        await DBOS.register_queue_async(name, polling_interval_sec=engine.queue_poll)
+    for name in own:  # adopted runs wait here rarely, and a second saves a worker's CPU
+        await DBOS.register_queue_async(name, polling_interval_sec=max(engine.queue_poll, 1.0))
     started = Watch(
         engine.database_url,
         app_name=engine.app_name,
