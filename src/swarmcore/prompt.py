@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SUMMARY_INSTRUCTION",
+    "MissingVariables",
     "check_variables",
     "copy_history",
     "messages",
@@ -72,6 +73,21 @@ def normalize_variables(variables: Mapping[str, object] | None) -> dict[str, obj
     return {k: str(v) for k, v in variables.items()}
 
 
+class MissingVariables(UserError):
+    """Instructions use prompt variables the run was not given.
+
+    Attributes:
+        used_by: Each missing variable, with the agents whose instructions use it.
+    """
+
+    def __init__(self, message: str, used_by: Mapping[str, Sequence[str]]) -> None:
+        super().__init__(message)
+        self.used_by = {name: list(agents) for name, agents in used_by.items()}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.used_by))
+
+
 class _UsesVariables(Protocol):
     @property
     def name(self) -> str: ...
@@ -96,9 +112,10 @@ def check_variables(agents: Iterable[_UsesVariables], variables: Mapping[str, ob
         for name, users in missing.items()
     )
     example = ", ".join(f"{name!r}: ..." for name in missing)
-    raise UserError(
+    raise MissingVariables(
         f"Missing prompt variables: {listed}. Pass them as variables={{{example}}}, or write "
-        "{{ and }} for literal braces in instructions."
+        "{{ and }} for literal braces in instructions.",
+        missing,
     )
 
 

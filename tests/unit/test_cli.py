@@ -660,8 +660,8 @@ def test_run_without_a_needed_variable_fails_before_any_call(
 ) -> None:
     assert main(["run", f"{vars_file}:writer", "say hi", "--no-store"]) == 2
     err = capsys.readouterr().err
-    assert "{audience}" in err
-    assert "'writer'" in err
+    assert "missing prompt variables: {audience} (used by 'writer'); pass --var audience=..." in err
+    assert "variables={" not in err  # the Python spelling, not the command line's
 
 
 def test_a_malformed_var_flag_is_a_usage_error(

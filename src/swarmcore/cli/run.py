@@ -19,6 +19,7 @@ from swarmcore.cli.targets import as_flow, load_target, on_model
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Event, Hook, RunStarted
 from swarmcore.flow import Flow
+from swarmcore.prompt import MissingVariables
 from swarmcore.store import SQLiteStore, default_store_path
 from swarmcore.swarm import ContextMode, Swarm
 from swarmcore.tools import ApprovalRequest, Approver, Tool
@@ -73,6 +74,13 @@ def execute(
     swarm.add_hook(remember, RunStarted)
     try:
         result = asyncio.run(start(swarm))
+    except MissingVariables as exc:  # said as the command line takes them
+        used = "; ".join(
+            f"{{{name}}} (used by {', '.join(repr(a) for a in agents)})"
+            for name, agents in exc.used_by.items()
+        )
+        flags = " ".join(f"--var {name}=..." for name in exc.used_by)
+        raise CLIError(f"missing prompt variables: {used}; pass {flags}") from None
     except UserError:
         raise
     except SwarmError as exc:
