@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -41,15 +41,6 @@ from tests.integration.test_dbos_engine import (
 )
 
 T = TypeVar("T")
-
-
-@pytest.fixture
-async def engine(postgres: TemporaryPostgres) -> AsyncIterator[DBOSEngine]:
-    engine = DBOSEngine(postgres.new_database())
-    try:
-        yield engine
-    finally:
-        await engine.shutdown()
 
 
 def payer(paid: list[int]) -> Callable[[int], str]:

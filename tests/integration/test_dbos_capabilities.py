@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from dbos import DBOSClient
 
 from swarmcore import Agent, Flow, Swarm
 from swarmcore.engines.dbos import DBOSEngine
 from swarmcore.errors import BudgetExceeded
-from swarmcore.testing import FunctionModel, RecordedRequest, Reply, TemporaryPostgres
-
-
-@pytest.fixture
-async def engine(postgres: TemporaryPostgres) -> AsyncIterator[DBOSEngine]:
-    engine = DBOSEngine(postgres.new_database())
-    try:
-        yield engine
-    finally:
-        await engine.shutdown()
+from swarmcore.testing import FunctionModel, RecordedRequest, Reply
 
 
 def delegating(model: str) -> Flow:

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,16 +76,6 @@ def outline(result: SwarmResult) -> dict[str, Any]:
         "decisions": [(d.kind, d.step, d.value, d.by) for d in result.decisions],
         "failures": [(f.agent_name, f.error_type, f.message, f.cancelled) for f in result.failures],
     }
-
-
-@pytest.fixture
-async def engine(postgres: TemporaryPostgres) -> AsyncIterator[DBOSEngine]:
-    """A DBOS engine on a database of its own, shut down after the test."""
-    engine = DBOSEngine(postgres.new_database())
-    try:
-        yield engine
-    finally:
-        await engine.shutdown()
 
 
 async def client_for(url: str) -> DBOSClient:

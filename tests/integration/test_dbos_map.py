@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from swarmcore import Agent, Flow, MapProgress, Swarm, SwarmResult
 from swarmcore.engines.dbos import DBOSEngine
 from swarmcore.errors import ModelError, UserError
-from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, TemporaryPostgres
-
-
-@pytest.fixture
-async def engine(postgres: TemporaryPostgres) -> AsyncIterator[DBOSEngine]:
-    engine = DBOSEngine(postgres.new_database())
-    try:
-        yield engine
-    finally:
-        await engine.shutdown()
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
 
 
 def two_step(model: str) -> Flow:

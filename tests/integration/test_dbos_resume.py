@@ -6,7 +6,6 @@ import asyncio
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
 
 import pytest
 from dbos import DBOSClient
@@ -14,18 +13,9 @@ from dbos import DBOSClient
 from swarmcore import Agent, Flow, Swarm
 from swarmcore.engines.dbos import DBOSEngine
 from swarmcore.errors import ModelError, UserError
-from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, TemporaryPostgres
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
 
 WAIT = 90.0
-
-
-@pytest.fixture
-async def engine(postgres: TemporaryPostgres) -> AsyncIterator[DBOSEngine]:
-    engine = DBOSEngine(postgres.new_database())
-    try:
-        yield engine
-    finally:
-        await engine.shutdown()
 
 
 def diamond(model: str, instructions: str = "does its part.") -> Flow:
