@@ -17,6 +17,7 @@ _KEYS = (
     "COHERE_API_KEY",
     "AZURE_API_KEY",
     "SWARMCORE_MODEL",
+    "SWARMCORE_MODEL_BACKEND",
 )
 
 
@@ -24,3 +25,14 @@ _KEYS = (
 def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in _KEYS:
         monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(params=["native", "litellm"])
+def each_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once per model backend: OpenAI models on the native one, then on LiteLLM.
+
+    Set through the environment, so worker subprocesses a test starts use it too.
+    """
+    backend = str(request.param)
+    monkeypatch.setenv("SWARMCORE_MODEL_BACKEND", "auto" if backend == "native" else "litellm")
+    return backend

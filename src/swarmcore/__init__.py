@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from swarmcore.flow import Flow as Flow
     from swarmcore.flow import chain as chain
     from swarmcore.flow import parallel as parallel
+    from swarmcore.llm.choice import set_model_backend as set_model_backend
     from swarmcore.llm.limits import (
         ModelLimit as ModelLimit,
     )
@@ -155,6 +156,7 @@ _SOURCES: dict[str, str] = {
     "parallel": "swarmcore.flow",
     "plan": "swarmcore.control",
     "route": "swarmcore.control",
+    "set_model_backend": "swarmcore.llm.choice",
     "set_model_limit": "swarmcore.llm.limits",
 }
 """Where each public name lives; imported on first access."""
@@ -198,6 +200,7 @@ __all__ = [
     "parallel",
     "plan",
     "route",
+    "set_model_backend",
     "set_model_limit",
 ]
 

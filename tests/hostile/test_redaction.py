@@ -45,6 +45,10 @@ from swarmcore.testing import (
 )
 from swarmcore.tracing import OpenTelemetryTracer
 
+# Once per model backend: the native OpenAI one and LiteLLM must behave the same.
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
 MCP_HTTP_SERVER = Path(__file__).parents[1] / "integration" / "_mcp_http_server.py"
 

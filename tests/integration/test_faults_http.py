@@ -23,6 +23,10 @@ from swarmcore import (
 )
 from swarmcore.testing import Fail, MockOpenAIServer, RecordedRequest, Reply
 
+# Once per model backend: the native OpenAI one and LiteLLM must behave the same.
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+
 FAST = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02, jitter=0)
 SECRET = "sk-proj-SECRETabcdef0123456789"
 

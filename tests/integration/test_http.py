@@ -10,6 +10,9 @@ from swarmcore.llm import load_litellm
 from swarmcore.testing import Call, Fail, MockOpenAIServer, RecordedRequest, Reply
 from tests.helpers import nonce_of
 
+# Once per model backend: the native OpenAI one and LiteLLM must behave the same.
+pytestmark = pytest.mark.usefixtures("each_backend")
+
 
 def lookup(term: str, limit: int = 2) -> list[str]:
     """Look a term up.

@@ -9,6 +9,10 @@ from swarmcore.events import RunFinished, TextDelta
 from swarmcore.llm import load_litellm
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply
 
+# Once per model backend: the native OpenAI one and LiteLLM must behave the same.
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+
 PRICED = "openai/gpt-4o-mini"
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from pydantic import BaseModel, Field
 
 from swarmcore import Agent
 from swarmcore.structured import text_tool_marker
 from swarmcore.testing import Call, MockOpenAIServer, Reply
+
+# Once per model backend: the native OpenAI one and LiteLLM must behave the same.
+pytestmark = pytest.mark.usefixtures("each_backend")
 
 
 class City(BaseModel):

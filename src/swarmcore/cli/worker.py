@@ -11,6 +11,7 @@ from typing import Any
 
 from swarmcore.cli.errors import CLIError
 from swarmcore.cli.targets import as_flow, load_target
+from swarmcore.llm.types import CallSpec
 from swarmcore.swarm import Swarm
 
 __all__ = ["add_worker_parser", "command_worker"]
@@ -122,7 +123,7 @@ def _on_engine(target: object, engine: object) -> Swarm:
 
 async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
     from swarmcore.engines.dbos import DBOSEngine
-    from swarmcore.llm.loader import load_litellm
+    from swarmcore.llm.backends import preload
 
     assert isinstance(engine, DBOSEngine)
     stop = asyncio.Event()
@@ -130,9 +131,9 @@ async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     queue = engine.queue_name(swarm)
-    # Import the model library before taking runs: a worker's first runs would
-    # otherwise wait seconds for it, holding the CPU its other runs need.
-    await asyncio.to_thread(load_litellm)
+    # Import the model libraries before taking runs: a worker's first runs would
+    # otherwise wait for them, holding the CPU its other runs need.
+    await asyncio.to_thread(preload, _call_specs(swarm))
     await engine.launch(queues=[queue], concurrency=concurrency)
     print(
         f"worker {engine.worker_id} serving {swarm.flow.expression()} on queue {queue}; "
@@ -146,3 +147,21 @@ async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
         await engine.shutdown()
     print(f"worker {engine.worker_id} stopped; runs in flight stay pending", file=sys.stderr)
     return 0
+
+
+def _call_specs(swarm: Swarm) -> list[CallSpec]:
+    """What the flow's agents send, enough to tell which model libraries they use."""
+    from swarmcore.agent import Agent
+
+    return [
+        CallSpec(
+            agent_name=node.name,
+            model=node.model,
+            settings=node.model_settings,
+            fallback_models=node.fallback_models,
+            api_base=node.api_base,
+            api_key=node.api_key,
+        )
+        for node in swarm.flow.agents
+        if isinstance(node, Agent)
+    ]

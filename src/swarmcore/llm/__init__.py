@@ -1,4 +1,4 @@
-"""The model seam: the only package that imports litellm, and only on first use.
+"""The model seam: the only package that imports litellm or openai, and only on first use.
 
 ``complete(request) -> LLMReply`` is the one coroutine the rest of swarmcore
 calls. Requests and replies are swarmcore-owned dataclasses; no litellm type
@@ -9,21 +9,30 @@ model is tried; everything else becomes a ``ModelError`` that says what to fix.
 Modules, by concern:
 
 * ``types``: the request, reply, tool-call and call-spec values;
-* ``call``: ``complete()``, retries and fallbacks around one attempt, and the
-  ``Backend`` protocol an attempt goes through;
+* ``call``: ``complete()``, retries and fallbacks around one attempt;
+* ``choice``: which backend serves a model (``set_model_backend``,
+  ``model_settings["backend"]``), known without importing either library;
+* ``backends``: the ``Backend`` protocol an attempt goes through, dispatching by
+  that choice;
+* ``openai_backend``: the native attempt at OpenAI-protocol endpoints on the
+  ``openai`` SDK (clients and a connection pool per event loop);
 * ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
   response to reply), with ``loader`` importing LiteLLM on first use;
 * ``errors``: provider exceptions classified into ``ModelError`` (their text
   redacted), key checks;
 * ``redaction``: credentials removed from text by value, then by shape;
-* ``pricing``: cost and capabilities from LiteLLM's model data;
+* ``pricing``: cost and capabilities from LiteLLM's model data, with
+  ``price_data`` reading it as a file for OpenAI models;
 * ``limits``: per-model concurrency and rate limits;
 * ``budget``: a run's cost and token budget.
 """
 
 from __future__ import annotations
 
-from swarmcore.llm.call import Backend, complete
+from swarmcore.llm.backends import Backend
+from swarmcore.llm.call import complete
+from swarmcore.llm.choice import set_model_backend
+from swarmcore.llm.errors import missing_keys
 from swarmcore.llm.loader import load_litellm, register_provider
 from swarmcore.llm.pricing import is_priced, prompt_cost, supports
 from swarmcore.llm.redaction import redact
@@ -39,8 +48,10 @@ __all__ = [
     "complete",
     "is_priced",
     "load_litellm",
+    "missing_keys",
     "prompt_cost",
     "redact",
     "register_provider",
+    "set_model_backend",
     "supports",
 ]

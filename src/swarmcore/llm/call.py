@@ -9,7 +9,8 @@ A call runs in three layers, each one coroutine:
 3. ``_call_once`` makes one attempt: the budget's check, a permit from the
    model's limiter, and ``call_timeout`` around the backend's attempt.
 
-The backend (``Backend``) makes the attempt itself and classifies its failures.
+The backend (``Backend``: LiteLLM, or the native OpenAI-protocol one, chosen by
+``backends.backend_for``) makes the attempt itself and classifies its failures.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
 from swarmcore import durable, events
 from swarmcore.errors import ModelError
 from swarmcore.llm import budget, limits
+from swarmcore.llm.backends import Backend, backend_for
 from swarmcore.llm.errors import check_key, check_model_name, timed_out
-from swarmcore.llm.litellm_backend import LiteLLMBackend
 from swarmcore.llm.pricing import is_priced
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
 from swarmcore.policies import RetryPolicy
@@ -35,23 +36,6 @@ from swarmcore.policies import RetryPolicy
 __all__ = ["Backend", "complete"]
 
 logger = logging.getLogger("swarmcore.llm")
-
-
-class Backend(Protocol):
-    """How one attempt at a model call is made: one provider protocol."""
-
-    async def attempt(self, request: LLMRequest, model: str, attempt: int) -> LLMReply:
-        """Call ``model`` once with the request; ``attempt`` counts from 1, for messages.
-
-        Raises:
-            ModelError: The provider failed or refused the call; ``retryable``
-                says whether another attempt may succeed.
-        """
-        ...
-
-
-_backend: Backend = LiteLLMBackend()
-"""LiteLLM reaches every provider; a native backend would be chosen here, by model."""
 
 
 async def complete(request: LLMRequest) -> LLMReply:
@@ -188,7 +172,7 @@ async def _within_deadline(request: LLMRequest, model: str, attempt: int) -> LLM
     deadline = asyncio.timeout(call.call_timeout)
     try:
         async with deadline:
-            return await _backend.attempt(request, model, attempt)
+            return await backend_for(call, model).attempt(request, model, attempt)
     except (TimeoutError, ModelError):
         # A backend that turned our cancellation into an error of its own timed out all the same.
         if deadline.expired():

@@ -20,17 +20,28 @@ import email.utils
 import functools
 import logging
 import os
+import sys
 import time
 import urllib.parse
 import warnings
 from typing import Any
 
 from swarmcore.errors import ModelError
+from swarmcore.llm import price_data
+from swarmcore.llm.choice import is_native, is_openai_model
 from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact, secret_values
 from swarmcore.llm.types import CallSpec
 
-__all__ = ["call_secrets", "check_key", "check_model_name", "classify", "redact", "timed_out"]
+__all__ = [
+    "call_secrets",
+    "check_key",
+    "check_model_name",
+    "classify",
+    "missing_keys",
+    "redact",
+    "timed_out",
+]
 
 logger = logging.getLogger("swarmcore.llm")
 
@@ -46,6 +57,8 @@ def call_secrets(call: CallSpec, model: str) -> list[str]:
     LiteLLM reads, e.g. ``GEMINI_API_KEY``, ``AZURE_API_KEY``).
     """
     found = secret_values(api_key=call.api_key, settings=call.settings)
+    if is_native(call, model):  # the native backend reads no key but these and the environment's
+        return found + env_secrets()
     try:
         resolved: Any = load_litellm().get_llm_provider(model, api_base=call.api_base)[2]
     except Exception as exc:  # an unknown provider resolves no key
@@ -71,25 +84,28 @@ def timed_out(call: CallSpec, model: str, attempt: int) -> ModelError:
 def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelError | None:
     """Turn a provider exception into a ModelError that says what to do; None if not a provider's.
 
-    A timeout is reported as the call's timeout, whoever noticed it first: LiteLLM's
-    ``timeout=`` bounds each read of an HTTP call and may fire before our deadline.
+    Both backends raise the ``openai`` SDK's exceptions (LiteLLM's are its
+    subclasses), so one classification serves both. A timeout is reported as
+    the call's timeout, whoever noticed it first: the SDK's ``timeout=`` bounds
+    each read of an HTTP call and may fire before our deadline.
     """
-    lit = load_litellm()
+    import openai  # loaded already: whichever backend raised this imported it
+
     if isinstance(exc, TimeoutError) or (
-        isinstance(exc, lit.Timeout) and call.call_timeout is not None
+        isinstance(exc, openai.APITimeoutError) and call.call_timeout is not None
     ):
         return timed_out(call, model, attempt)
     unreachable = _connection_failure(exc)  # LiteLLM calls it a 500; nothing answered
     if unreachable is not None:
         return _could_not_connect(call, model, attempt, *unreachable)
-    return _classify_provider_error(lit, exc, call, model, attempt)
+    return _classify_provider_error(openai, exc, call, model, attempt)
 
 
 def _classify_provider_error(
-    lit: Any, exc: Exception, call: CallSpec, model: str, attempt: int
+    oa: Any, exc: Exception, call: CallSpec, model: str, attempt: int
 ) -> ModelError | None:
     status: int | None = getattr(exc, "status_code", None)
-    detail = redact(_first_line(str(exc)), *call_secrets(call, model))
+    detail = redact(_first_line(_provider_text(exc)), *call_secrets(call, model))
     who = f"Agent {call.agent_name!r}: {model}"
     retry_after = _retry_after(exc)
 
@@ -103,29 +119,32 @@ def _classify_provider_error(
             retry_after=retry_after if retryable else None,
         )
 
-    if isinstance(exc, lit.ContextWindowExceededError):
+    bad_request = isinstance(exc, oa.BadRequestError)
+    if _is_litellm(exc, "ContextWindowExceededError") or (
+        bad_request and _is_context_window(str(exc))
+    ):
         return error(
             f"{who} rejected the prompt as longer than its context window ({status}). "
             "Shorten the task or instructions, use context_mode='pull', or pick a model "
             "with a larger window."
         )
-    if isinstance(exc, lit.ContentPolicyViolationError) or (
+    if _is_litellm(exc, "ContentPolicyViolationError") or (
         # Some providers send a plain 400; LiteLLM maps it only when the error code says so.
-        isinstance(exc, lit.BadRequestError) and _mentions(detail, _CONTENT_POLICY_MARKERS)
+        bad_request and _mentions(str(exc), _CONTENT_POLICY_MARKERS)
     ):
         return error(f"{who} refused the request under its content policy ({status}): {detail}")
-    if isinstance(exc, lit.AuthenticationError):
+    if isinstance(exc, oa.AuthenticationError):
         return error(f"{who} rejected the API key ({status}). {_key_hint(call, model)}")
-    if isinstance(exc, lit.PermissionDeniedError):
+    if isinstance(exc, oa.PermissionDeniedError):
         return error(
             f"{who} denied permission ({status}): {detail}. Check that the key may use this model."
         )
-    if isinstance(exc, lit.NotFoundError):
+    if isinstance(exc, oa.NotFoundError):
         return error(
             f"{who} was not found ({status}): {detail}. Check the model name "
             f"(LiteLLM format 'provider/model', e.g. 'openai/gpt-4o-mini').{_name_hint(model)}"
         )
-    if isinstance(exc, lit.RateLimitError | lit.Timeout | lit.APIConnectionError) or (
+    if isinstance(exc, oa.RateLimitError | oa.APIConnectionError) or (
         status is not None and status >= 500
     ):
         limit = call.retry.max_retry_after
@@ -140,7 +159,7 @@ def _classify_provider_error(
             "model's requests with swarmcore.limit_model().",
             retryable=True,
         )
-    if isinstance(exc, lit.BadRequestError | lit.UnprocessableEntityError):
+    if bad_request or isinstance(exc, oa.UnprocessableEntityError):
         if "LLM Provider NOT provided" in str(exc):
             return error(
                 f"{who}: LiteLLM does not know this provider. Model strings look like "
@@ -150,9 +169,52 @@ def _classify_provider_error(
             f"{who} rejected the request ({status}): {detail}. Check the agent's model "
             "settings and tools."
         )
-    if isinstance(exc, lit.APIError) or type(exc).__module__.startswith(("litellm", "openai")):
+    if isinstance(exc, oa.OpenAIError) or type(exc).__module__.startswith(("litellm", "openai")):
         return error(f"{who} failed ({type(exc).__name__}, status {status}): {detail}")
     return None
+
+
+def _is_litellm(exc: Exception, name: str) -> bool:
+    """Whether ``exc`` is LiteLLM's exception ``name`` (never imports LiteLLM to find out)."""
+    lit = sys.modules.get("litellm")
+    kind = getattr(lit, name, None) if lit is not None else None
+    return isinstance(kind, type) and isinstance(exc, kind)
+
+
+# What providers say of an overlong prompt (LiteLLM's list, which it maps to its own error).
+_CONTEXT_WINDOW_MARKERS = (
+    "context_length_exceeded",
+    "exceed context limit",
+    "this model's maximum context length is",
+    "model's maximum context limit",
+    "is longer than the model's context length",
+    "is longer than the model's maximum context length",
+    "input tokens exceed the configured limit",
+    "exceeds the available context size",
+    "exceeds the maximum number of tokens allowed",
+)
+
+
+def _is_context_window(text: str) -> bool:
+    lowered = text.lower()
+    if "string_above_max_length" in lowered:  # a field too long (OpenAI's user=), not the prompt
+        return False
+    return _mentions(lowered, _CONTEXT_WINDOW_MARKERS)
+
+
+def _provider_text(exc: Exception) -> str:
+    """What the provider said: the SDK's error body's message, else the exception's text.
+
+    LiteLLM's exceptions carry the message in their text; the SDK's put the
+    whole body there ("Error code: 429 - {...}"), so its ``message`` is read.
+    """
+    body: Any = getattr(exc, "body", None)
+    if type(exc).__module__.startswith("openai") and isinstance(body, dict):
+        fields: dict[str, object] = body  # pyright: ignore[reportUnknownVariableType]
+        message = fields.get("message")
+        if isinstance(message, str) and message:
+            return f"{type(exc).__name__}: {message}"
+    return str(exc)
 
 
 def _mentions(text: str, markers: tuple[str, ...]) -> bool:
@@ -196,7 +258,7 @@ def check_key(call: CallSpec, model: str) -> None:
     """
     if _has_key(call) or model in _keys_found:
         return
-    missing = [k for k in _missing_keys(model) if "KEY" in k or "TOKEN" in k]
+    missing = [k for k in _missing_keys(call, model) if "KEY" in k or "TOKEN" in k]
     if missing:
         raise ModelError(
             f"Agent {call.agent_name!r}: {model} needs an API key and none was "
@@ -212,9 +274,26 @@ def _has_key(call: CallSpec) -> bool:
     return call.api_key is not None or bool(call.settings.get("api_key"))
 
 
-def _missing_keys(model: str) -> list[str]:
+def missing_keys(model: str) -> list[str]:
+    """The environment variables ``model`` needs and lacks, e.g. ``["OPENAI_API_KEY"]``.
+
+    For an agent that passes no key itself. OpenAI models are answered without
+    LiteLLM; others by LiteLLM's ``validate_environment``.
+
+    Raises:
+        Exception: LiteLLM does not know the model's provider.
+    """
+    call = CallSpec(agent_name="", model=model)
+    if is_native(call, model):  # the variable the openai SDK and LiteLLM both read
+        return [] if os.environ.get("OPENAI_API_KEY") else ["OPENAI_API_KEY"]
+    return list(load_litellm().validate_environment(model).get("missing_keys", []))
+
+
+def _missing_keys(call: CallSpec, model: str) -> list[str]:
+    if is_native(call, model):
+        return [] if os.environ.get("OPENAI_API_KEY") else ["OPENAI_API_KEY"]
     try:
-        return list(load_litellm().validate_environment(model).get("missing_keys", []))
+        return missing_keys(model)
     except Exception as exc:  # an unknown provider has no key to suggest
         logger.debug("validate_environment(%s) failed: %s", model, exc)
         return []
@@ -224,7 +303,7 @@ def _key_hint(call: CallSpec, model: str) -> str:
     """Which key to check: the one passed, or the environment variable LiteLLM read."""
     if _has_key(call):
         return "Check the key passed as api_key= (or in model_settings)."
-    names = [k for k in _missing_keys(model) if "KEY" in k]
+    names = [k for k in _missing_keys(call, model) if "KEY" in k]
     if names:
         return f"No key was found: set {' or '.join(names)}."
     # LiteLLM names a provider's variables only when they are missing; a set one is
@@ -241,6 +320,8 @@ def _key_hint(call: CallSpec, model: str) -> str:
 @functools.cache  # asked on every call (check_model_name), and fixed for a model string
 def _provider(model: str) -> str:
     """LiteLLM's provider for ``model`` (``openai``), or the text before its first slash."""
+    if is_openai_model(model):  # known without LiteLLM, which the native path never loads
+        return "openai"
     try:
         provider: Any = load_litellm().get_llm_provider(model)[1]
     except Exception as exc:  # an unknown provider: fall back on the model string
@@ -259,12 +340,17 @@ def _similar_model(model: str) -> str | None:
     Known models are LiteLLM's (``litellm.models_by_provider``), under the same
     provider; None when ``model`` is one of them or nothing comes close.
     """
-    lit = load_litellm()
     provider = _provider(model)
     prefix = f"{provider}/"
     bare = model.removeprefix(prefix)
-    known = {str(m).removeprefix(prefix) for m in lit.models_by_provider.get(provider, ())}
-    if not known or bare in known or model in lit.model_cost:
+    if provider == "openai":  # from the price map as data: no LiteLLM import
+        known: set[str] | frozenset[str] = price_data.known_models()
+        listed = bool(price_data.model_info(model))
+    else:
+        lit = load_litellm()
+        known = {str(m).removeprefix(prefix) for m in lit.models_by_provider.get(provider, ())}
+        listed = model in lit.model_cost
+    if not known or bare in known or listed:
         return None
     close = difflib.get_close_matches(bare, sorted(known), n=1, cutoff=0.85)
     return model[: len(model) - len(bare)] + close[0] if close else None

@@ -168,7 +168,7 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
     """``acompletion``'s keyword arguments for one attempt at ``model``."""
     call = request.call
     kwargs: dict[str, Any] = {
-        **call.settings,
+        **without_backend(call.settings),
         "model": model,
         # Fresh lists: what LiteLLM is handed is never what a later call sends.
         "messages": list(request.messages),
@@ -188,6 +188,11 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
     return kwargs
+
+
+def without_backend(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` without the ``backend`` key, which is swarmcore's, not the provider's."""
+    return {k: v for k, v in settings.items() if k != "backend"}
 
 
 async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:

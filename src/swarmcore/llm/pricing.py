@@ -1,5 +1,8 @@
 """What a model costs and can do, from LiteLLM's bundled model data.
 
+OpenAI models are looked up in that data read as a file (``price_data``), so
+the native backend's runs never import LiteLLM; other models through LiteLLM.
+
 Cost is optional data: a model LiteLLM cannot price costs ``None`` (with a
 debug log line), never a guess and never an error.
 """
@@ -8,9 +11,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 from collections.abc import Mapping
 from typing import Any
 
+from swarmcore.llm import price_data
+from swarmcore.llm.choice import is_openai_model
 from swarmcore.llm.loader import load_litellm
 
 __all__ = ["cost", "is_priced", "prompt_cost", "supports"]
@@ -24,6 +30,10 @@ def _model_info(model: str) -> Mapping[str, Any]:
 
     Cached: the data is bundled, so it does not change while the process runs.
     """
+    if is_openai_model(model) and "litellm" not in sys.modules:
+        # The same bundled data, read without LiteLLM: the native path never imports it.
+        # Once LiteLLM is loaded, its lookup also sees prices a user registered with it.
+        return price_data.model_info(model)
     try:
         info: Any = load_litellm().get_model_info(model)
     except Exception:  # unknown models raise assorted errors
@@ -50,6 +60,8 @@ def prompt_cost(model: str, prompt_tokens: int) -> float | None:
     """USD for ``prompt_tokens`` sent to ``model``, from LiteLLM's price map; None if unpriced."""
     if not is_priced(model):
         return None
+    if is_openai_model(model) and "litellm" not in sys.modules:
+        return price_data.prompt_cost(model, prompt_tokens)
     try:
         usd, _ = load_litellm().cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=0

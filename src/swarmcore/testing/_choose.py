@@ -14,16 +14,16 @@ DEMO_MODEL = "openai/gpt-4o-mini"
 def choose_model(default: str = DEMO_MODEL) -> tuple[str, str]:
     """The model a demo should run on, and one line saying which and why.
 
-    The model is ``$SWARMCORE_MODEL`` (or ``default``) when LiteLLM finds the
-    provider's key in the environment, else the offline model. The library
+    The model is ``$SWARMCORE_MODEL`` (or ``default``) when the provider's key
+    is in the environment, else the offline model. The library
     itself never falls back silently; this helper is for examples and demos,
     and the line it returns is meant to be printed.
     """
-    from swarmcore.llm import load_litellm
+    from swarmcore.llm import missing_keys
 
     wanted = os.environ.get("SWARMCORE_MODEL") or default
     try:
-        missing: list[str] = load_litellm().validate_environment(wanted).get("missing_keys", [])
+        missing = missing_keys(wanted)
     except Exception as exc:  # an unknown provider: say so instead of guessing
         return offline_model(), f"Running offline: cannot use {wanted!r} ({exc})."
     if missing:

@@ -1,0 +1,72 @@
+"""The backends that make one attempt at a model call, and which one serves a call.
+
+A backend makes one attempt (``Backend.attempt``); ``complete`` wraps it in
+retries, fallbacks, limits and budgets, the same for every backend. Which
+backend serves a model is ``choice.is_native``'s answer; the backends' modules
+(and the libraries under them) are imported when first chosen.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Protocol
+
+from swarmcore.llm.choice import is_native
+from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
+
+__all__ = ["Backend", "backend_for", "preload"]
+
+
+class Backend(Protocol):
+    """How one attempt at a model call is made: one provider protocol."""
+
+    async def attempt(self, request: LLMRequest, model: str, attempt: int) -> LLMReply:
+        """Call ``model`` once with the request; ``attempt`` counts from 1, for messages.
+
+        Raises:
+            ModelError: The provider failed or refused the call; ``retryable``
+                says whether another attempt may succeed.
+        """
+        ...
+
+
+def backend_for(call: CallSpec, model: str) -> Backend:
+    """The backend that makes this agent's attempts at ``model``."""
+    if is_native(call, model):
+        return _native()
+    return _litellm()
+
+
+@functools.cache
+def _native() -> Backend:
+    from swarmcore.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend()
+
+
+@functools.cache
+def _litellm() -> Backend:
+    from swarmcore.llm.litellm_backend import LiteLLMBackend
+
+    return LiteLLMBackend()
+
+
+def preload(calls: Iterable[CallSpec]) -> None:
+    """Import the model libraries these calls will use, ahead of their first call.
+
+    A long-lived process (a worker) calls it before taking work, so its first
+    runs do not wait for an import while holding the CPU its other runs need:
+    LiteLLM's takes seconds, the ``openai`` SDK's about one.
+    """
+    for call in calls:
+        for model in (call.model, *call.fallback_models):
+            if is_native(call, model):
+                from swarmcore.llm import openai_backend, price_data
+
+                openai_backend.preload()
+                price_data.is_priced(model)
+            else:
+                from swarmcore.llm.loader import load_litellm
+
+                load_litellm()

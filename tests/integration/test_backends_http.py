@@ -1,0 +1,146 @@
+"""Both model backends over real HTTP: what they send, what they stream, what they import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from swarmcore import Agent, Swarm
+from swarmcore.events import ModelCallFinished, RunFinished, TextDelta
+from swarmcore.testing import Call, MockOpenAIServer, Reply
+
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+
+def lookup(term: str) -> str:
+    """Look a term up.
+
+    Args:
+        term: What to look up.
+    """
+    return f"{term} facts"
+
+
+async def test_streaming_publishes_text_and_tool_calls_with_usage(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    server = mock_openai_server
+    server.add(
+        Reply(
+            tool_calls=[Call("lookup", {"term": "tea"}, id="c1"), Call("lookup", {"term": "oat"})]
+        ),
+        Reply(text="Tea and oats, looked up.", prompt_tokens=40, completion_tokens=6),
+    )
+    agent = Agent("a", "You research.", tools=[lookup], **server.model_kwargs)
+    deltas: list[str] = []
+    finished: list[ModelCallFinished] = []
+    last: RunFinished | None = None
+    async for event in Swarm(agent).stream("go", text=True):
+        if isinstance(event, TextDelta):
+            deltas.append(event.text)
+        elif isinstance(event, ModelCallFinished):
+            finished.append(event)
+        elif isinstance(event, RunFinished):
+            last = event
+    assert last is not None
+    assert last.result is not None
+    result = last.result["a"]
+    assert "".join(deltas) == "Tea and oats, looked up."
+    assert len(deltas) > 1  # streamed in pieces, not as one
+    assert [r.result for r in result.tool_calls] == ["tea facts", "oat facts"]
+    assert result.llm_calls[1].token_usage.prompt_tokens == 40
+    assert result.llm_calls[1].token_usage.completion_tokens == 6
+    assert len(finished) == 2
+    assert all(body["stream"] is True for body in server.raw_bodies)
+    assert all(body["stream_options"] == {"include_usage": True} for body in server.raw_bodies)
+
+
+async def test_settings_reach_the_endpoint_as_they_would_through_litellm(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    server = mock_openai_server
+    server.add(Reply(text="ok"))
+    agent = Agent(
+        "a",
+        "x",
+        model_settings={
+            "temperature": 0.25,
+            "seed": 7,
+            "tool_choice": "none",
+            "extra_headers": {"X-Trace-Id": "t-1"},
+        },
+        tools=[lookup],
+        **server.model_kwargs,
+    )
+    await agent.run("go")
+    body = server.raw_bodies[0]
+    assert (body["temperature"], body["seed"], body["tool_choice"]) == (0.25, 7, "none")
+    assert "backend" not in body
+    assert "num_retries" not in body
+    assert "max_retries" not in body
+    assert server.headers[0]["x-trace-id"] == "t-1"
+
+
+async def test_a_reasoning_model_gets_max_completion_tokens(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    server = mock_openai_server
+    server.add(Reply(text="ok"))
+    kwargs = {**server.model_kwargs, "model": "openai/o3-mini"}
+    await Agent("a", "x", model_settings={"max_tokens": 50}, **kwargs).run("go")
+    body = server.raw_bodies[0]
+    assert body["model"] == "o3-mini"
+    assert body.get("max_completion_tokens") == 50
+    assert "max_tokens" not in body
+
+
+async def test_an_agent_may_pick_its_backend(mock_openai_server: MockOpenAIServer) -> None:
+    server = mock_openai_server
+    server.add(Reply(text="one"), Reply(text="two"))
+    for backend in ("litellm", "openai"):
+        agent = Agent("a", "x", model_settings={"backend": backend}, **server.model_kwargs)
+        await agent.run("go")
+    assert [b["model"] for b in server.raw_bodies] == ["test-model", "test-model"]
+    assert not any("backend" in b for b in server.raw_bodies)
+
+
+def test_a_native_run_never_imports_litellm(each_backend: str, tmp_path: Path) -> None:
+    """Two runs in two event loops, each with its own connection pool, closed when its loop ends."""
+    script = tmp_path / "native.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio, sys
+            import swarmcore
+            assert "litellm" not in sys.modules and "openai" not in sys.modules
+            from swarmcore import Agent, Swarm
+            from swarmcore.testing import MockOpenAIServer, Reply
+
+            with MockOpenAIServer([Reply(text="first"), Reply(text="second")]) as server:
+                agent = Agent("a", "x", **server.model_kwargs)
+                for _ in range(2):  # a second asyncio.run: a new loop, a new pool
+                    result = asyncio.run(Swarm(agent).run("go"))
+                    print(result.output)
+            print("litellm" in sys.modules)
+            """
+        )
+    )
+    # Development mode reports a connection left open; LiteLLM's aiohttp transport leaves
+    # them at every loop's end (not ours to fix), the native pool must not.
+    strict = ["-X", "dev", "-W", "error::ResourceWarning"] if each_backend == "native" else []
+    done = subprocess.run(
+        [sys.executable, *strict, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["first", "second", str(each_backend == "litellm")]
+    if strict:
+        assert "ResourceWarning" not in done.stderr
+        assert "unclosed" not in done.stderr

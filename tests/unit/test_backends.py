@@ -1,0 +1,84 @@
+"""Which backend serves a model: the native OpenAI one, or LiteLLM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmcore import UserError, set_model_backend
+from swarmcore.llm.backends import backend_for
+from swarmcore.llm.choice import model_backend
+from swarmcore.llm.litellm_backend import LiteLLMBackend
+from swarmcore.llm.openai_backend import OpenAIBackend
+from swarmcore.llm.types import CallSpec
+from swarmcore.testing import offline_model
+
+
+@pytest.fixture(autouse=True)
+def _auto() -> Iterator[None]:
+    yield
+    set_model_backend(None)
+
+
+def _backend(model: str, **settings: Any) -> str:
+    backend = backend_for(CallSpec(agent_name="a", model=model, settings=settings), model)
+    assert isinstance(backend, OpenAIBackend | LiteLLMBackend)
+    return "native" if isinstance(backend, OpenAIBackend) else "litellm"
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("openai/gpt-4o-mini", "native"),
+        ("openai/any-name-a-local-server-serves", "native"),
+        ("gpt-4o-mini", "native"),  # a bare OpenAI name, as LiteLLM takes it
+        ("anthropic/claude-sonnet-4-5", "litellm"),
+        ("groq/llama-3.1-8b-instant", "litellm"),
+        ("claude-3-5-sonnet-20240620", "litellm"),  # bare, but not OpenAI's
+        (offline_model(), "litellm"),  # a LiteLLM custom provider
+    ],
+)
+def test_openai_models_use_the_native_backend_by_default(model: str, expected: str) -> None:
+    assert _backend(model) == expected
+
+
+def test_an_agent_can_force_either_backend() -> None:
+    assert _backend("openai/gpt-4o-mini", backend="litellm") == "litellm"
+    assert _backend("groq/llama-3.1-8b-instant", backend="openai") == "native"
+
+
+def test_settings_only_litellm_understands_keep_an_agent_on_litellm() -> None:
+    assert _backend("openai/gpt-4o-mini", mock_response="hi") == "litellm"
+    assert _backend("openai/gpt-4o-mini", success_callback=["langfuse"]) == "litellm"
+    assert _backend("openai/gpt-4o-mini", temperature=0.2) == "native"
+
+
+def test_the_global_setting_sends_everything_through_litellm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    set_model_backend("litellm")
+    assert _backend("openai/gpt-4o-mini") == "litellm"
+    assert _backend("openai/gpt-4o-mini", backend="openai") == "native"  # the agent's wins
+    set_model_backend("auto")
+    monkeypatch.setenv("SWARMCORE_MODEL_BACKEND", "litellm")
+    set_model_backend("auto")  # set explicitly: wins over the environment
+    assert _backend("openai/gpt-4o-mini") == "native"
+
+
+def test_the_environment_variable_chooses_when_nothing_else_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SWARMCORE_MODEL_BACKEND", "litellm")
+    assert model_backend() == "litellm"
+    assert _backend("openai/gpt-4o-mini") == "litellm"
+
+
+def test_an_unknown_backend_name_says_which_exist() -> None:
+    with pytest.raises(
+        UserError, match=r"unknown model backend 'lightllm'; use one of auto, openai"
+    ):
+        set_model_backend("lightllm")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"Agent 'a': model_settings\['backend'\]: unknown"):
+        _backend("openai/gpt-4o-mini", backend="oai")
