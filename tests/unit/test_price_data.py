@@ -51,7 +51,8 @@ USAGES = [
     (0, 0, 0, 0),
     (10, 5, 20, 10),
 ]
-TIERS = [None, "flex", "priority"]
+# Served tiers: standard, priced tiers, and "fast" (LiteLLM bills it at the priority rates).
+TIERS = [None, "default", "flex", "priority", "fast", "ultrafast"]
 
 
 @pytest.fixture(scope="module")

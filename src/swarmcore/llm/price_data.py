@@ -226,8 +226,6 @@ def _base_rates(
     """Input, output and cache-read rates for a ``prompt_tokens`` prompt, as LiteLLM picks them."""
     prompt = _rate(info, f"input_cost_per_token{suffix}", 0.0) or 0.0
     output = _rate(info, f"output_cost_per_token{suffix}", 0.0) or 0.0
-    if output == 0.0:  # image models bill all output as image tokens
-        output = _rate(info, "output_cost_per_image_token", None) or output
     cache_read = _rate(info, f"cache_read_input_token_cost{suffix}", None)
     for size in _crossed_thresholds(info, prompt_tokens, suffix):
         above = f"_above_{size}_tokens{suffix}"
