@@ -1,0 +1,335 @@
+"""OpenAI models' prices and capabilities, read from LiteLLM's bundled price map as data.
+
+The native OpenAI backend must price a call without importing LiteLLM (an
+import costs seconds and a hundred megabytes), yet price it exactly as LiteLLM
+would. So this module finds ``model_prices_and_context_window_backup.json``
+inside the installed ``litellm`` package without importing it, parses it once
+on first need, and keeps only OpenAI's entries and, in them, only the fields
+used here (rates, ``supports_*``, token limits, mode): some 200 small dicts
+out of a 3 MB file. The arithmetic in ``cost`` mirrors LiteLLM's
+``generic_cost_per_token`` for an OpenAI chat completion: cached prompt tokens
+at ``cache_read_input_token_cost``, reasoning tokens at
+``output_cost_per_reasoning_token`` (else the output rate), the
+``*_above_<n>k_tokens`` long-context rates and the ``_flex``/``_priority``
+service-tier rates. ``tests/unit/test_price_data.py`` checks it against
+LiteLLM's own figures for every OpenAI chat model in the map.
+
+A model the map does not price costs ``None``: never a guess, never an error.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final, cast
+
+__all__ = [
+    "cost",
+    "is_openai_model",
+    "is_priced",
+    "known_models",
+    "model_info",
+    "prompt_cost",
+    "supports",
+]
+
+_PRICE_FILE: Final = "model_prices_and_context_window_backup.json"
+_PROVIDERS: Final = frozenset({"openai", "text-completion-openai"})
+_LIMIT_FIELDS: Final = frozenset(
+    {"litellm_provider", "mode", "max_tokens", "max_input_tokens", "max_output_tokens"}
+)
+_EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
+
+# LiteLLM's service tiers and the suffix of the rate keys each is billed at
+# (``fast`` bills at the priority rates); any other tier bills the standard rates.
+_TIER_KEY_SUFFIX: Final = MappingProxyType(
+    {
+        "flex": "flex",
+        "balanced": "balanced",
+        "priority": "priority",
+        "fast": "priority",
+        "ultrafast": "ultrafast",
+    }
+)
+# Longest first, so "_ultrafast" is found before "_fast" (LiteLLM's order).
+_TIER_SUFFIXES: Final = ("_ultrafast", "_priority", "_balanced", "_flex", "_fast", "_auto")
+_NON_STANDARD_SUFFIXES: Final = (*_TIER_SUFFIXES, "_batches")
+_THRESHOLD_PREFIXES: Final = tuple(
+    f"{rate}_above_"
+    for rate in (
+        "input_cost_per_token",
+        "output_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
+    )
+)
+_DATED_SUFFIX: Final = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+_FINE_TUNE_SUFFIX: Final = re.compile(r"(:[^:]*){3}$")
+
+
+def _price_file() -> Path | None:
+    """The bundled price map's path, found without importing litellm."""
+    try:
+        spec = importlib.util.find_spec("litellm")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / _PRICE_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def _kept_field(key: str, value: object) -> bool:
+    if isinstance(value, dict | list):  # tier tables, endpoint lists: unused here
+        return False
+    return key in _LIMIT_FIELDS or key.startswith("supports_") or "cost" in key
+
+
+def _trim(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """``json`` object hook: drop other providers' entries as they are parsed.
+
+    Dropping them inside the parser, not after it, keeps the parse's peak
+    memory near the file's size rather than the whole map's in objects.
+    """
+    provider = obj.get("litellm_provider")
+    if provider is None:
+        return obj  # the top-level map, or a nested table of a kept entry
+    if provider not in _PROVIDERS:
+        return None
+    kept = {k: v for k, v in obj.items() if _kept_field(k, v)}
+    aliases: object = obj.get("aliases")
+    if isinstance(aliases, list):
+        kept["aliases"] = [a for a in cast("list[object]", aliases) if isinstance(a, str)]
+    return kept
+
+
+@functools.cache
+def _table() -> Mapping[str, Mapping[str, Any]]:
+    """OpenAI's entries of the price map, loaded once on first need; empty without litellm."""
+    path = _price_file()
+    if path is None:
+        return _EMPTY
+    try:
+        raw: Any = json.loads(path.read_bytes(), object_hook=_trim)
+    except (OSError, ValueError):
+        return _EMPTY
+    if not isinstance(raw, dict):
+        return _EMPTY
+    table: dict[str, Mapping[str, Any]] = {}
+    for name, entry in cast("dict[str, object]", raw).items():
+        fields = cast("dict[str, Any]", entry) if isinstance(entry, dict) else {}
+        if fields.get("litellm_provider") in _PROVIDERS:  # not the map's non-model blocks
+            aliases: list[str] = fields.pop("aliases", [])
+            table[name] = MappingProxyType(fields)  # a later real entry overwrites an alias
+            for alias in aliases:
+                table.setdefault(alias, table[name])  # an alias never shadows a real entry
+    return MappingProxyType(table)
+
+
+def _candidates(model: str) -> list[str]:
+    """Names to look ``model`` up under, in LiteLLM's order."""
+    names = [model]
+    if model.startswith("openai/"):
+        names.append(model.removeprefix("openai/"))
+    for name in list(names):
+        if "ft:" in name:  # ft:gpt-4o-mini-2024-07-18:org:suffix:id -> ft:gpt-4o-mini-2024-07-18
+            names.append(_FINE_TUNE_SUFFIX.sub("", name))
+        else:  # a dated snapshot the map does not list prices as its model
+            names.append(_DATED_SUFFIX.sub("", name))
+    return names
+
+
+@functools.lru_cache(maxsize=512)
+def _entry(model: str) -> Mapping[str, Any]:
+    table = _table()
+    for name in _candidates(model):
+        entry = table.get(name) or table.get(name.lower())
+        if entry is not None:
+            return entry
+    return _EMPTY
+
+
+def model_info(model: str) -> Mapping[str, Any]:
+    """The price map's entry for an OpenAI model, or an empty mapping when it has none.
+
+    Args:
+        model: ``"openai/gpt-4o-mini"`` or the bare ``"gpt-4o-mini"``; a dated
+            snapshot or fine-tuned name falls back to its base model, as in LiteLLM.
+
+    Returns:
+        A read-only mapping of the entry's rates (``input_cost_per_token``,
+        ``cache_read_input_token_cost``, ...), ``supports_*`` flags, token
+        limits, ``mode`` and ``litellm_provider``, as LiteLLM's
+        ``get_model_info`` reports them.
+    """
+    return _entry(model)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+def _rate(info: Mapping[str, Any], key: str, default: float | None) -> float | None:
+    """``info[key]``, else the key's standard (untiered) rate, else ``default``: LiteLLM's rule."""
+    value = info.get(key)
+    if value is not None:
+        number = _number(value)
+        return default if number is None else number
+    suffix = next((s for s in _TIER_SUFFIXES if s in key), None)
+    if suffix is not None:
+        number = _number(info.get(key.replace(suffix, "")))
+        if number is not None:
+            return number
+    return default
+
+
+def _tier_suffix(service_tier: str | None) -> str:
+    known = _TIER_KEY_SUFFIX.get(service_tier.lower()) if service_tier else None
+    return f"_{known}" if known else ""
+
+
+def _threshold(key: str) -> float:
+    size = key.rsplit("_above_", 1)[1].split("_tokens")[0]
+    return float(size.replace("k", "")) * (1000 if "k" in size else 1)
+
+
+def _crossed_thresholds(info: Mapping[str, Any], prompt_tokens: int, suffix: str) -> list[str]:
+    """The ``_above_<n>_tokens`` sizes ``prompt_tokens`` exceeds, smallest first."""
+    crossed: list[tuple[float, str]] = []
+    for key, value in info.items():
+        if value is None or not key.startswith(_THRESHOLD_PREFIXES) or "_tokens" not in key:
+            continue
+        if key.endswith(_NON_STANDARD_SUFFIXES) and not (suffix and key.endswith(suffix)):
+            continue
+        try:
+            size = _threshold(key)
+        except ValueError:
+            continue
+        if prompt_tokens > size:
+            crossed.append((size, key.rsplit("_above_", 1)[1].split("_tokens")[0]))
+    return [name for _, name in sorted(crossed)]
+
+
+def _base_rates(
+    info: Mapping[str, Any], prompt_tokens: int, suffix: str
+) -> tuple[float, float, float]:
+    """Input, output and cache-read rates for a ``prompt_tokens`` prompt, as LiteLLM picks them."""
+    prompt = _rate(info, f"input_cost_per_token{suffix}", 0.0) or 0.0
+    output = _rate(info, f"output_cost_per_token{suffix}", 0.0) or 0.0
+    cache_read = _rate(info, f"cache_read_input_token_cost{suffix}", None)
+    for size in _crossed_thresholds(info, prompt_tokens, suffix):
+        above = f"_above_{size}_tokens{suffix}"
+        prompt = _rate(info, f"input_cost_per_token{above}", prompt) or 0.0
+        output = _rate(info, f"output_cost_per_token{above}", output) or 0.0
+        cache_read = _rate(info, f"cache_read_input_token_cost{above}", cache_read)
+    return prompt, output, prompt if cache_read is None else cache_read
+
+
+def _reasoning_rate(info: Mapping[str, Any], suffix: str, output: float) -> float:
+    tiered = _number(info.get(f"output_cost_per_reasoning_token{suffix}"))
+    if tiered is not None:
+        return tiered
+    if suffix and info.get(f"output_cost_per_token{suffix}") is not None:
+        return output
+    standard = _number(info.get("output_cost_per_reasoning_token"))
+    return output if standard is None else standard
+
+
+def is_priced(model: str) -> bool:
+    """Whether the price map gives ``model`` a per-token input rate."""
+    return _number(_entry(model).get("input_cost_per_token")) is not None
+
+
+def cost(
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    *,
+    service_tier: str | None = None,
+) -> float | None:
+    """USD for one chat completion from an OpenAI model, as LiteLLM prices it.
+
+    Args:
+        model: ``"openai/gpt-4o-mini"`` or ``"gpt-4o-mini"``.
+        prompt_tokens: The prompt's tokens, cached ones included (OpenAI's ``prompt_tokens``).
+        completion_tokens: The reply's tokens, reasoning included (OpenAI's ``completion_tokens``).
+        cached_tokens: ``prompt_tokens_details.cached_tokens``: billed at the cache-read rate.
+        reasoning_tokens: ``completion_tokens_details.reasoning_tokens``: billed at the
+            reasoning rate where the model has one, else at the output rate.
+        service_tier: The reply's ``service_tier``: ``"flex"`` and ``"priority"`` bill at
+            those rates where the model has them; ``None``, ``"default"`` and
+            ``"auto"`` at the standard rates.
+
+    Returns:
+        The cost in USD, or None when the price map does not price ``model``.
+    """
+    info = _entry(model)
+    if not is_priced(model):
+        return None
+    suffix = _tier_suffix(service_tier)
+    prompt_rate, output_rate, cache_read_rate = _base_rates(info, prompt_tokens, suffix)
+    cached = max(cached_tokens, 0)
+    usd = max(prompt_tokens - cached, 0) * prompt_rate + cached * cache_read_rate
+    reasoning = max(reasoning_tokens, 0)
+    if reasoning == 0:
+        return usd + completion_tokens * output_rate
+    usd += max(completion_tokens - reasoning, 0) * output_rate
+    return usd + reasoning * _reasoning_rate(info, suffix, output_rate)
+
+
+def prompt_cost(model: str, prompt_tokens: int) -> float | None:
+    """USD for ``prompt_tokens`` sent to ``model``; None when the price map does not price it."""
+    if not is_priced(model):
+        return None
+    return _base_rates(_entry(model), prompt_tokens, "")[0] * prompt_tokens
+
+
+def supports(model: str, capability: str) -> bool | None:
+    """The price map's ``supports_<capability>`` for ``model``.
+
+    None when the map does not know the model or leaves the capability unset,
+    so callers can tell "no" apart from "unknown".
+    """
+    value = _entry(model).get(f"supports_{capability}")
+    return value if isinstance(value, bool) else None
+
+
+@functools.cache
+def known_models() -> frozenset[str]:
+    """Bare names of the OpenAI chat models the price map knows, for "did you mean" hints."""
+    return frozenset(
+        name
+        for name, entry in _table().items()
+        if "/" not in name and entry.get("litellm_provider") == "openai" and _is_chat(entry)
+    )
+
+
+def _is_chat(entry: Mapping[str, Any]) -> bool:
+    return entry.get("mode") == "chat"
+
+
+def is_openai_model(model: str) -> bool:
+    """Whether a bare name like ``"gpt-4o-mini"`` is an OpenAI chat-completions model.
+
+    True when the price map files it under provider ``"openai"`` in chat mode,
+    so it can be routed to the native OpenAI backend. Models OpenAI serves only
+    through its Responses API (mode ``"responses"``) and legacy completion
+    models are not: LiteLLM bridges those. Names with a provider prefix
+    (``"azure/gpt-4o"``) are never bare OpenAI names.
+    """
+    if "/" in model:
+        return False
+    entry = _entry(model)
+    return entry.get("litellm_provider") == "openai" and _is_chat(entry)
