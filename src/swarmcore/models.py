@@ -31,18 +31,34 @@ class TokenUsage(BaseModel):
     """Tokens sent to the model (the prompt, tools and history)."""
     completion_tokens: int = 0
     """Tokens the model generated."""
+    cached_tokens: int = 0
+    """Of ``prompt_tokens``, how many the provider served from its prompt cache
+    (OpenAI's ``usage.prompt_tokens_details.cached_tokens``)."""
+    reasoning_tokens: int = 0
+    """Of ``completion_tokens``, how many were reasoning
+    (OpenAI's ``usage.completion_tokens_details.reasoning_tokens``)."""
 
     @computed_field
     @property
     def total_tokens(self) -> int:
-        """Prompt plus completion tokens."""
+        """Prompt plus completion tokens (cached and reasoning tokens are parts of these)."""
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # A pickle made before a field existed (a DBOS workflow's recorded step) lacks it;
+        # unpickling skips validation, so its default is filled in here.
+        fields: dict[str, Any] = state["__dict__"]
+        fields.setdefault("cached_tokens", 0)
+        fields.setdefault("reasoning_tokens", 0)
+        super().__setstate__(state)
 
 
 def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
@@ -52,6 +68,8 @@ def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
     return TokenUsage(
         prompt_tokens=sum(u.prompt_tokens for u in usages),
         completion_tokens=sum(u.completion_tokens for u in usages),
+        cached_tokens=sum(u.cached_tokens for u in usages),
+        reasoning_tokens=sum(u.reasoning_tokens for u in usages),
     )
 
 

@@ -48,6 +48,10 @@ class Reply:
         tool_calls: Tool calls to make (the agent runs them and calls again).
         prompt_tokens: Reported prompt tokens; counted from the request when None.
         completion_tokens: Reported completion tokens; counted from the reply when None.
+        cached_tokens: Reported cached prompt tokens (part of ``prompt_tokens``), sent
+            as ``usage.prompt_tokens_details.cached_tokens``.
+        reasoning_tokens: Reported reasoning tokens (part of ``completion_tokens``),
+            sent as ``usage.completion_tokens_details.reasoning_tokens``.
         delay: Seconds to wait before answering (to test parallelism and timeouts).
     """
 
@@ -55,6 +59,8 @@ class Reply:
     tool_calls: Sequence[Call] = ()
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
     delay: float = 0.0
 
     @classmethod

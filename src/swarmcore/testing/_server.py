@@ -199,7 +199,7 @@ def _credential(headers: Message) -> str:
     return headers.get("api-key") or headers.get("x-api-key") or bearer
 
 
-def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:
+def _usage(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
     # Four characters per token: a stable estimate, since the server has no tokenizer.
     prompt = reply.prompt_tokens
     if prompt is None:
@@ -212,6 +212,8 @@ def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
     }
 
 
