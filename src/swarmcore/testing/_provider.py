@@ -117,6 +117,7 @@ def _make_handler(lit: ModuleType) -> object:
                     "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens,
                     "total_tokens": usage.total_tokens,
+                    **_details(reply),
                 },
             )
 
@@ -128,7 +129,7 @@ def _chunk(
     text: str = "",
     tool_use: dict[str, Any] | None = None,
     finished: str = "",
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One of LiteLLM's ``GenericStreamingChunk`` dicts."""
     return {
@@ -156,5 +157,14 @@ def _response(lit: ModuleType, model: str, request: RecordedRequest, reply: Repl
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            **_details(reply),
         },
     )
+
+
+def _details(reply: Reply) -> dict[str, dict[str, int]]:
+    """A reply's cached and reasoning tokens, in OpenAI's usage details."""
+    return {
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+    }
