@@ -256,19 +256,26 @@ class SwarmResult(BaseModel):
         not price. ``status`` is ``done``, ``failed (ErrorType)``,
         ``cancelled`` or ``skipped``; a failed agent's row keeps its model and
         time. The total's time is the run's wall time, not the agents' sum
-        (parallel agents overlap).
+        (parallel agents overlap). ``cached`` (of the prompt tokens) and
+        ``reasoning`` (of the completion tokens) are columns only when some
+        call reported them.
         """
-        header = (
-            "agent",
-            "model",
-            "calls",
-            "prompt",
-            "completion",
-            "total",
-            "cost",
-            "time",
-            "status",
-        )
+        usage = self.token_usage
+        shown = (True, usage.cached_tokens > 0, True, usage.reasoning_tokens > 0, True)
+        names = ("prompt", "cached", "completion", "reasoning", "total")
+        columns = [name for name, on in zip(names, shown, strict=True) if on]
+
+        def counts(u: TokenUsage) -> tuple[str, ...]:
+            values = (
+                u.prompt_tokens,
+                u.cached_tokens,
+                u.completion_tokens,
+                u.reasoning_tokens,
+                u.total_tokens,
+            )
+            return tuple(f"{n:,}" for n, on in zip(values, shown, strict=True) if on)
+
+        header = ("agent", "model", "calls", *columns, "cost", "time", "status")
         rows: list[tuple[str, ...]] = []
 
         def add(r: AgentResult, indent: str) -> None:
@@ -277,9 +284,7 @@ class SwarmResult(BaseModel):
                     indent + r.agent_name,
                     r.model,
                     str(_calls(r)),
-                    f"{r.token_usage.prompt_tokens:,}",
-                    f"{r.token_usage.completion_tokens:,}",
-                    f"{r.token_usage.total_tokens:,}",
+                    *counts(r.token_usage),
                     format_cost(r.cost),
                     f"{r.duration_seconds:.1f}s",
                     "failed" if indent and r.output.startswith("(failed)") else "done",
@@ -290,22 +295,20 @@ class SwarmResult(BaseModel):
 
         for r in self.history:
             add(r, "")
-        rows.extend(_failure_row(f) for f in self.failures)
-        usage = self.token_usage
+        rows.extend(_failure_row(f, len(columns)) for f in self.failures)
         rows.append(
             (
                 "total",
                 "",
                 str(sum(_calls(r) for r in self.history)),
-                f"{usage.prompt_tokens:,}",
-                f"{usage.completion_tokens:,}",
-                f"{usage.total_tokens:,}",
+                *counts(usage),
                 format_cost(self.cost),
                 f"{self.duration_seconds:.1f}s",
                 "",
             )
         )
-        return text_table(header, rows, right={2, 3, 4, 5, 6, 7}, rule_before_last=True)
+        right = set(range(2, 5 + len(columns)))  # calls, the token counts, cost and time
+        return text_table(header, rows, right=right, rule_before_last=True)
 
     def __getitem__(self, agent_name: str) -> AgentResult:
         """The result of the agent named ``agent_name``; for a loop's agent, its last iteration.
@@ -331,16 +334,14 @@ def failure_status(failure: AgentFailure) -> str:
     return failure.error_type.lower() if failure.cancelled else f"failed ({failure.error_type})"
 
 
-def _failure_row(failure: AgentFailure) -> tuple[str, ...]:
+def _failure_row(failure: AgentFailure, token_columns: int) -> tuple[str, ...]:
     """A usage-table row for an agent that did not finish: its model and time, if it ran."""
     ran = failure.duration_seconds
     return (
         failure.agent_name,
         failure.model or "-",
         "-",  # what a failed attempt spent is not recorded
-        "-",
-        "-",
-        "-",
+        *("-" * token_columns),
         "-",
         "-" if ran is None else f"{ran:.1f}s",
         failure_status(failure),
