@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from swarmcore import llm
-from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step
+from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step, usage_details
 
 PROVIDER = "swarmcore-test"
 
@@ -117,7 +117,7 @@ def _make_handler(lit: ModuleType) -> object:
                     "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens,
                     "total_tokens": usage.total_tokens,
-                    **_details(reply),
+                    **usage_details(reply),
                 },
             )
 
@@ -157,14 +157,6 @@ def _response(lit: ModuleType, model: str, request: RecordedRequest, reply: Repl
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
-            **_details(reply),
+            **usage_details(reply),
         },
     )
-
-
-def _details(reply: Reply) -> dict[str, dict[str, int]]:
-    """A reply's cached and reasoning tokens, in OpenAI's usage details."""
-    return {
-        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
-        "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
-    }

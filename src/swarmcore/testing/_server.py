@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step
+from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step, usage_details
 
 __all__ = ["MockOpenAIServer"]
 
@@ -212,8 +212,7 @@ def _usage(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
-        "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+        **usage_details(reply),
     }
 
 
