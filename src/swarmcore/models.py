@@ -31,18 +31,34 @@ class TokenUsage(BaseModel):
     """Tokens sent to the model (the prompt, tools and history)."""
     completion_tokens: int = 0
     """Tokens the model generated."""
+    cached_tokens: int = 0
+    """Of ``prompt_tokens``, how many the provider served from its prompt cache
+    (OpenAI's ``usage.prompt_tokens_details.cached_tokens``)."""
+    reasoning_tokens: int = 0
+    """Of ``completion_tokens``, how many were reasoning
+    (OpenAI's ``usage.completion_tokens_details.reasoning_tokens``)."""
 
     @computed_field
     @property
     def total_tokens(self) -> int:
-        """Prompt plus completion tokens."""
+        """Prompt plus completion tokens (cached and reasoning tokens are parts of these)."""
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # A pickle made before a field existed (a DBOS workflow's recorded step) lacks it;
+        # unpickling skips validation, so its default is filled in here.
+        fields: dict[str, Any] = state["__dict__"]
+        fields.setdefault("cached_tokens", 0)
+        fields.setdefault("reasoning_tokens", 0)
+        super().__setstate__(state)
 
 
 def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
@@ -52,6 +68,8 @@ def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
     return TokenUsage(
         prompt_tokens=sum(u.prompt_tokens for u in usages),
         completion_tokens=sum(u.completion_tokens for u in usages),
+        cached_tokens=sum(u.cached_tokens for u in usages),
+        reasoning_tokens=sum(u.reasoning_tokens for u in usages),
     )
 
 
@@ -238,19 +256,26 @@ class SwarmResult(BaseModel):
         not price. ``status`` is ``done``, ``failed (ErrorType)``,
         ``cancelled`` or ``skipped``; a failed agent's row keeps its model and
         time. The total's time is the run's wall time, not the agents' sum
-        (parallel agents overlap).
+        (parallel agents overlap). ``cached`` (of the prompt tokens) and
+        ``reasoning`` (of the completion tokens) are columns only when some
+        call reported them.
         """
-        header = (
-            "agent",
-            "model",
-            "calls",
-            "prompt",
-            "completion",
-            "total",
-            "cost",
-            "time",
-            "status",
-        )
+        usage = self.token_usage
+        shown = (True, usage.cached_tokens > 0, True, usage.reasoning_tokens > 0, True)
+        names = ("prompt", "cached", "completion", "reasoning", "total")
+        columns = [name for name, on in zip(names, shown, strict=True) if on]
+
+        def counts(u: TokenUsage) -> tuple[str, ...]:
+            values = (
+                u.prompt_tokens,
+                u.cached_tokens,
+                u.completion_tokens,
+                u.reasoning_tokens,
+                u.total_tokens,
+            )
+            return tuple(f"{n:,}" for n, on in zip(values, shown, strict=True) if on)
+
+        header = ("agent", "model", "calls", *columns, "cost", "time", "status")
         rows: list[tuple[str, ...]] = []
 
         def add(r: AgentResult, indent: str) -> None:
@@ -259,9 +284,7 @@ class SwarmResult(BaseModel):
                     indent + r.agent_name,
                     r.model,
                     str(_calls(r)),
-                    f"{r.token_usage.prompt_tokens:,}",
-                    f"{r.token_usage.completion_tokens:,}",
-                    f"{r.token_usage.total_tokens:,}",
+                    *counts(r.token_usage),
                     format_cost(r.cost),
                     f"{r.duration_seconds:.1f}s",
                     "failed" if indent and r.output.startswith("(failed)") else "done",
@@ -272,22 +295,20 @@ class SwarmResult(BaseModel):
 
         for r in self.history:
             add(r, "")
-        rows.extend(_failure_row(f) for f in self.failures)
-        usage = self.token_usage
+        rows.extend(_failure_row(f, len(columns)) for f in self.failures)
         rows.append(
             (
                 "total",
                 "",
                 str(sum(_calls(r) for r in self.history)),
-                f"{usage.prompt_tokens:,}",
-                f"{usage.completion_tokens:,}",
-                f"{usage.total_tokens:,}",
+                *counts(usage),
                 format_cost(self.cost),
                 f"{self.duration_seconds:.1f}s",
                 "",
             )
         )
-        return text_table(header, rows, right={2, 3, 4, 5, 6, 7}, rule_before_last=True)
+        right = set(range(2, 5 + len(columns)))  # calls, the token counts, cost and time
+        return text_table(header, rows, right=right, rule_before_last=True)
 
     def __getitem__(self, agent_name: str) -> AgentResult:
         """The result of the agent named ``agent_name``; for a loop's agent, its last iteration.
@@ -313,16 +334,14 @@ def failure_status(failure: AgentFailure) -> str:
     return failure.error_type.lower() if failure.cancelled else f"failed ({failure.error_type})"
 
 
-def _failure_row(failure: AgentFailure) -> tuple[str, ...]:
+def _failure_row(failure: AgentFailure, token_columns: int) -> tuple[str, ...]:
     """A usage-table row for an agent that did not finish: its model and time, if it ran."""
     ran = failure.duration_seconds
     return (
         failure.agent_name,
         failure.model or "-",
         "-",  # what a failed attempt spent is not recorded
-        "-",
-        "-",
-        "-",
+        *("-" * token_columns),
         "-",
         "-" if ran is None else f"{ran:.1f}s",
         failure_status(failure),

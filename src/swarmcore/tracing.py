@@ -58,7 +58,7 @@ from swarmcore.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from swarmcore.models import SwarmResult
+from swarmcore.models import SwarmResult, TokenUsage
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider
@@ -77,6 +77,8 @@ RESPONSE_MODEL = "gen_ai.response.model"
 RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+USAGE_CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+USAGE_REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 AGENT_NAME = "gen_ai.agent.name"
 WORKFLOW_NAME = "gen_ai.workflow.name"
 TOOL_NAME = "gen_ai.tool.name"
@@ -103,6 +105,8 @@ COST_USD = "swarmcore.cost_usd"
 RUN_INPUT_TOKENS = "swarmcore.usage.input_tokens"
 """Tokens of the whole run, on the run span (not gen_ai.*, so backends do not count them twice)."""
 RUN_OUTPUT_TOKENS = "swarmcore.usage.output_tokens"
+RUN_CACHE_READ_TOKENS = "swarmcore.usage.cache_read.input_tokens"
+RUN_REASONING_TOKENS = "swarmcore.usage.reasoning.output_tokens"
 RUN_FAILURES = "swarmcore.failures"
 CANCELLED = "swarmcore.cancelled"
 TOOL_RESULT_CHARS = "swarmcore.tool.result_chars"
@@ -443,6 +447,7 @@ def _set_model_call(span: Span, event: ModelCallFinished) -> None:
     if event.usage is not None:
         span.set_attribute(USAGE_INPUT_TOKENS, event.usage.prompt_tokens)
         span.set_attribute(USAGE_OUTPUT_TOKENS, event.usage.completion_tokens)
+        _set_parts(span, event.usage, USAGE_CACHE_READ_TOKENS, USAGE_REASONING_TOKENS)
     if event.finish_reason is not None:
         span.set_attribute(RESPONSE_FINISH_REASONS, [event.finish_reason])
     if event.cost is not None:
@@ -472,7 +477,16 @@ def _set_run_totals(span: Span, result: object) -> None:
     usage = result.token_usage
     span.set_attribute(RUN_INPUT_TOKENS, usage.prompt_tokens)
     span.set_attribute(RUN_OUTPUT_TOKENS, usage.completion_tokens)
+    _set_parts(span, usage, RUN_CACHE_READ_TOKENS, RUN_REASONING_TOKENS)
     if result.cost is not None:
         span.set_attribute(COST_USD, result.cost)
     if result.failures:
         span.set_attribute(RUN_FAILURES, [f.agent_name for f in result.failures])
+
+
+def _set_parts(span: Span, usage: TokenUsage, cached: str, reasoning: str) -> None:
+    """Cached and reasoning tokens (parts of input and output), set only when there are any."""
+    if usage.cached_tokens:
+        span.set_attribute(cached, usage.cached_tokens)
+    if usage.reasoning_tokens:
+        span.set_attribute(reasoning, usage.reasoning_tokens)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from swarmcore import Agent, ModelError, Swarm
+from swarmcore import Agent, ModelError, Swarm, TokenUsage
 from swarmcore.context import Framing
+from swarmcore.events import ModelCallFinished, RunFinished
 from swarmcore.llm import load_litellm
 from swarmcore.testing import Call, Fail, MockOpenAIServer, RecordedRequest, Reply
 from tests.helpers import nonce_of
@@ -168,3 +169,42 @@ async def test_server_streams_text_and_tool_calls(mock_openai_server: MockOpenAI
         '{"term": "tea"}',
     )
     assert mock_openai_server.raw_bodies[0]["stream"] is True
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_cached_and_reasoning_tokens_reach_each_call_and_the_totals(
+    mock_openai_server: MockOpenAIServer, streamed: bool
+) -> None:
+    mock_openai_server.add(
+        Reply(
+            tool_calls=[Call("lookup", {"term": "tea"})],
+            prompt_tokens=100,
+            completion_tokens=20,
+            cached_tokens=64,
+            reasoning_tokens=12,
+        ),
+        Reply(text="Tea.", prompt_tokens=130, completion_tokens=9, cached_tokens=96),
+    )
+    swarm = Swarm(Agent("r", "You research.", tools=[lookup], **mock_openai_server.model_kwargs))
+    if streamed:
+        events = [e async for e in swarm.stream("tea", text=True)]
+        finished = events[-1]
+        assert isinstance(finished, RunFinished)
+        assert finished.result is not None
+        result = finished.result
+        calls = [e.usage for e in events if isinstance(e, ModelCallFinished)]
+    else:
+        result, calls = await swarm.run("tea"), []
+    assert [b.get("stream") for b in mock_openai_server.raw_bodies] == [streamed or None] * 2
+    first, second = (c.token_usage for c in result["r"].llm_calls)
+    assert first == TokenUsage(
+        prompt_tokens=100, completion_tokens=20, cached_tokens=64, reasoning_tokens=12
+    )
+    assert second == TokenUsage(prompt_tokens=130, completion_tokens=9, cached_tokens=96)
+    total = TokenUsage(
+        prompt_tokens=230, completion_tokens=29, cached_tokens=160, reasoning_tokens=12
+    )
+    assert result["r"].token_usage == result.token_usage == total
+    assert result.token_usage.total_tokens == 259  # parts of prompt and completion, not extra
+    if streamed:  # the events carry them too
+        assert calls == [first, second]

@@ -26,6 +26,7 @@ from swarmcore.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from swarmcore.models import TokenUsage, sum_usage
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from tests.helpers import agents, echo_model
 
@@ -335,6 +336,52 @@ async def test_usage_table_lists_agents_failures_and_totals() -> None:
     total = lines[-1].split()
     assert total[:5] == ["total", "2", "20", "10", "30"]
     assert total[5] == "unpriced"
+
+
+def test_cached_and_reasoning_tokens_add_up_as_parts_of_prompt_and_completion() -> None:
+    a = TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64, reasoning_tokens=12)
+    b = TokenUsage(prompt_tokens=30, completion_tokens=9, reasoning_tokens=4)
+    both = TokenUsage(
+        prompt_tokens=130, completion_tokens=29, cached_tokens=64, reasoning_tokens=16
+    )
+    assert a + b == both
+    assert both.total_tokens == 159  # parts, not additions
+    assert sum_usage([a, b]) == both
+    assert sum_usage([a, b, a]) == both + a
+    assert sum_usage([a]) is a
+    assert sum_usage([]) == TokenUsage()
+    assert both.model_dump() == {
+        "prompt_tokens": 130,
+        "completion_tokens": 29,
+        "cached_tokens": 64,
+        "reasoning_tokens": 16,
+        "total_tokens": 159,
+    }
+    assert TokenUsage.model_validate_json(both.model_dump_json()) == both
+
+
+async def test_usage_table_shows_cached_and_reasoning_tokens_only_when_reported() -> None:
+    def answer(request: RecordedRequest) -> Reply:
+        if request.system.startswith("a"):
+            return Reply("ok", prompt_tokens=100, completion_tokens=20, cached_tokens=64)
+        return Reply("ok", prompt_tokens=10, completion_tokens=5, reasoning_tokens=3)
+
+    model = FunctionModel(answer)
+    a, b = agents(model.model, "a", "b")
+    lines = (await Swarm(a >> b).run("go")).usage_table().splitlines()
+    assert lines[0].split()[2:8] == [
+        "calls",
+        "prompt",
+        "cached",
+        "completion",
+        "reasoning",
+        "total",
+    ]
+    assert lines[2].split()[2:8] == ["1", "100", "64", "20", "0", "120"]
+    assert lines[3].split()[2:8] == ["1", "10", "0", "5", "3", "15"]
+    assert lines[-1].split()[1:7] == ["2", "110", "64", "25", "3", "135"]
+    only_cached = (await Swarm(a).run("go")).usage_table().splitlines()
+    assert only_cached[0].split()[2:7] == ["calls", "prompt", "cached", "completion", "total"]
 
 
 async def test_events_become_log_records_only_when_asked(

@@ -28,7 +28,14 @@ def live_model() -> FunctionModel:
             return Reply.tool("lookup", term=f"{who} tea")
         delay = 0.05 if who == "b" else 0.0
         text = f"{who} says {len(request.messages)}\n<summary>{who} summary</summary>"
-        return Reply(text=text, prompt_tokens=11, completion_tokens=7, delay=delay)
+        return Reply(
+            text=text,
+            prompt_tokens=11,
+            completion_tokens=7,
+            cached_tokens=4,
+            reasoning_tokens=2,
+            delay=delay,
+        )
 
     return FunctionModel(answer)
 
@@ -51,6 +58,7 @@ async def test_a_stored_run_replays_offline_with_identical_results(tmp_path: Pat
     assert replayed.output == original.output == replay.output
     assert replayed.context == original.context
     assert replayed.token_usage == original.token_usage
+    assert (original.token_usage.cached_tokens, original.token_usage.reasoning_tokens) == (16, 8)
 
     def tools(result: object) -> list[tuple[str, str, str]]:
         return [

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import pickle
 import sqlite3
 import time
 from collections import Counter
@@ -23,10 +26,10 @@ from swarmcore import (
     parallel,
 )
 from swarmcore.flow import shape_of
-from swarmcore.models import AgentResult
+from swarmcore.models import AgentResult, TokenUsage, sum_usage
 from swarmcore.store import SCHEMA_VERSION, RunRecord, SQLiteStore
 from swarmcore.store.sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
-from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest, ReplayModel, Reply
 from tests.helpers import agents, echo_model
 
 
@@ -472,6 +475,71 @@ async def test_a_run_from_a_migrated_file_can_be_resumed(tmp_path: Path) -> None
     assert calls == {"b": 1}
     assert result.run_id == "old-run"
     assert result.context == {"a": "old a output", "b": "b output"}
+
+
+def without_new_usage_fields(body: str) -> str:
+    """A stored AgentResult as written before TokenUsage had cached and reasoning tokens."""
+    result = json.loads(body)
+    for usage in [result["token_usage"], *(c["token_usage"] for c in result["llm_calls"])]:
+        del usage["cached_tokens"], usage["reasoning_tokens"]
+    return json.dumps(result)
+
+
+async def test_a_result_stored_before_cached_and_reasoning_tokens_loads_and_replays(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    model = echo_model()
+    (a,) = agents(model.model, "a")
+    first = await Swarm(a, store=path).run("go")
+    with closing(sqlite3.connect(path)) as raw:
+        (body,) = raw.execute(
+            "SELECT body FROM agents WHERE run_id = ?", (first.run_id,)
+        ).fetchone()
+        old_body = without_new_usage_fields(body)
+        assert "cached_tokens" in body
+        assert "cached_tokens" not in old_body
+        raw.execute("UPDATE agents SET body = ? WHERE run_id = ?", (old_body, first.run_id))
+        raw.commit()
+    store = SQLiteStore(path)
+    record = store.get_run(first.run_id)
+    store.close()
+    assert record is not None
+    (old,) = record.results
+    usage = first.token_usage
+    assert (usage.cached_tokens, usage.reasoning_tokens) == (0, 0)
+    assert old.token_usage == old.llm_calls[0].token_usage == usage
+    assert sum_usage([old.token_usage, old.token_usage]) == usage + usage
+    replay = ReplayModel.from_store(path, first.run_id)
+    replayed = await Swarm(replay.flow(chain(a))).run("go")
+    assert replayed.output == first.output
+    assert replayed.token_usage == usage
+
+
+# The same result as the DBOS engine's records hold it (pickled), made by that older release.
+OLD_PICKLE = (
+    "gASVEAIAAAAAAACMEHN3YXJtY29yZS5tb2RlbHOUjAtBZ2VudFJlc3VsdJSTlCmBlH2UKIwIX19kaWN0X1+UfZQo"
+    "jAphZ2VudF9uYW1llIwBYZSMBm91dHB1dJSMAW+UjAdzdW1tYXJ5lGgKjAVtb2RlbJSMAW2UjBBkdXJhdGlvbl9z"
+    "ZWNvbmRzlEc/4AAAAAAAAIwLdG9rZW5fdXNhZ2WUaACMClRva2VuVXNhZ2WUk5QpgZR9lChoBX2UKIwNcHJvbXB0"
+    "X3Rva2Vuc5RLCowRY29tcGxldGlvbl90b2tlbnOUSwV1jBJfX3B5ZGFudGljX2V4dHJhX1+UTowXX19weWRhbnRp"
+    "Y19maWVsZHNfc2V0X1+Uj5QoaBVoFpCMFF9fcHlkYW50aWNfcHJpdmF0ZV9flE51YowKdG9vbF9jYWxsc5RdlIwJ"
+    "bGxtX2NhbGxzlF2UaACMDUxMTUNhbGxSZWNvcmSUk5QpgZR9lChoBX2UKGgMaA1oDkc/4AAAAAAAAGgPaBKMBGNv"
+    "c3SUTowNZmluaXNoX3JlYXNvbpSMBHN0b3CUaBtLAIwIYXR0ZW1wdHOUSwF1aBdOaBiPlChoJWgMaCRoDmgPkGga"
+    "TnViYYwIbWVzc2FnZXOUXZRoJ0sBjAZwYXJzZWSUTowLZGVsZWdhdGlvbnOUXZR1aBdOaBiPlChoDGgLaAloDmgP"
+    "aB1oB5BoGk51Yi4="
+)
+
+
+def test_a_result_pickled_before_cached_and_reasoning_tokens_loads() -> None:
+    old = pickle.loads(base64.b64decode(OLD_PICKLE))
+    assert isinstance(old, AgentResult)
+    usage = TokenUsage(prompt_tokens=10, completion_tokens=5)
+    assert old.token_usage == old.llm_calls[0].token_usage == usage
+    assert (old.token_usage.cached_tokens, old.token_usage.reasoning_tokens) == (0, 0)
+    assert old.token_usage + TokenUsage(cached_tokens=3) == usage.model_copy(
+        update={"cached_tokens": 3}
+    )
+    assert old.model_dump()["token_usage"]["reasoning_tokens"] == 0
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

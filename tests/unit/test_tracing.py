@@ -228,6 +228,38 @@ async def test_tool_arguments_are_recorded_only_with_capture_content(
     assert attr(tool, "swarmcore.tool.result_chars") == len("facts about otel")
 
 
+async def test_cached_and_reasoning_tokens_are_span_attributes_when_reported(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=Reply.tool("lookup", topic="otel").tool_calls,
+                prompt_tokens=80,
+                completion_tokens=30,
+                cached_tokens=64,
+                reasoning_tokens=25,
+            ),
+            Reply(text="done", prompt_tokens=90, completion_tokens=2),
+        ]
+    )
+    agent = Agent("a", "a x", model=model.model, tools=[function_tool(lookup)])
+    result = await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go")
+    spans = exporter.get_finished_spans()
+    first, second = of_agent(spans, "chat ", "a")
+    assert attr(first, "gen_ai.usage.input_tokens") == 80
+    assert attr(first, "gen_ai.usage.cache_read.input_tokens") == 64
+    assert attr(first, "gen_ai.usage.reasoning.output_tokens") == 25
+    assert attr(second, "gen_ai.usage.input_tokens") == 90
+    assert "gen_ai.usage.cache_read.input_tokens" not in (second.attributes or {})
+    assert "gen_ai.usage.reasoning.output_tokens" not in (second.attributes or {})
+    run = by_name(spans, "invoke_workflow a")
+    assert attr(run, "swarmcore.usage.input_tokens") == 170
+    assert attr(run, "swarmcore.usage.cache_read.input_tokens") == 64
+    assert attr(run, "swarmcore.usage.reasoning.output_tokens") == 25
+    assert (result.token_usage.cached_tokens, result.token_usage.reasoning_tokens) == (64, 25)
+
+
 async def test_a_failing_tool_sets_error_status_on_its_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:

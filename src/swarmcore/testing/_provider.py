@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from swarmcore import llm
-from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step
+from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step, usage_details
 
 PROVIDER = "swarmcore-test"
 
@@ -117,6 +117,7 @@ def _make_handler(lit: ModuleType) -> object:
                     "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens,
                     "total_tokens": usage.total_tokens,
+                    **usage_details(reply),
                 },
             )
 
@@ -128,7 +129,7 @@ def _chunk(
     text: str = "",
     tool_use: dict[str, Any] | None = None,
     finished: str = "",
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One of LiteLLM's ``GenericStreamingChunk`` dicts."""
     return {
@@ -156,5 +157,6 @@ def _response(lit: ModuleType, model: str, request: RecordedRequest, reply: Repl
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            **usage_details(reply),
         },
     )

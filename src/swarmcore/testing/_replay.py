@@ -141,6 +141,8 @@ class ReplayModel:
                 tool_calls=tool_calls,
                 prompt_tokens=usage.prompt_tokens if usage else None,
                 completion_tokens=usage.completion_tokens if usage else None,
+                cached_tokens=usage.cached_tokens if usage else 0,
+                reasoning_tokens=usage.reasoning_tokens if usage else 0,
             )
             self._answers.setdefault(_key(messages[:index]), deque()).append(reply)
             self._recorded.append(messages[:index])

@@ -48,6 +48,10 @@ class Reply:
         tool_calls: Tool calls to make (the agent runs them and calls again).
         prompt_tokens: Reported prompt tokens; counted from the request when None.
         completion_tokens: Reported completion tokens; counted from the reply when None.
+        cached_tokens: Reported cached prompt tokens (part of ``prompt_tokens``), sent
+            as ``usage.prompt_tokens_details.cached_tokens`` (left out when 0).
+        reasoning_tokens: Reported reasoning tokens (part of ``completion_tokens``), sent
+            as ``usage.completion_tokens_details.reasoning_tokens`` (left out when 0).
         delay: Seconds to wait before answering (to test parallelism and timeouts).
     """
 
@@ -55,6 +59,8 @@ class Reply:
     tool_calls: Sequence[Call] = ()
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
     delay: float = 0.0
 
     @classmethod
@@ -191,6 +197,20 @@ class RecordedRequest:
     def prompt_chars(self) -> int:
         """Characters of the prompt: messages plus tool specs, as sent."""
         return len(json.dumps(self.messages)) + len(json.dumps(self.tools))
+
+
+def usage_details(reply: Reply) -> dict[str, dict[str, int]]:
+    """A reply's cached and reasoning tokens as OpenAI's usage details, each only when non-zero.
+
+    Left out when zero, as many OpenAI-compatible servers leave them out, so
+    most tests also cover a usage without details.
+    """
+    details: dict[str, dict[str, int]] = {}
+    if reply.cached_tokens:
+        details["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    if reply.reasoning_tokens:
+        details["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+    return details
 
 
 def tool_calls_of(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step
+from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step, usage_details
 
 __all__ = ["MockOpenAIServer"]
 
@@ -199,7 +199,7 @@ def _credential(headers: Message) -> str:
     return headers.get("api-key") or headers.get("x-api-key") or bearer
 
 
-def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:
+def _usage(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
     # Four characters per token: a stable estimate, since the server has no tokenizer.
     prompt = reply.prompt_tokens
     if prompt is None:
@@ -212,6 +212,7 @@ def _usage(request: RecordedRequest, reply: Reply) -> dict[str, int]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        **usage_details(reply),
     }
 
 
