@@ -11,6 +11,7 @@ import pytest
 
 from swarmcore import Agent, Swarm
 from swarmcore.events import ModelCallFinished, RunFinished, TextDelta
+from swarmcore.llm import price_data
 from swarmcore.testing import Call, MockOpenAIServer, Reply
 
 pytestmark = pytest.mark.usefixtures("each_backend")
@@ -144,3 +145,27 @@ def test_a_native_run_never_imports_litellm(each_backend: str, tmp_path: Path) -
     if strict:
         assert "ResourceWarning" not in done.stderr
         assert "unclosed" not in done.stderr
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "openai/o3-mini", "openai/gpt-5"])
+async def test_both_backends_price_a_reply_alike(
+    mock_openai_server: MockOpenAIServer, model: str
+) -> None:
+    """Cached prompt tokens at the cache rate, reasoning at the output rate: one figure."""
+    server = mock_openai_server
+    server.add(
+        Reply(
+            text="ok",
+            prompt_tokens=1200,
+            completion_tokens=300,
+            cached_tokens=1000,
+            reasoning_tokens=200,
+        )
+    )
+    result = await Agent("a", "x", **{**server.model_kwargs, "model": model}).run("go")
+    usage = result.llm_calls[0].token_usage
+    assert (usage.cached_tokens, usage.reasoning_tokens) == (1000, 200)
+    expected = price_data.cost(model, 1200, 300, cached_tokens=1000, reasoning_tokens=200)
+    assert expected is not None
+    assert expected < price_data.cost(model, 1200, 300)  # the cache discount is in it
+    assert result.cost == pytest.approx(expected, rel=1e-9)

@@ -48,8 +48,7 @@ from swarmcore import events
 from swarmcore.llm.errors import classify
 from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.pricing import cost
-from swarmcore.llm.types import LLMReply, LLMRequest, ToolCall
-from swarmcore.models import TokenUsage
+from swarmcore.llm.types import LLMReply, LLMRequest, ToolCall, usage_of
 
 __all__ = ["LiteLLMBackend"]
 
@@ -218,25 +217,9 @@ def _to_reply(model: str, response: Any, duration: float) -> LLMReply:
             ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
             for c in message.tool_calls or ()
         ),
-        usage=_usage(usage),
+        usage=usage_of(usage),
         cost=cost(model, response),
         finish_reason=choice.finish_reason,
         duration_seconds=duration,
         model=model,
-    )
-
-
-def _usage(usage: Any) -> TokenUsage:
-    """LiteLLM's ``Usage`` (None when the provider sent none) as ours.
-
-    Cached and reasoning tokens sit in its OpenAI-shaped details objects, each
-    of which (and each count in them) may be missing or None.
-    """
-    prompt_details: Any = getattr(usage, "prompt_tokens_details", None)
-    completion_details: Any = getattr(usage, "completion_tokens_details", None)
-    return TokenUsage(
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cached_tokens=int(getattr(prompt_details, "cached_tokens", 0) or 0),
-        reasoning_tokens=int(getattr(completion_details, "reasoning_tokens", 0) or 0),
     )

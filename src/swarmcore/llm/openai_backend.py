@@ -34,7 +34,7 @@ from swarmcore import events
 from swarmcore.errors import ModelError
 from swarmcore.llm import price_data
 from swarmcore.llm.errors import classify
-from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest, ToolCall
+from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest, ToolCall, usage_of
 from swarmcore.models import TokenUsage
 
 __all__ = ["OpenAIBackend", "base_url", "preload"]
@@ -236,11 +236,13 @@ async def _streamed(
     calls: dict[int, list[str]] = {}  # index: [id, name, arguments]
     finish: str | None = None
     usage: Any = None
+    tier: object = None
     stream: Any = await client.chat.completions.create(**kwargs)
     async with stream:
         async for chunk in stream:
             if chunk.usage is not None:
                 usage = chunk.usage
+            tier = getattr(chunk, "service_tier", None) or tier
             if not chunk.choices:
                 continue
             choice = chunk.choices[0]
@@ -255,11 +257,12 @@ async def _streamed(
                     slot[1] += part.function.name or ""
                     slot[2] += part.function.arguments or ""
             finish = choice.finish_reason or finish
+    used = usage_of(usage)
     return LLMReply(
         text="".join(texts) if texts else None,
         tool_calls=tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in calls.values()),
-        usage=_usage(usage),
-        cost=_cost(model, usage),
+        usage=used,
+        cost=_cost(model, used, tier) if usage is not None else None,
         finish_reason=finish,
         duration_seconds=0.0,
         model=model,
@@ -276,6 +279,7 @@ def _to_reply(agent_name: str, model: str, response: Any) -> LLMReply:
         )
     choice: Any = response.choices[0]
     message: Any = choice.message
+    used = usage_of(response.usage)
     return LLMReply(
         text=message.content,
         tool_calls=tuple(
@@ -283,34 +287,20 @@ def _to_reply(agent_name: str, model: str, response: Any) -> LLMReply:
             for c in message.tool_calls or ()
             if getattr(c, "function", None) is not None
         ),
-        usage=_usage(response.usage),
-        cost=_cost(model, response.usage),
+        usage=used,
+        cost=_cost(model, used, response.service_tier) if response.usage is not None else None,
         finish_reason=choice.finish_reason,
         duration_seconds=0.0,
         model=model,
     )
 
 
-def _usage(usage: Any) -> TokenUsage:
-    if usage is None:
-        return TokenUsage()
-    return TokenUsage(
-        prompt_tokens=int(usage.prompt_tokens or 0),
-        completion_tokens=int(usage.completion_tokens or 0),
-    )
-
-
-def _details(usage: Any, part: str, name: str) -> int:
-    return int(getattr(getattr(usage, part, None), name, None) or 0)
-
-
-def _cost(model: str, usage: Any) -> float | None:
-    if usage is None:
-        return None
+def _cost(model: str, usage: TokenUsage, tier: object) -> float | None:
     return price_data.cost(
         model,
-        int(usage.prompt_tokens or 0),
-        int(usage.completion_tokens or 0),
-        cached_tokens=_details(usage, "prompt_tokens_details", "cached_tokens"),
-        reasoning_tokens=_details(usage, "completion_tokens_details", "reasoning_tokens"),
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        cached_tokens=usage.cached_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        service_tier=tier if isinstance(tier, str) else None,  # flex and priority cost otherwise
     )

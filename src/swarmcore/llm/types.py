@@ -13,7 +13,7 @@ from typing import Any, Literal, Required, TypedDict
 from swarmcore.models import TokenUsage
 from swarmcore.policies import RetryPolicy
 
-__all__ = ["CallSpec", "LLMReply", "LLMRequest", "Message", "ToolCall"]
+__all__ = ["CallSpec", "LLMReply", "LLMRequest", "Message", "ToolCall", "usage_of"]
 
 
 class Message(TypedDict, total=False):
@@ -115,3 +115,19 @@ class LLMReply:
         if self.tool_calls:
             message["tool_calls"] = [c.as_message_part() for c in self.tool_calls]
         return message
+
+
+def usage_of(usage: Any) -> TokenUsage:
+    """An OpenAI-shaped ``usage`` (LiteLLM's or the SDK's; None when none was sent) as ours.
+
+    Cached and reasoning tokens sit in its OpenAI-shaped details objects, each
+    of which (and each count in them) may be missing or None.
+    """
+    prompt_details: Any = getattr(usage, "prompt_tokens_details", None)
+    completion_details: Any = getattr(usage, "completion_tokens_details", None)
+    return TokenUsage(
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cached_tokens=int(getattr(prompt_details, "cached_tokens", 0) or 0),
+        reasoning_tokens=int(getattr(completion_details, "reasoning_tokens", 0) or 0),
+    )
