@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from swarmcore import Agent, Swarm
+from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelCallFinished, RunFinished, TextDelta
 from swarmcore.llm import price_data
-from swarmcore.testing import Call, MockOpenAIServer, Reply
+from swarmcore.testing import Call, Fail, MockOpenAIServer, Reply
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -169,3 +169,55 @@ async def test_both_backends_price_a_reply_alike(
     assert expected is not None
     assert expected < price_data.cost(model, 1200, 300)  # the cache discount is in it
     assert result.cost == pytest.approx(expected, rel=1e-9)
+
+
+FAST = RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.02, jitter=0, max_retry_after=5)
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected", "retryable", "requests"),
+    [
+        (Fail(400, "Invalid value for 'seed'"), r"rejected the request \(400\): .*seed", False, 1),
+        (
+            Fail(401, "Incorrect API key"),
+            r"rejected the API key \(401\)\. Check the key passed",
+            False,
+            1,
+        ),
+        (Fail(403, "Not allowed"), r"denied permission \(403\): .*Not allowed", False, 1),
+        (
+            Fail(404, "The model does not exist"),
+            r"was not found \(404\): .*does not exist",
+            False,
+            1,
+        ),
+        (Fail(500, "boom"), r"failed on attempt 2 of 2 \(\w+, status 500\): .*boom", True, 2),
+        (Fail(503, "overloaded"), r"status 503\): .*overloaded.* This is transient", True, 2),
+        (
+            Fail(429, "Slow down", headers={"retry-after-ms": "60000"}),
+            r"status 429\): .*Slow down\. The provider asked to wait 60s, longer than max_",
+            True,
+            1,  # asked to wait longer than allowed: not retried
+        ),
+    ],
+    ids=["400", "401", "403", "404", "500", "503", "429-retry-after-ms"],
+)
+async def test_each_failure_reads_the_same_on_both_backends(
+    mock_openai_server: MockOpenAIServer,
+    failure: Fail,
+    expected: str,
+    retryable: bool,
+    requests: int,
+) -> None:
+    server = mock_openai_server
+    server.add(failure, failure)
+    agent = Agent("a", "x", retry=FAST, **server.model_kwargs)
+    with pytest.raises(ModelError, match=expected) as caught:
+        await agent.run("go")
+    error = caught.value
+    assert error.retryable is retryable
+    assert error.status_code == failure.status_code
+    assert len(server.requests) == requests
+    assert "sk-test-local" not in str(error)
+    assert error.__cause__ is None
+    assert error.__context__ is None

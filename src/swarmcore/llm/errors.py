@@ -119,7 +119,8 @@ def _classify_provider_error(
             retry_after=retry_after if retryable else None,
         )
 
-    bad_request = isinstance(exc, oa.BadRequestError)
+    # By class, and by status too: LiteLLM reports some statuses (a 403) as a plain APIError.
+    bad_request = isinstance(exc, oa.BadRequestError) or status == 400
     if _is_litellm(exc, "ContextWindowExceededError") or (
         bad_request and _is_context_window(str(exc))
     ):
@@ -133,19 +134,19 @@ def _classify_provider_error(
         bad_request and _mentions(str(exc), _CONTENT_POLICY_MARKERS)
     ):
         return error(f"{who} refused the request under its content policy ({status}): {detail}")
-    if isinstance(exc, oa.AuthenticationError):
+    if isinstance(exc, oa.AuthenticationError) or status == 401:
         return error(f"{who} rejected the API key ({status}). {_key_hint(call, model)}")
-    if isinstance(exc, oa.PermissionDeniedError):
+    if isinstance(exc, oa.PermissionDeniedError) or status == 403:
         return error(
             f"{who} denied permission ({status}): {detail}. Check that the key may use this model."
         )
-    if isinstance(exc, oa.NotFoundError):
+    if isinstance(exc, oa.NotFoundError) or status == 404:
         return error(
             f"{who} was not found ({status}): {detail}. Check the model name "
             f"(LiteLLM format 'provider/model', e.g. 'openai/gpt-4o-mini').{_name_hint(model)}"
         )
     if isinstance(exc, oa.RateLimitError | oa.APIConnectionError) or (
-        status is not None and status >= 500
+        status is not None and (status == 429 or status >= 500)
     ):
         limit = call.retry.max_retry_after
         wait = ""
@@ -159,7 +160,7 @@ def _classify_provider_error(
             "model's requests with swarmcore.limit_model().",
             retryable=True,
         )
-    if bad_request or isinstance(exc, oa.UnprocessableEntityError):
+    if bad_request or isinstance(exc, oa.UnprocessableEntityError) or status == 422:
         if "LLM Provider NOT provided" in str(exc):
             return error(
                 f"{who}: LiteLLM does not know this provider. Model strings look like "
@@ -213,7 +214,7 @@ def _provider_text(exc: Exception) -> str:
         fields: dict[str, object] = body  # pyright: ignore[reportUnknownVariableType]
         message = fields.get("message")
         if isinstance(message, str) and message:
-            return f"{type(exc).__name__}: {message}"
+            return message
     return str(exc)
 
 
