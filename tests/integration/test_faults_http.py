@@ -1,4 +1,4 @@
-"""Fault injection through LiteLLM's real HTTP path against MockOpenAIServer on 127.0.0.1."""
+"""Fault injection over real HTTP against MockOpenAIServer on 127.0.0.1, on both backends."""
 
 from __future__ import annotations
 

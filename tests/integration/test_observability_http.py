@@ -1,4 +1,4 @@
-"""Streaming, prices and cost budgets through LiteLLM's real HTTP path (MockOpenAIServer)."""
+"""Streaming, prices and cost budgets over real HTTP (MockOpenAIServer), on both backends."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Structured output and the text tool protocol through LiteLLM's real HTTP path."""
+"""Structured output and the text tool protocol over real HTTP, on both backends."""
 
 from __future__ import annotations
 

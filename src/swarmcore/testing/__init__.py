@@ -9,7 +9,7 @@
 * :class:`ReplayModel`: answers from a stored run's recording, matched by
   content, so a real run becomes a deterministic offline test.
 * :class:`MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the
-  OpenAI chat API, for tests that go through LiteLLM's HTTP path. The pytest
+  OpenAI chat API, for tests of the real HTTP path (either backend). The pytest
   fixture ``mock_openai_server`` (installed with swarmcore) starts one per test.
 * :class:`TemporaryPostgres`: a throwaway PostgreSQL server on 127.0.0.1 in a
   temporary folder, for tests of the durable engine (``DBOSEngine``). The
