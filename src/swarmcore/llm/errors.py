@@ -91,13 +91,13 @@ def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelE
     """
     import openai  # loaded already: whichever backend raised this imported it
 
+    unreachable = _connection_failure(exc)  # LiteLLM calls it a 500; nothing answered
+    if unreachable is not None:
+        return _could_not_connect(call, model, attempt, *unreachable)
     if isinstance(exc, TimeoutError) or (
         isinstance(exc, openai.APITimeoutError) and call.call_timeout is not None
     ):
         return timed_out(call, model, attempt)
-    unreachable = _connection_failure(exc)  # LiteLLM calls it a 500; nothing answered
-    if unreachable is not None:
-        return _could_not_connect(call, model, attempt, *unreachable)
     return _classify_provider_error(openai, exc, call, model, attempt)
 
 
@@ -414,23 +414,27 @@ def _connection_failure(exc: BaseException) -> tuple[str | None, str] | None:
 
     LiteLLM reports a refused connection as a 500 ``InternalServerError``; the
     connection error is further down the chain (``__cause__``/``__context__``).
-    A timeout is not a connection failure here.
+    A timeout is not a connection failure here, unless the socket's own error
+    is in the chain: httpx-aiohttp reports a refused connection as a
+    ``ConnectTimeout``.
     """
     import httpx
     import openai
 
     url: str | None = None
-    found = False
+    found = refused = timed = False
     reason = ""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
-            return None
-        if isinstance(current, openai.APIConnectionError | httpx.ConnectError | ConnectionError):
+            timed = True
+        elif isinstance(current, openai.APIConnectionError | httpx.ConnectError | ConnectionError):
             found = True
-            reason = "connection refused" if isinstance(current, ConnectionRefusedError) else ""
+            refused = refused or isinstance(current, ConnectionError)
+            if isinstance(current, ConnectionRefusedError):
+                reason = "connection refused"
             reason = reason or _first_line(str(current), 120)
         if url is None and isinstance(current, openai.APIConnectionError | httpx.RequestError):
             try:
@@ -438,6 +442,8 @@ def _connection_failure(exc: BaseException) -> tuple[str | None, str] | None:
             except RuntimeError:  # httpx: no request attached
                 url = None
         current = current.__cause__ or current.__context__
+    if timed and not refused:
+        return None
     return (url, reason) if found else None
 
 
