@@ -13,8 +13,9 @@ each in the idiomatic way for its library, each in its own virtual environment:
 The clients: swarmcore on its native backend (the default for ``openai/...``
 models) and forced onto LiteLLM (``SWARMCORE_MODEL_BACKEND=litellm``), both in
 the project's own venv; the plain ``openai`` SDK, latest and at the version in
-``uv.lock``; plain ``litellm.acompletion`` (the project's pinned version);
-LangGraph (a ``StateGraph`` with fan-out/fan-in edges, ``Send`` for the
+``uv.lock`` (that one twice: on httpx, its default, and on aiohttp, its
+``DefaultAioHttpClient``); plain ``litellm.acompletion`` (the project's pinned
+version); LangGraph (a ``StateGraph`` with fan-out/fan-in edges, ``Send`` for the
 fan-out, on ``langchain-openai``); the OpenAI Agents SDK (``Runner.run`` per
 agent, ``asyncio.gather`` for the parallel steps, chat-completions model,
 tracing off as it has no key to export with); PydanticAI (``agent.run``
@@ -78,6 +79,9 @@ PRINCIPAL = (
     "openai-agents",
     "pydantic-ai-slim",
     "httpx",
+    "httpx2",
+    "httpx-aiohttp",
+    "aiohttp",
     "pydantic",
 )
 """The packages named under the table for each environment, where installed."""
@@ -116,6 +120,13 @@ def peers() -> list[Peer]:
         ),
         Peer("openai", "openai", ("openai",)),
         Peer(f"openai=={openai_pin}", "openai", (f"openai=={openai_pin}",), kind="openai"),
+        # The same SDK on aiohttp (its DefaultAioHttpClient), not httpx's connection pool.
+        Peer(
+            f"openai=={openai_pin}+aiohttp",
+            "openai",
+            (f"openai[aiohttp]=={openai_pin}",),
+            kind="openai-aiohttp",
+        ),
         # The project's pair: litellm's own resolution could pick another openai 2.x.
         Peer("litellm", "litellm", (f"litellm=={litellm_pin}", f"openai=={openai_pin}")),
         Peer("langgraph", "langgraph", ("langgraph", "langchain-openai")),
@@ -389,6 +400,8 @@ DIAMONDS_AT_ONCE = 50
 DIAMONDS_IN_A_ROW = 5
 SETTLE = 0.1
 CALLS = {"diamond": 4 * DIAMONDS_IN_A_ROW, "fan_out": FAN_OUT + 1, "diamonds": 4 * DIAMONDS_AT_ONCE}
+CLOSERS = []
+"""Coroutine functions run at the end: an aiohttp session warns when left open."""
 NAMES = ["a", "b", "c", "d", "merge", *(f"worker_{i:03d}" for i in range(1, FAN_OUT + 1))]
 
 
@@ -443,12 +456,14 @@ def by_calls(call):
 # ---- one set-up per kind: imports timed, then the diamond and fan-out coroutines ----
 
 
-def openai_client():
+def openai_client(aiohttp=False):
     t0 = time.perf_counter()
     import openai
 
     imported = time.perf_counter() - t0
-    client = openai.AsyncOpenAI(base_url=BASE, api_key=KEY, max_retries=0)
+    http = openai.DefaultAioHttpClient() if aiohttp else None
+    client = openai.AsyncOpenAI(base_url=BASE, api_key=KEY, max_retries=0, http_client=http)
+    CLOSERS.append(client.close)
 
     async def call(name, text):
         response = await client.chat.completions.create(
@@ -629,6 +644,7 @@ def swarmcore_client():
 
 KINDS = {
     "openai": openai_client,
+    "openai-aiohttp": lambda: openai_client(aiohttp=True),
     "litellm": litellm_client,
     "langgraph": langgraph_client,
     "openai-agents": agents_client,
@@ -684,6 +700,8 @@ async def main():
             reply({w: await measure(w, run) for w, run in runs.items()})
         else:
             break
+    for close in CLOSERS:
+        await close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     reply({"peak_rss_mb": peak, "litellm_imported": "litellm" in sys.modules})
 
