@@ -300,7 +300,7 @@ def render(clients: Sequence[Client], reps: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     all_peers = peers()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="one repetition: a smoke run")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per client (5)")
     parser.add_argument("--latency", type=float, default=0.05, help="server latency, s (0.05)")
