@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import sys
 import textwrap
 from pathlib import Path
@@ -221,3 +223,40 @@ async def test_each_failure_reads_the_same_on_both_backends(
     assert "sk-test-local" not in str(error)
     assert error.__cause__ is None
     assert error.__context__ is None
+
+
+class _NotJSON(BaseHTTPRequestHandler):
+    served = 0
+
+    def do_POST(self) -> None:
+        type(self).served += 1
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"<html>502 from a proxy</html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_a_body_that_is_not_a_chat_completion_is_a_clear_error() -> None:
+    """A proxy's error page with status 200: retried as a transient failure, then named."""
+    _NotJSON.served = 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotJSON)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        agent = Agent("a", "x", model="openai/m", api_base=base, api_key="sk-x", retry=FAST)
+        with pytest.raises(ModelError) as caught:
+            await agent.run("go")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "Agent 'a': openai/m" in str(caught.value)
+    assert "Expecting value" in str(caught.value)  # what was wrong with the body
+    assert caught.value.retryable
+    assert _NotJSON.served == 2  # FAST allows one retry

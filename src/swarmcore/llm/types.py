@@ -118,16 +118,23 @@ class LLMReply:
 
 
 def usage_of(usage: Any) -> TokenUsage:
-    """An OpenAI-shaped ``usage`` (LiteLLM's or the SDK's; None when none was sent) as ours.
+    """An OpenAI-shaped ``usage`` as ours: an object (LiteLLM's, the SDK's) or its JSON.
 
-    Cached and reasoning tokens sit in its OpenAI-shaped details objects, each
-    of which (and each count in them) may be missing or None.
+    Cached and reasoning tokens sit in its details objects, each of which (and
+    each count in them) may be missing or None, as may ``usage`` itself.
     """
-    prompt_details: Any = getattr(usage, "prompt_tokens_details", None)
-    completion_details: Any = getattr(usage, "completion_tokens_details", None)
+    prompt_details = _part(usage, "prompt_tokens_details")
+    completion_details = _part(usage, "completion_tokens_details")
     return TokenUsage(
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cached_tokens=int(getattr(prompt_details, "cached_tokens", 0) or 0),
-        reasoning_tokens=int(getattr(completion_details, "reasoning_tokens", 0) or 0),
+        prompt_tokens=int(_part(usage, "prompt_tokens") or 0),
+        completion_tokens=int(_part(usage, "completion_tokens") or 0),
+        cached_tokens=int(_part(prompt_details, "cached_tokens") or 0),
+        reasoning_tokens=int(_part(completion_details, "reasoning_tokens") or 0),
     )
+
+
+def _part(owner: Any, name: str) -> Any:
+    if isinstance(owner, Mapping):
+        fields: Mapping[str, Any] = owner  # pyright: ignore[reportUnknownVariableType]
+        return fields.get(name)
+    return getattr(owner, name, None)
