@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,3 +85,24 @@ def test_an_unknown_backend_name_says_which_exist() -> None:
         set_model_backend("lightllm")  # type: ignore[arg-type]
     with pytest.raises(UserError, match=r"Agent 'a': model_settings\['backend'\]: unknown"):
         _backend("openai/gpt-4o-mini", backend="oai")
+
+
+def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
+    """What a worker does before taking runs (swarmcore worker), in a fresh interpreter."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from swarmcore.llm.backends import preload
+        from swarmcore.llm.types import CallSpec
+
+        preload([CallSpec(agent_name="a", model="openai/gpt-4o-mini")])
+        print("openai" in sys.modules, "litellm" in sys.modules)
+        preload([CallSpec(agent_name="b", model="anthropic/claude-sonnet-4-5")])
+        print("litellm" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "True"]
