@@ -24,16 +24,22 @@ def diamond(model: str, instructions: str = "does its part.") -> Flow:
 
 
 class Flaky:
-    """A model on which the agents named in ``failing`` fail (400) until they are removed."""
+    """A model on which the agents named in ``failing`` fail (400) until they are removed.
 
-    def __init__(self, *failing: str) -> None:
+    A failure comes ``fail_after`` seconds late, so a parallel sibling has surely
+    finished: a failing branch cancels a sibling still in flight, which then
+    (rightly) runs again on resume, and these tests count calls.
+    """
+
+    def __init__(self, *failing: str, fail_after: float = 1.5) -> None:
         self.failing = set(failing)
+        self.fail_after = fail_after
         self.model = FunctionModel(self.answer)
 
     def answer(self, request: RecordedRequest) -> Reply | Fail:
         who = request.system.split()[0]
         if who in self.failing:
-            return Fail(400, f"{who} is broken today")
+            return Fail(400, f"{who} is broken today", delay=self.fail_after)
         return Reply(text=f"{who} did it\n<summary>{who} did it</summary>")
 
     def asked(self) -> Counter[str]:
