@@ -57,7 +57,7 @@ LiteLLM: the old row).
   against the server (``benchmarks/_first_call.py``): swarmcore native, swarmcore on
   LiteLLM (one agent run of ``Swarm(agent)``), plain openai, plain litellm. The
   import and the call are timed inside the child (``time.perf_counter``), the whole
-  process from outside; medians of 5 fresh processes.
+  process from outside; medians of 5 fresh processes (2 with ``--quick``).
 * swarmcore alone: CPU per agent run of W3 at its largest K (200; 50 with
   ``--quick``) and W2 at its largest N (500; 100) with litellm's ``acompletion``
   replaced by an instant stub, in a process of its own: what swarmcore itself
@@ -1822,7 +1822,7 @@ def _main() -> int:
     with running_server(cfg.latency) as server:
         if "import" in cfg.only:  # before any worker starts: a first call on a quiet machine
             progress("first calls in fresh processes")
-            rows += first_call_rows(server.api_base)
+            rows += first_call_rows(server.api_base, 2 if args.quick else 5)
         progress(f"server on {server.api_base}; importing litellm here and in the workers")
         in_workers = "w2" in cfg.only or "w3" in cfg.only
         sides = SIDES if in_workers else ()
