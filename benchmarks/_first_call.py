@@ -5,7 +5,8 @@
 ``swarmcore`` imports ``Agent`` and ``Swarm`` and runs one agent (one model call);
 which backend serves it is the environment's (``SWARMCORE_MODEL_BACKEND``, else
 native for this ``openai/...`` model). ``openai`` imports the SDK and makes one
-``chat.completions.create`` on a new client; ``litellm`` imports litellm and makes
+``chat.completions.create`` on a new client, on the SDK's ``DefaultAioHttpClient``
+as the native backend's is; ``litellm`` imports litellm and makes
 one ``acompletion``. Prints one JSON line after ``@@bench ``: the import's seconds,
 the call's (client and event loop included), and whether litellm got imported.
 ``asyncio`` is imported before the clock starts, for all alike: every variant needs it.
@@ -45,10 +46,14 @@ def main() -> None:
         imported = time.perf_counter()
 
         async def plain_openai() -> Any:
-            client = openai.AsyncOpenAI(base_url=api_base, api_key=API_KEY, max_retries=0)
-            return await client.chat.completions.create(
-                model=MODEL.removeprefix("openai/"), messages=MESSAGES
-            )
+            # As swarmcore's native backend builds its client: aiohttp's pool, no retries.
+            http = openai.DefaultAioHttpClient()
+            async with openai.AsyncOpenAI(
+                base_url=api_base, api_key=API_KEY, max_retries=0, http_client=http
+            ) as client:
+                return await client.chat.completions.create(
+                    model=MODEL.removeprefix("openai/"), messages=MESSAGES
+                )
 
         call = plain_openai()
     elif variant == "litellm":

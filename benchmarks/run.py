@@ -19,7 +19,8 @@ through four sides (``SIDES``):
   in a worker; ``model_settings={"backend": "litellm"}`` in this process);
 * ``floor``: the LiteLLM floor, plain ``litellm.acompletion``;
 * ``openai``: the openai floor, one ``openai.AsyncOpenAI(base_url=..., api_key=...,
-  max_retries=0)`` reused, plain ``await client.chat.completions.create(...)``.
+  max_retries=0, http_client=openai.DefaultAioHttpClient())`` reused (the native
+  backend's transport), plain ``await client.chat.completions.create(...)``.
 
 Both floors send byte-identical requests (the server records swarmcore's payloads once,
 untimed, and the floors replay them: same messages, same tools, the same timeout, and
@@ -337,14 +338,21 @@ class OpenAIFloor(Replay):
 
     The body is what swarmcore's native backend sends (the model's name without
     LiteLLM's ``openai/`` prefix, the messages, the tools) and the same per-call
-    timeout; the client is built as the backend builds its own (no SDK retries).
+    timeout; the client is built as the backend builds its own: no SDK retries, and
+    the SDK's ``DefaultAioHttpClient`` (aiohttp's pool, not httpx's, whose pool costs
+    several times the CPU per call at a hundred calls in flight).
     """
 
     def __init__(self, api_base: str, payloads: Payloads) -> None:
         super().__init__(payloads)
         import openai
 
-        self._client: Any = openai.AsyncOpenAI(base_url=api_base, api_key=API_KEY, max_retries=0)
+        self._client: Any = openai.AsyncOpenAI(
+            base_url=api_base,
+            api_key=API_KEY,
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(),
+        )
 
     async def call(self, key: str) -> Any:
         payload = self.payloads[key]
