@@ -296,6 +296,9 @@ class Replay:
     async def call(self, key: str) -> Any:
         raise NotImplementedError
 
+    async def aclose(self) -> None:
+        """Close what the floor opened (the openai floor's aiohttp session)."""
+
     # Like swarmcore's run, which returns every agent's result, the floor keeps the
     # responses it got until its workload ends: a program keeps what it asked for.
     async def diamond(self) -> list[Any]:
@@ -365,6 +368,9 @@ class OpenAIFloor(Replay):
             kwargs["tools"] = list(payload["tools"])
         return await self._client.chat.completions.create(**kwargs)
 
+    async def aclose(self) -> None:
+        await self._client.close()
+
 
 def instructions(name: str) -> str:
     """Each agent's instructions; their first line keys the captured payloads."""
@@ -399,15 +405,6 @@ def replay(side: Side, api_base: str, payloads: Payloads) -> Replay:
     if side == "openai":
         return OpenAIFloor(api_base, payloads)
     return Floor(load_litellm(), api_base, payloads)
-
-
-def diamond_of(side: Side, api_base: str, payloads: Payloads) -> Callable[[], Awaitable[object]]:
-    """One side's diamond in a worker: a Swarm run (its backend set by the worker's
-    environment), or a floor replaying swarmcore's payloads."""
-    if side in SWARMCORE_SIDES:
-        swarm = diamond_swarm(api_base)
-        return lambda: swarm.run(TASK)
-    return replay(side, api_base, payloads).diamond
 
 
 def worker_names(n: int) -> list[str]:
@@ -447,6 +444,7 @@ async def warm_up(side: Side, api_base: str) -> None:
     floor = replay(side, api_base, payloads)
     await floor.call("plain")
     await floor.call("tools")
+    await floor.aclose()
 
 
 # --- measuring ---------------------------------------------------------------------------
@@ -824,6 +822,7 @@ async def in_process(
         rows.extend(await whole_run_token_rows())
         progress("chains done")
     profile = await profile_w3(server, payloads, 50) if cfg.profile else ""
+    await openai_floor.aclose()
     return rows, payloads, fan_outs, profile
 
 
@@ -1158,6 +1157,8 @@ async def _worker(side: Side, api_base: str, stdin: IO[str], stdout: IO[str]) ->
                 "gc_cpu": sample.gc_cpu,
             }
         )
+    for floor in loads.floors:
+        await floor.aclose()
 
 
 class _WorkerLoads:
@@ -1170,7 +1171,15 @@ class _WorkerLoads:
         self._api = api_base
         self._fan_out_payloads = fan_out_payloads
         self._fan_outs: dict[int, Callable[[], Awaitable[object]]] = {}
-        self.diamond = diamond_of(side, api_base, payloads)
+        self.floors: list[Replay] = []
+        """The floors this worker opened, to close when it quits."""
+        if side in SWARMCORE_SIDES:
+            swarm = diamond_swarm(api_base)  # its backend: the worker's environment's
+            self.diamond: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)
+        else:
+            floor = replay(side, api_base, payloads)
+            self.floors.append(floor)
+            self.diamond = floor.diamond
 
     async def measure(self, message: Mapping[str, Any]) -> tuple[Sample, int]:
         """One measurement, ``{"k": K}`` (W3) or ``{"n": N, "rounds": R}`` (W2), and the
@@ -1208,6 +1217,7 @@ class _WorkerLoads:
                 self._fan_outs[n] = lambda: wide.run(TASK)
             else:
                 floor = replay(self._side, self._api, self._fan_out_payloads[str(n)])
+                self.floors.append(floor)
                 names = worker_names(n)
                 self._fan_outs[n] = lambda: floor.fan_out(names)
             await self._fan_outs[n]()
@@ -1601,7 +1611,10 @@ async def profile_w3(server: ServerProcess, payloads: Payloads, k: int) -> str:
     async def floor_side() -> None:
         await asyncio.gather(*(floor.diamond() for _ in range(k)))
 
-    return await profile_sides(f"W3 K={k}", swarmcore_side, floor_side, 4 * k)
+    try:
+        return await profile_sides(f"W3 K={k}", swarmcore_side, floor_side, 4 * k)
+    finally:
+        await floor.aclose()
 
 
 async def profile_sides(
