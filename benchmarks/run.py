@@ -1,22 +1,35 @@
-"""swarmcore against its floor: plain ``litellm.acompletion`` + ``asyncio.gather``.
+"""swarmcore against its floors: plain ``litellm.acompletion`` or ``openai`` + ``asyncio.gather``.
 
     uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 7] [--profile]
         [--only w1,w2,w3,alone,settings,tokens,import] [--fan-outs 500]
         [--concurrency 200]
 
-A full run takes ~15 minutes; ``--quick`` (~1 minute) runs W1, W3 at K=50 only, W2 at
-N=100 only (one fan-out a measurement), the stubbed rows at those sizes, short chains and
-the imports, with two repetitions on two pairs of workers: a smoke run that prints the
-same table, not a verdict.
+A full run takes ~15 minutes; ``--quick`` (~2 minutes) runs W1, W3 at K=50 only, W2 at
+N=100 only (one fan-out a measurement), the stubbed rows at those sizes, short chains,
+the imports and the first calls, with two repetitions on two sets of workers: a smoke
+run that prints the same table, not a verdict.
 
 A local OpenAI-compatible server (``benchmarks/_server.py``, its own process, on
 127.0.0.1) answers every chat request after a fixed latency L. Each workload runs
-through swarmcore and through the floor, which sends byte-identical requests
-(the server records swarmcore's payloads once, untimed, and the floor replays
-them: same messages, same tools, same litellm kwargs) with nothing around the
-calls but ``asyncio.gather`` (it keeps its responses until the workload ends, as
-swarmcore keeps every agent's result). The ratio swarmcore/floor is what
-swarmcore adds.
+through four sides (``SIDES``):
+
+* ``native``: swarmcore as it comes: ``openai/...`` models on its native backend
+  (``openai.AsyncOpenAI``), never importing litellm;
+* ``litellm``: swarmcore with every call on LiteLLM (``SWARMCORE_MODEL_BACKEND=litellm``
+  in a worker; ``model_settings={"backend": "litellm"}`` in this process);
+* ``floor``: the LiteLLM floor, plain ``litellm.acompletion``;
+* ``openai``: the openai floor, one ``openai.AsyncOpenAI(base_url=..., api_key=...,
+  max_retries=0, http_client=openai.DefaultAioHttpClient())`` reused (the native
+  backend's transport), plain ``await client.chat.completions.create(...)``.
+
+Both floors send byte-identical requests (the server records swarmcore's payloads once,
+untimed, and the floors replay them: same messages, same tools, the same timeout, and
+for LiteLLM the same kwargs) with nothing around the calls but ``asyncio.gather`` (they
+keep their responses until the workload ends, as swarmcore keeps every agent's result).
+Each comparison (``COMPARISONS``) is a ratio of two sides: native / LiteLLM floor (what
+the native backend saves against what swarmcore stood on), native / openai floor (what
+swarmcore adds on its own floor), and on LiteLLM / LiteLLM floor (what swarmcore adds on
+LiteLLM: the old row).
 
 * W1: the diamond ``a >> (b | c) >> d``; floor: a, gather(b, c), d. Ideal 3 x L.
 * W2: ``parallel(*N agents) >> merge``; floor: gather N calls, then one. Ideal 2 x L.
@@ -27,26 +40,35 @@ swarmcore adds.
 * W3: K concurrent W1 runs (gather of K ``swarm.run``): wall, runs/s, CPU per
   model call and peak RSS. Below K=10 the batch runs ``W3_ROUNDS`` times in a row
   per measurement (wall reported per batch), so there is enough CPU to read.
-  Each side runs in long-lived worker processes of its own, a fresh pair of
-  them for each repetition (up to ``W3_PROCESSES``; see the W3 section), so peak
-  RSS is separable, all start equally fresh, and no one process's luck decides
-  a side.
-  A full run also reads W3 K=50's CPU per call with both sides in this process
-  over 30 pairs: no verdict, a check of how far the noise of W3's rows goes.
-  So does a control at W3's largest K, with two or more pairs of workers: the
-  floor against itself (each pair's floor worker against the next pair's, after
-  W2), measured as the W3 rows are: what it reads beside 1.00 is this run's noise.
+  Each side runs in long-lived worker processes of its own, a fresh set of four
+  (one a side) for each repetition (up to ``W3_PROCESSES``; see the W3 section), so
+  peak RSS is separable, all start equally fresh, and no one process's luck decides
+  a side. The native and openai workers never import litellm.
+  A full run also reads W3 K=50's CPU per call with all sides in this process
+  over 30 rounds: no verdict, a check of how far the noise of W3's rows goes.
+  So does a control at W3's largest K, with two or more sets of workers: the
+  LiteLLM floor against itself (each set's floor worker against the next set's,
+  after W2), measured as the W3 rows are: what it reads beside 1.00 is this run's noise.
 * Cold ``import swarmcore`` (names load on first use) and the import a program
   really does (``from swarmcore import Agent, Swarm, ...``) against its own
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
   with the package byte-compiled as an installed wheel is; and whether either
   imported litellm.
+* First call (with ``import``): a fresh process imports and makes one model call
+  against the server (``benchmarks/_first_call.py``): swarmcore native, swarmcore on
+  LiteLLM (one agent run of ``Swarm(agent)``), plain openai, plain litellm. The
+  import and the call are timed inside the child (``time.perf_counter``), the whole
+  process from outside; medians of 5 fresh processes (2 with ``--quick``).
 * swarmcore alone: CPU per agent run of W3 at its largest K (200; 50 with
   ``--quick``) and W2 at its largest N (500; 100) with litellm's ``acompletion``
   replaced by an instant stub, in a process of its own: what swarmcore itself
   spends around each call, garbage collection included, without litellm's cost
-  or the network's noise (medians of 15 repetitions), beside the floor's CPU per
-  call at the same size.
+  or the network's noise (medians of 15 repetitions), beside the LiteLLM floor's
+  CPU per call at the same size. That process forces the LiteLLM backend
+  (``SWARMCORE_MODEL_BACKEND=litellm``), or the stub would not be called: these rows
+  measure swarmcore's own work on its LiteLLM path. The native path has no stub
+  here: short of patching the backend's private client pool, its calls reach the
+  SDK, and its own work is read from native / openai floor instead.
 * Below the floor: the floor's W3 (K=50) in fresh processes, per round once with
   litellm's defaults, once more with them (a control) and once per global setting
   that could spare per-call work (message logging, token counting, the httpx
@@ -57,21 +79,21 @@ swarmcore adds.
   ``ModelCallFinished`` events; and the prompt tokens of whole runs in each
   mode, of the three flows of ``examples/pull_vs_push.py`` (ratio push / pull).
 
-Fairness rules: litellm is warmed up (plain call, call with tools, one untimed
-run of each side) before anything is timed, then the surviving heap is frozen
-out of the GC (``settle_gc``) in every process, and a worker process leaves the
-collector running between measurements, as a long-running program does (see
-``measure``); both sides run on the same event
-loop policy (asyncio's default) with the same litellm settings (none beyond
-what swarmcore's loader sets); swarmcore and floor alternate (order flipped
-every repetition). Two ratios are shown: best of ``--reps`` on each side, and
-the median of the per-repetition ratios (``paired``: repetition i of both
-sides ran back to back, so slow spells of a shared machine fall on both halves
-of a pair); the verdict reads the paired one, and its ``90% CI`` (a seeded bootstrap
-of the per-repetition ratios) says how far this machine's noise could move it. The
-spread of the repetitions is shown too. ``--profile`` adds
-a cProfile comparison of the two sides at W3 K=50 after the table. Progress
-goes to stderr; stdout gets only the final table (and the profile).
+Fairness rules: each side is warmed up (for LiteLLM: a plain call and a call with
+tools; for the openai floor the same; then untimed runs of each side's workload)
+before anything is timed, then the surviving heap is frozen out of the GC
+(``settle_gc``) in every process, and a worker process leaves the collector running
+between measurements, as a long-running program does (see ``measure``); all sides run
+on the same event loop policy (asyncio's default) with the same litellm settings
+(none beyond what swarmcore's loader sets); the sides take turns, the order rotated
+every repetition. Two ratios are shown: best of ``--reps`` on each side, and the
+median of the per-repetition ratios (``paired``: repetition i of every side ran back
+to back, so slow spells of a shared machine fall on both halves of a pair); the
+verdict reads the paired one, and its ``90% CI`` (a seeded bootstrap of the
+per-repetition ratios) says how far this machine's noise could move it. The spread
+of the repetitions is shown too. ``--profile`` adds a cProfile comparison of
+swarmcore native and the openai floor at W3 K=50 after the table. Progress goes to
+stderr; stdout gets only the final table (and the profile).
 """
 
 from __future__ import annotations
@@ -99,7 +121,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any, Literal, cast
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 if TYPE_CHECKING:  # imported lazily below: the floor's W3 worker never imports swarmcore
     from swarmcore import Agent, Swarm
@@ -135,6 +157,37 @@ BOOTSTRAP = 2000
 """Resamples of the per-repetition ratios behind each paired row's 90 % interval."""
 SETTLE_MAX = 3.0
 """The longest wait for that backlog to drain."""
+BACKEND_ENV = "SWARMCORE_MODEL_BACKEND"
+"""The environment variable that sends every swarmcore call through LiteLLM when set so."""
+
+Side = Literal["native", "litellm", "floor", "openai"]
+_V = TypeVar("_V")
+SIDES: tuple[Side, ...] = ("native", "litellm", "floor", "openai")
+"""swarmcore native, swarmcore on LiteLLM, the LiteLLM floor, the openai floor."""
+SWARMCORE_SIDES: frozenset[Side] = frozenset({"native", "litellm"})
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One ratio of the table: ``side`` over ``floor``, with the CPU/call target."""
+
+    side: Side
+    floor: Side
+    label: str
+    cpu_limit: float
+    rss_limit: float | None = None
+
+
+COMPARISONS = (
+    # What the native backend saves: its CPU against what swarmcore used to stand on.
+    Comparison("native", "floor", "native / LiteLLM floor", 0.75, rss_limit=0.6),
+    # What swarmcore adds on its own floor.
+    Comparison("native", "openai", "native / openai floor", 1.10),
+    # What swarmcore adds on LiteLLM (the row this benchmark always had).
+    Comparison("litellm", "floor", "on LiteLLM / LiteLLM floor", 1.05),
+)
+WALL_COMPARISONS = (COMPARISONS[1], COMPARISONS[2])
+"""Wall rows compare each swarmcore side with its own floor (the latency dominates)."""
 
 
 async def settle() -> None:
@@ -231,16 +284,40 @@ class ServerProcess:
         self._proc = None
 
 
-# --- the two sides ---------------------------------------------------------------------
+# --- the sides ---------------------------------------------------------------------------
 
 
-class Floor:
-    """The floor: ``litellm.acompletion`` with the kwargs swarmcore passes, nothing else."""
+class Replay:
+    """A floor: the captured payloads sent with nothing around them but ``asyncio.gather``."""
+
+    def __init__(self, payloads: Payloads) -> None:
+        self.payloads = payloads
+
+    async def call(self, key: str) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close what the floor opened (the openai floor's aiohttp session)."""
+
+    # Like swarmcore's run, which returns every agent's result, the floor keeps the
+    # responses it got until its workload ends: a program keeps what it asked for.
+    async def diamond(self) -> list[Any]:
+        first = await self.call(instructions("a"))
+        middle = await asyncio.gather(self.call(instructions("b")), self.call(instructions("c")))
+        return [first, *middle, await self.call(instructions("d"))]
+
+    async def fan_out(self, workers: Sequence[str]) -> list[Any]:
+        answers = await asyncio.gather(*(self.call(instructions(w)) for w in workers))
+        return [*answers, await self.call(instructions("merge"))]
+
+
+class Floor(Replay):
+    """The LiteLLM floor: ``litellm.acompletion`` with the kwargs swarmcore passes, nothing else."""
 
     def __init__(self, lit: ModuleType, api_base: str, payloads: Payloads) -> None:
+        super().__init__(payloads)
         self._lit = lit
         self._api_base = api_base
-        self.payloads = payloads
 
     async def call(self, key: str) -> Any:
         payload = self.payloads[key]
@@ -258,16 +335,41 @@ class Floor:
             kwargs["tools"] = list(payload["tools"])
         return await self._lit.acompletion(**kwargs)
 
-    # Like swarmcore's run, which returns every agent's result, the floor keeps the
-    # responses it got until its workload ends: a program keeps what it asked for.
-    async def diamond(self) -> list[Any]:
-        first = await self.call(instructions("a"))
-        middle = await asyncio.gather(self.call(instructions("b")), self.call(instructions("c")))
-        return [first, *middle, await self.call(instructions("d"))]
 
-    async def fan_out(self, workers: Sequence[str]) -> list[Any]:
-        answers = await asyncio.gather(*(self.call(instructions(w)) for w in workers))
-        return [*answers, await self.call(instructions("merge"))]
+class OpenAIFloor(Replay):
+    """The openai floor: one ``AsyncOpenAI`` client, ``chat.completions.create``, nothing else.
+
+    The body is what swarmcore's native backend sends (the model's name without
+    LiteLLM's ``openai/`` prefix, the messages, the tools) and the same per-call
+    timeout; the client is built as the backend builds its own: no SDK retries, and
+    the SDK's ``DefaultAioHttpClient`` (aiohttp's pool, not httpx's, whose pool costs
+    several times the CPU per call at a hundred calls in flight).
+    """
+
+    def __init__(self, api_base: str, payloads: Payloads) -> None:
+        super().__init__(payloads)
+        import openai
+
+        self._client: Any = openai.AsyncOpenAI(
+            base_url=api_base,
+            api_key=API_KEY,
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(),
+        )
+
+    async def call(self, key: str) -> Any:
+        payload = self.payloads[key]
+        kwargs: dict[str, Any] = {
+            "model": MODEL.removeprefix("openai/"),
+            "messages": [dict(m) for m in payload["messages"]],
+            "timeout": CALL_TIMEOUT,
+        }
+        if payload["tools"]:
+            kwargs["tools"] = list(payload["tools"])
+        return await self._client.chat.completions.create(**kwargs)
+
+    async def aclose(self) -> None:
+        await self._client.close()
 
 
 def instructions(name: str) -> str:
@@ -275,38 +377,45 @@ def instructions(name: str) -> str:
     return f"You are {name}, one step of a benchmark flow."
 
 
-def bench_agent(name: str, api_base: str) -> Agent:
+def bench_agent(name: str, api_base: str, backend: str | None = None) -> Agent:
+    """An agent of the workloads; ``backend`` (``"litellm"``) forces one, else swarmcore picks
+    (native for this model, or what ``SWARMCORE_MODEL_BACKEND`` says)."""
     from swarmcore import Agent
 
-    return Agent(name, instructions(name), model=MODEL, api_base=api_base, api_key=API_KEY)
+    settings: dict[str, Any] = {"backend": backend} if backend else {}
+    return Agent(
+        name,
+        instructions(name),
+        model=MODEL,
+        api_base=api_base,
+        api_key=API_KEY,
+        model_settings=settings,
+    )
 
 
-def diamond_swarm(api_base: str) -> Swarm:
+def diamond_swarm(api_base: str, backend: str | None = None) -> Swarm:
     from swarmcore import Swarm
 
-    a, b, c, d = (bench_agent(n, api_base) for n in "abcd")
+    a, b, c, d = (bench_agent(n, api_base, backend) for n in "abcd")
     return Swarm(a >> (b | c) >> d)
 
 
-def diamond_of(
-    side: str, lit: ModuleType, api_base: str, payloads: Payloads
-) -> Callable[[], Awaitable[object]]:
-    """One side's diamond: a Swarm run, or the floor replaying swarmcore's payloads."""
-    if side == "swarmcore":
-        swarm = diamond_swarm(api_base)
-        return lambda: swarm.run(TASK)
-    return Floor(lit, api_base, payloads).diamond
+def replay(side: Side, api_base: str, payloads: Payloads) -> Replay:
+    """A floor side (``floor`` or ``openai``) replaying ``payloads``."""
+    if side == "openai":
+        return OpenAIFloor(api_base, payloads)
+    return Floor(load_litellm(), api_base, payloads)
 
 
 def worker_names(n: int) -> list[str]:
     return [f"worker_{i:03d}" for i in range(1, n + 1)]
 
 
-def fan_out_swarm(api_base: str, n: int) -> Swarm:
+def fan_out_swarm(api_base: str, n: int, backend: str | None = None) -> Swarm:
     from swarmcore import Swarm, parallel
 
-    members = [bench_agent(w, api_base) for w in worker_names(n)]
-    return Swarm(parallel(*members) >> bench_agent("merge", api_base))
+    members = [bench_agent(w, api_base, backend) for w in worker_names(n)]
+    return Swarm(parallel(*members) >> bench_agent("merge", api_base, backend))
 
 
 async def capture(server: ServerProcess, run: Callable[[], Awaitable[object]]) -> Payloads:
@@ -320,8 +429,9 @@ async def capture(server: ServerProcess, run: Callable[[], Awaitable[object]]) -
     return captured
 
 
-async def warm_up(lit: ModuleType, api_base: str) -> None:
-    """One plain call and one with tools (litellm imports mcp on its first tools= call)."""
+async def warm_up(side: Side, api_base: str) -> None:
+    """One plain call and one with tools through a floor (``floor``: litellm, which imports
+    mcp on its first tools= call; ``openai``: the SDK, whose first call builds its types)."""
     tool: dict[str, Any] = {
         "type": "function",
         "function": {"name": "noop", "description": "Nothing.", "parameters": {"type": "object"}},
@@ -331,9 +441,10 @@ async def warm_up(lit: ModuleType, api_base: str) -> None:
         "plain": {"messages": messages, "tools": []},
         "tools": {"messages": messages, "tools": [tool]},
     }
-    floor = Floor(lit, api_base, payloads)
+    floor = replay(side, api_base, payloads)
     await floor.call("plain")
     await floor.call("tools")
+    await floor.aclose()
 
 
 # --- measuring ---------------------------------------------------------------------------
@@ -449,19 +560,27 @@ def spread(*series: Sequence[float]) -> float:
     return max((max(s) - min(s)) / min(s) for s in series if s)
 
 
+def by_side(values: Sequence[_V]) -> dict[Side, _V]:
+    """Values listed in the order of ``SIDES``, by side."""
+    return dict(zip(SIDES, values, strict=True))
+
+
+def turn_order(shift: int, count: int) -> list[int]:
+    """The order ``count`` sides take their turns in: rotated by ``shift`` (the repetition),
+    so each side goes first as often as the others (two sides: they alternate)."""
+    first = shift % count
+    return [*range(first, count), *range(first)]
+
+
 async def interleaved(
-    reps: int,
-    swarmcore: Callable[[], Awaitable[object]],
-    floor: Callable[[], Awaitable[object]],
-    calls: int,
-) -> tuple[Best, Best]:
-    """Alternate the sides, flipping who goes first each repetition."""
-    sc, fl = Best(), Best()
+    reps: int, works: Sequence[Callable[[], Awaitable[object]]], calls: int
+) -> list[Best]:
+    """Each side's repetitions (by place in ``works``), the sides taking turns."""
+    bests = [Best() for _ in works]
     for rep in range(reps):
-        order = [(swarmcore, sc), (floor, fl)]
-        for work, best in order if rep % 2 == 0 else reversed(order):
-            best.add(await measure(work, calls))
-    return sc, fl
+        for place in turn_order(rep, len(works)):
+            bests[place].add(await measure(works[place], calls))
+    return bests
 
 
 # --- the table ---------------------------------------------------------------------------
@@ -539,6 +658,33 @@ def gc_row(workload: str, sc: Best, fl: Best) -> Row:
     return ratio_row(workload, sc.gc_ms_per_call, fl.gc_ms_per_call, "ms", limit=None)
 
 
+def wall_rows(label: str, best: Mapping[Side, Best], ideal: float) -> list[Row]:
+    """Wall rows of each swarmcore side against its own floor."""
+    return [
+        wall_row(f"{label}, {c.label}", best[c.side], best[c.floor], ideal)
+        for c in WALL_COMPARISONS
+    ]
+
+
+def cpu_rows(label: str, best: Mapping[Side, Best]) -> list[Row]:
+    """CPU per call, one row a comparison (``COMPARISONS``), each with its target."""
+    return [
+        ratio_row(
+            f"{label}, {c.label}",
+            best[c.side].cpu_ms_per_call,
+            best[c.floor].cpu_ms_per_call,
+            "ms",
+            limit=c.cpu_limit,
+            series=(best[c.side].cpus, best[c.floor].cpus),
+        )
+        for c in COMPARISONS
+    ]
+
+
+def gc_rows(label: str, best: Mapping[Side, Best]) -> list[Row]:
+    return [gc_row(f"{label}, {c.label}", best[c.side], best[c.floor]) for c in WALL_COMPARISONS]
+
+
 def paired(swarmcore: Sequence[float], floor: Sequence[float]) -> float:
     """Median of the per-repetition ratios: repetition i of each side ran back to back, so
     a machine that slows down for a while slows both halves of a pair alike."""
@@ -614,51 +760,60 @@ async def in_process(
     server: ServerProcess, cfg: Config
 ) -> tuple[list[Row], Payloads, dict[str, Payloads], str]:
     """W1, chain tokens (and the profile), on one loop; returns the rows and the payloads
-    swarmcore sent in the diamond and in each W2 fan-out (by N), for the floor to replay."""
+    swarmcore sent in the diamond and in each W2 fan-out (by N), for the floors to replay.
+    The litellm side forces its backend per agent here (``model_settings``), as this
+    process runs all four sides."""
     cfg.loop = type(asyncio.get_running_loop()).__name__
     lit = load_litellm()
     from swarmcore import llm
 
     assert llm.load_litellm() is lit  # one litellm module, configured once, for both sides
     api = server.api_base
-    await warm_up(lit, api)
+    await warm_up("floor", api)
+    await warm_up("openai", api)
     settle_gc()
     L = cfg.latency
     rows: list[Row] = []
     fan_outs: dict[str, Payloads] = {}
 
-    diamond = diamond_swarm(api)
-    payloads = await capture(server, lambda: diamond.run(TASK))
-    floor = Floor(lit, api, payloads)
-    await floor.diamond()  # the floor's own untimed first run
+    native, on_litellm = diamond_swarm(api), diamond_swarm(api, "litellm")
+    payloads = await capture(server, lambda: native.run(TASK))
+    floor, openai_floor = Floor(lit, api, payloads), OpenAIFloor(api, payloads)
+    diamonds: dict[Side, Callable[[], Awaitable[object]]] = {
+        "native": lambda: native.run(TASK),
+        "litellm": lambda: on_litellm.run(TASK),
+        "floor": floor.diamond,
+        "openai": openai_floor.diamond,
+    }
+    for diamond in diamonds.values():
+        await diamond()  # each side's own untimed first run
     if "w1" in cfg.only:
         progress("W1 diamond")
-        sc, fl = await interleaved(cfg.reps, lambda: diamond.run(TASK), floor.diamond, 4)
-        rows.append(wall_row(f"W1 diamond wall (L={L:.2f}s)", sc, fl, 3 * L))
+        bests = await interleaved(cfg.reps, [diamonds[s] for s in SIDES], 4)
+        rows += wall_rows(f"W1 diamond wall (L={L:.2f}s)", by_side(bests), 3 * L)
 
     for n in cfg.fan_outs if "w2" in cfg.only else ():  # W2 runs in the workers, with W3
         swarm = fan_out_swarm(api, n)
         fan_outs[str(n)] = await capture(server, lambda s=swarm: s.run(TASK))
 
     if "w3" in cfg.only and cfg.one_process_pairs:
-        # The W3 CPU question with the least noise: both sides in one process (no
-        # process's luck in it), many back-to-back pairs. No verdict: W3's rows below
-        # are the benchmark's; this row says how far their noise can be trusted.
+        # The W3 CPU question with the least noise: all sides in one process (no
+        # process's luck in it), many back-to-back rounds. No verdict: W3's rows below
+        # are the benchmark's; these rows say how far their noise can be trusted.
         k, pairs = ONE_PROCESS_K, cfg.one_process_pairs
-        progress(f"W3 K={k} in this process, {pairs} pairs")
+        progress(f"W3 K={k} in this process, {pairs} rounds")
 
-        async def sc_batch() -> None:
-            await asyncio.gather(*(diamond.run(TASK) for _ in range(k)))
+        def batch(diamond: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[object]]:
+            async def run() -> None:
+                await asyncio.gather(*(diamond() for _ in range(k)))
 
-        async def fl_batch() -> None:
-            await asyncio.gather(*(floor.diamond() for _ in range(k)))
+            return run
 
         settle_gc()  # the swarms and payloads set up since the first freeze, as in a worker
-        sc, fl = await interleaved(pairs, sc_batch, fl_batch, 4 * k)
-        label = f"W3 K={k} CPU/call, one process, {pairs} pairs"
-        cpus = (sc.cpus, fl.cpus)
-        row = ratio_row(label, sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus)
-        rows.append(replace(row, target="-", ok="-"))
+        bests = await interleaved(pairs, [batch(diamonds[s]) for s in SIDES], 4 * k)
+        label = f"W3 K={k} CPU/call, one process, {pairs} rounds"
+        cpu = cpu_rows(label, by_side(bests))
+        rows += [replace(row, target="-", ok="-") for row in cpu]
 
     if "tokens" in cfg.only:
         progress("prompt tokens of chains (offline FunctionModel)")
@@ -667,6 +822,7 @@ async def in_process(
         rows.extend(await whole_run_token_rows())
         progress("chains done")
     profile = await profile_w3(server, payloads, 50) if cfg.profile else ""
+    await openai_floor.aclose()
     return rows, payloads, fan_outs, profile
 
 
@@ -776,15 +932,20 @@ async def whole_run_token_rows() -> list[Row]:
 
 
 def w3_pairs(cfg: Config) -> int:
-    """How many pairs of worker processes W3 starts: one per repetition, up to W3_PROCESSES."""
+    """How many sets of worker processes (one a side) W3 starts: one per repetition, up to
+    W3_PROCESSES."""
     return min(cfg.reps, W3_PROCESSES)
 
 
 class Worker:
     """A W3 worker: started early so its imports overlap this process's; timed only later."""
 
-    def __init__(self, side: str, api_base: str) -> None:
+    def __init__(self, side: Side, api_base: str) -> None:
         self.side = side
+        env = dict(os.environ)
+        env.pop(BACKEND_ENV, None)  # native: swarmcore's default choice, as a user gets it
+        if side == "litellm":
+            env[BACKEND_ENV] = "litellm"
         self._proc = subprocess.Popen(
             [
                 sys.executable,
@@ -798,6 +959,7 @@ class Worker:
             stdout=subprocess.PIPE,
             text=True,
             process_group=0,  # Ctrl-C reaches only the driver, which stops the workers
+            env=env,
         )
 
     def start(self, payloads: Payloads, fan_outs: Mapping[str, Payloads]) -> None:
@@ -839,58 +1001,53 @@ class Worker:
 def worker_rows(
     cfg: Config, workers: Sequence[Worker], payloads: Payloads, fan_outs: Mapping[str, Payloads]
 ) -> tuple[list[Row], list[Row]]:
-    """W2's and W3's rows, measured in ``workers`` (pairs of both sides): repetition i of
-    every workload runs on pair i mod their number. W3 goes first, so its peak RSS rows
-    are its own, not a fan-out's; the floor's control (a W3 row) goes last."""
+    """W2's and W3's rows, measured in ``workers`` (sets of one worker a side): repetition
+    i of every workload runs on set i mod their number. W3 goes first, so its peak RSS
+    rows are its own, not a fan-out's; the floor's control (a W3 row) goes last."""
     try:
         for w in workers:  # all warm up at once: untimed
             w.start(payloads, fan_outs)
         baseline = {id(w): w.ready() for w in workers}
-        pairs = list(
-            zip(
-                [w for w in workers if w.side == "swarmcore"],
-                [w for w in workers if w.side == "floor"],
-                strict=True,
-            )
-        )
+        sets = list(zip(*([w for w in workers if w.side == s] for s in SIDES), strict=True))
 
-        def measure_on_pairs(
-            workload: Mapping[str, int], on: Sequence[tuple[Worker, Worker]] = pairs
-        ) -> tuple[Best, Best, dict[str, int]]:
-            """The first workers' repetitions, the second ones', and each side's RSS rise."""
-            best = (Best(), Best())
-            growth = [0, 0]  # the largest peak RSS rise of a worker, by place in the pair
+        def measure_on(
+            workload: Mapping[str, int], on: Sequence[Sequence[Worker]] = sets
+        ) -> tuple[list[Best], list[int]]:
+            """Each place's repetitions (a side, by its place in the sets), and the
+            largest rise of a worker's peak RSS, by place."""
+            count = len(on[0])
+            best = [Best() for _ in range(count)]
+            growth = [0] * count
             for rep in range(cfg.reps):
-                pair = on[rep % len(on)]
-                # The sides alternate which runs first, and a revisited pair flips too.
-                second_first = (rep + rep // len(on)) % 2 == 1
-                for place in (1, 0) if second_first else (0, 1):
-                    sample = pair[place].run(workload)
+                group = on[rep % len(on)]
+                # The sides take turns going first, and a revisited set shifts too.
+                for place in turn_order(rep + rep // len(on), count):
+                    sample = group[place].run(workload)
                     best[place].add(sample)
-                    rise = sample.maxrss_kb - baseline[id(pair[place])]
+                    rise = sample.maxrss_kb - baseline[id(group[place])]
                     growth[place] = max(growth[place], rise)
-            return best[0], best[1], {"swarmcore": growth[0], "floor": growth[1]}
+            return best, growth
 
         w3: list[Row] = []
         for k in cfg.concurrency if "w3" in cfg.only else ():
             progress(f"W3 K={k}")
-            sc, fl, growth = measure_on_pairs({"k": k})
-            w3 += w3_rows(cfg, k, sc, fl, growth)
+            best, growth = measure_on({"k": k})
+            w3 += w3_rows(cfg, k, by_side(best), by_side(growth))
         w2: list[Row] = []
         for n in cfg.fan_outs if "w2" in cfg.only else ():
             progress(f"W2 fan-out N={n}")
             rounds = cfg.w2_rounds if 100 <= n < 500 else 1  # only its CPU row needs them
-            sc, fl, _ = measure_on_pairs({"n": n, "rounds": rounds})
-            w2 += w2_rows(cfg, n, sc, fl)
-        if "w3" in cfg.only and len(pairs) > 1:
-            # The floor against itself, last (so W2's floor workers ran what swarmcore's
-            # did): each pair's floor worker against the next pair's, measured as W3's
-            # rows are. What it reads beside 1.00 is this run's noise.
+            best, _ = measure_on({"n": n, "rounds": rounds})
+            w2 += w2_rows(cfg, n, by_side(best))
+        if "w3" in cfg.only and len(sets) > 1:
+            # The LiteLLM floor against itself, last (so W2's floor workers ran what the
+            # others did): each set's floor worker against the next set's, measured as
+            # W3's rows are. What it reads beside 1.00 is this run's noise.
             k = max(cfg.concurrency)
             progress(f"W3 K={k}, the floor against itself (a control)")
-            floors = [floor for _, floor in pairs]
+            floors = [group[SIDES.index("floor")] for group in sets]
             against = list(zip(floors, floors[1:] + floors[:1], strict=True))
-            a, b, _ = measure_on_pairs({"k": k}, against)
+            (a, b), _ = measure_on({"k": k}, against)
             w3.append(control_row(k, a, b))
         return w2, w3
     finally:
@@ -898,69 +1055,66 @@ def worker_rows(
             w.stop()
 
 
-def w2_rows(cfg: Config, n: int, sc: Best, fl: Best) -> list[Row]:
-    rows = [wall_row(f"W2 N={n} wall", sc, fl, 2 * cfg.latency)]
+def w2_rows(cfg: Config, n: int, best: Mapping[Side, Best]) -> list[Row]:
+    rows = wall_rows(f"W2 N={n} wall", best, 2 * cfg.latency)
     if n >= 100:  # a smaller fan-out spends too little CPU to measure it well
-        cpus = (sc.cpus, fl.cpus)
-        label = f"W2 N={n} CPU/call"
-        rows.append(ratio_row(label, sc.cpu_ms_per_call, fl.cpu_ms_per_call, "ms", series=cpus))
+        rows += cpu_rows(f"W2 N={n} CPU/call", best)
         if n == stub_shapes(cfg)["fan_out"]:
-            cfg.floor_cpu["fan_out"] = fl.cpu_ms_per_call
-        rows.append(gc_row(f"W2 N={n} of which GC", sc, fl))
+            cfg.floor_cpu["fan_out"] = best["floor"].cpu_ms_per_call
+        rows += gc_rows(f"W2 N={n} of which GC", best)
     return rows
 
 
-def w3_rows(cfg: Config, k: int, sc: Best, fl: Best, growth: Mapping[str, int]) -> list[Row]:
+def w3_rows(
+    cfg: Config, k: int, best: Mapping[Side, Best], growth: Mapping[Side, int]
+) -> list[Row]:
     L = cfg.latency
-    rows = [
-        wall_row(f"W3 K={k} wall", sc, fl, 3 * L),
+    rows = wall_rows(f"W3 K={k} wall", best, 3 * L)
+    native, openai_floor = best["native"], best["openai"]
+    rows.append(
         ratio_row(
-            f"W3 K={k} runs/s",
-            k / sc.wall,
-            k / fl.wall,
+            f"W3 K={k} runs/s, native / openai floor",
+            k / native.wall,
+            k / openai_floor.wall,
             "/s",
             ideal=f"{k / (3 * L):.1f} /s",
             limit=None,
             digits=1,
-        ),
-        ratio_row(
-            f"W3 K={k} CPU/call",
-            sc.cpu_ms_per_call,
-            fl.cpu_ms_per_call,
-            "ms",
-            series=(sc.cpus, fl.cpus),
-        ),
-        gc_row(f"W3 K={k} of which GC", sc, fl),
-    ]
-    if k == stub_shapes(cfg)["diamond"]:
-        cfg.floor_cpu["diamond"] = fl.cpu_ms_per_call
-    sc_mb, fl_mb = sc.maxrss_kb / 1024, fl.maxrss_kb / 1024
-    row = ratio_row(f"W3 K={k} peak RSS", sc_mb, fl_mb, "MB", limit=None, digits=0)
-    rows.append(
-        Row(
-            row.workload,
-            f"{row.swarmcore} (+{growth['swarmcore'] / 1024:.0f})",
-            f"{row.floor} (+{growth['floor'] / 1024:.0f})",
-            row.ideal,
-            row.ratio,
         )
     )
+    rows += cpu_rows(f"W3 K={k} CPU/call", best)
+    rows += gc_rows(f"W3 K={k} of which GC", best)
+    if k == stub_shapes(cfg)["diamond"]:
+        cfg.floor_cpu["diamond"] = best["floor"].cpu_ms_per_call
+    for c in COMPARISONS:
+        sc_mb, fl_mb = best[c.side].maxrss_kb / 1024, best[c.floor].maxrss_kb / 1024
+        row = ratio_row(
+            f"W3 K={k} peak RSS, {c.label}", sc_mb, fl_mb, "MB", limit=c.rss_limit, digits=0
+        )
+        # A peak is one number a side (the largest over its workers): no pairs, no interval.
+        rows.append(
+            replace(
+                row,
+                swarmcore=f"{row.swarmcore} (+{growth[c.side] / 1024:.0f})",
+                floor=f"{row.floor} (+{growth[c.floor] / 1024:.0f})",
+            )
+        )
     return rows
 
 
 def control_row(k: int, a: Best, b: Best) -> Row:
-    """W3's CPU row with the floor on both sides, in different processes: no target, as
-    its ratio is 1 but for the noise the swarmcore rows' verdicts read through."""
+    """W3's CPU row with the LiteLLM floor on both sides, in different processes: no target,
+    as its ratio is 1 but for the noise the other rows' verdicts read through."""
     label = f"W3 K={k} CPU/call, the floor against itself (a control)"
     series = (a.cpus, b.cpus)
     return ratio_row(label, a.cpu_ms_per_call, b.cpu_ms_per_call, "ms", limit=None, series=series)
 
 
-def worker_main(side: str, api_base: str) -> None:
+def worker_main(side: Side, api_base: str) -> None:
     asyncio.run(_worker(side, api_base, sys.stdin, sys.stdout))
 
 
-async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> None:
+async def _worker(side: Side, api_base: str, stdin: IO[str], stdout: IO[str]) -> None:
     def reply(message: dict[str, Any]) -> None:
         stdout.write(PROTOCOL + json.dumps(message) + "\n")
         stdout.flush()
@@ -969,19 +1123,28 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
         line = await asyncio.to_thread(stdin.readline)  # the loop stays free for litellm's tasks
         return json.loads(line) if line else {"quit": True}
 
-    lit = load_litellm()
-    if side == "swarmcore":
-        importlib.import_module("swarmcore")  # its import belongs to its side's memory
+    # Each side imports what it runs on, and nothing more: its memory is its own.
+    if side in ("litellm", "floor"):
+        load_litellm()
+    if side in SWARMCORE_SIDES:
+        importlib.import_module("swarmcore")
+    if side == "openai":
+        importlib.import_module("openai")
     reply({"loaded": True})
     message = await command()
     if message.get("quit"):
         return
-    await warm_up(lit, api_base)
-    loads = _WorkerLoads(lit, side, api_base, message["payloads"], message["fan_outs"])
+    loads = _WorkerLoads(side, api_base, message["payloads"], message["fan_outs"])
+    if side == "native":
+        await loads.diamond()  # its warm-up: the first run imports the SDK and builds a client
+    else:
+        await warm_up("openai" if side == "openai" else "floor", api_base)
     settle_gc()
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for _ in range(2):  # untimed runs of the workload itself
         await loads.diamond()
+    if side in ("native", "openai") and "litellm" in sys.modules:
+        raise RuntimeError(f"the {side} worker imported litellm: it would measure LiteLLM")
     reply({"rss_kb": baseline})
     while not (message := await command()).get("quit"):
         sample, rounds = await loads.measure(message)
@@ -994,23 +1157,29 @@ async def _worker(side: str, api_base: str, stdin: IO[str], stdout: IO[str]) -> 
                 "gc_cpu": sample.gc_cpu,
             }
         )
+    for floor in loads.floors:
+        await floor.aclose()
 
 
 class _WorkerLoads:
     """A worker's workloads: the W3 diamond, and W2's fan-outs built on first use."""
 
     def __init__(
-        self,
-        lit: ModuleType,
-        side: str,
-        api_base: str,
-        payloads: Payloads,
-        fan_out_payloads: dict[str, Payloads],
+        self, side: Side, api_base: str, payloads: Payloads, fan_out_payloads: dict[str, Payloads]
     ) -> None:
-        self._lit, self._side, self._api = lit, side, api_base
+        self._side: Side = side
+        self._api = api_base
         self._fan_out_payloads = fan_out_payloads
         self._fan_outs: dict[int, Callable[[], Awaitable[object]]] = {}
-        self.diamond = diamond_of(side, lit, api_base, payloads)
+        self.floors: list[Replay] = []
+        """The floors this worker opened, to close when it quits."""
+        if side in SWARMCORE_SIDES:
+            swarm = diamond_swarm(api_base)  # its backend: the worker's environment's
+            self.diamond: Callable[[], Awaitable[object]] = lambda: swarm.run(TASK)
+        else:
+            floor = replay(side, api_base, payloads)
+            self.floors.append(floor)
+            self.diamond = floor.diamond
 
     async def measure(self, message: Mapping[str, Any]) -> tuple[Sample, int]:
         """One measurement, ``{"k": K}`` (W3) or ``{"n": N, "rounds": R}`` (W2), and the
@@ -1043,11 +1212,12 @@ class _WorkerLoads:
         objects each full collection would walk, where a program's collections also walk
         litellm's ~300,000)."""
         if n not in self._fan_outs:
-            if self._side == "swarmcore":
+            if self._side in SWARMCORE_SIDES:
                 wide = fan_out_swarm(self._api, n)
                 self._fan_outs[n] = lambda: wide.run(TASK)
             else:
-                floor = Floor(self._lit, self._api, self._fan_out_payloads[str(n)])
+                floor = replay(self._side, self._api, self._fan_out_payloads[str(n)])
+                self.floors.append(floor)
                 names = worker_names(n)
                 self._fan_outs[n] = lambda: floor.fan_out(names)
             await self._fan_outs[n]()
@@ -1154,7 +1324,7 @@ async def _settings_worker(index: int, api_base: str, payloads: Payloads) -> Non
     lit = load_litellm()
     for name, value in LITELLM_SETTINGS[index][1].items():
         setattr(lit, name, value)  # before the first call: litellm caches its clients
-    await warm_up(lit, api_base)
+    await warm_up("floor", api_base)
     floor = Floor(lit, api_base, payloads)
 
     async def batch() -> None:
@@ -1182,11 +1352,17 @@ def stub_shapes(cfg: Config) -> dict[str, int]:
 def alone_rows(cfg: Config) -> list[Row]:
     """swarmcore's own CPU per agent run, from a subprocess whose litellm answers instantly.
 
+    That subprocess runs swarmcore on its LiteLLM backend (``SWARMCORE_MODEL_BACKEND=litellm``),
+    as every swarmcore did before the native backend: on the native path, which ``openai/...``
+    models take by default, the stubbed ``acompletion`` would never be called.
+
     The floor's CPU per call at the same sizes (``cfg.floor_cpu``, from this run's W3/W2
     rows when they ran) puts it in proportion: the share of a real call's CPU that
     swarmcore adds.
     """
     sizes = stub_shapes(cfg)
+    # The stub replaces litellm's acompletion: only the LiteLLM backend calls it.
+    env = {**os.environ, BACKEND_ENV: "litellm"}
     out = subprocess.run(
         [
             sys.executable,
@@ -1200,6 +1376,7 @@ def alone_rows(cfg: Config) -> list[Row]:
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     ).stdout
     measured: dict[str, float] = json.loads(out.split(PROTOCOL, 1)[1])
     labels = {
@@ -1227,6 +1404,8 @@ def stub_worker_main(k: int, n: int) -> None:
 
 
 async def _stub_worker(k: int, n: int) -> None:
+    if os.environ.get(BACKEND_ENV) != "litellm":
+        raise RuntimeError(f"the stub worker needs {BACKEND_ENV}=litellm: the stub is litellm's")
     lit = load_litellm()
     reply = lit.ModelResponse(
         model=MODEL,
@@ -1329,6 +1508,67 @@ def cold_import_rows(runs: int = 5) -> list[Row]:
     ]
 
 
+FIRST_CALLS: tuple[tuple[str, str, str | None], ...] = (
+    ("swarmcore native", "swarmcore", None),
+    ("swarmcore on LiteLLM", "swarmcore", "litellm"),
+    ("plain openai", "openai", None),
+    ("plain litellm", "litellm", None),
+)
+"""(label, variant of ``_first_call.py``, ``SWARMCORE_MODEL_BACKEND``) of each first-call row."""
+FIRST_CALL_TARGET = 1.0
+"""Seconds: swarmcore native's import and first call, together."""
+
+
+def first_call_rows(api_base: str, runs: int = 5) -> list[Row]:
+    """A fresh process's import and first model call, medians of ``runs`` processes each.
+
+    The variants take turns, run by run, so a slow spell of the machine falls on all.
+    ``import + call`` is timed inside the child; ``process`` is the child's whole life
+    seen from here (interpreter start and exit included).
+    """
+    package = Path(__file__).resolve().parents[1] / "src" / "swarmcore"
+    compileall.compile_dir(str(package), quiet=1)  # as an installed wheel: byte-compiled
+    measured: dict[str, list[tuple[float, float, float, bool]]] = {}
+    for run in range(runs):
+        for place in turn_order(run, len(FIRST_CALLS)):
+            label, variant, backend = FIRST_CALLS[place]
+            env = dict(os.environ)
+            env.pop(BACKEND_ENV, None)
+            if backend:
+                env[BACKEND_ENV] = backend
+            started = time.perf_counter()
+            out = subprocess.run(
+                [sys.executable, str(HERE / "_first_call.py"), variant, api_base],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            ).stdout
+            process = time.perf_counter() - started
+            got: dict[str, Any] = json.loads(out.split(PROTOCOL, 1)[1])
+            sample = (float(got["import"]), float(got["call"]), process, bool(got["litellm"]))
+            measured.setdefault(label, []).append(sample)
+    rows: list[Row] = []
+    for label, _, _ in FIRST_CALLS:
+        samples = measured[label]
+        imp = statistics.median(s[0] for s in samples)
+        call = statistics.median(s[1] for s in samples)
+        both = statistics.median(s[0] + s[1] for s in samples)
+        process = statistics.median(s[2] for s in samples)
+        lit = any(s[3] for s in samples)
+        gated = label == "swarmcore native"
+        rows.append(
+            Row(
+                f"first call, {label} (median of {runs})",
+                f"{both:.2f} s = import {imp:.2f} + call {call:.2f}",
+                f"process {process:.2f} s{', litellm loaded' if lit else ''}",
+                target=f"<{FIRST_CALL_TARGET:.2f} s" if gated else "-",
+                ok=("yes" if both < FIRST_CALL_TARGET and not lit else "NO") if gated else "-",
+            )
+        )
+    return rows
+
+
 # --- profile (optional) --------------------------------------------------------------------
 
 
@@ -1360,10 +1600,10 @@ def _is_swarmcore(key: ProfileKey) -> bool:
 
 
 async def profile_w3(server: ServerProcess, payloads: Payloads, k: int) -> str:
-    """cProfile (CPU-time clock) of W3 at K=k, each side once; numbers per model call, in µs."""
-    lit = load_litellm()
+    """cProfile (CPU-time clock) of W3 at K=k, swarmcore native and the openai floor, each
+    once; numbers per model call, in µs."""
     swarm = diamond_swarm(server.api_base)
-    floor = Floor(lit, server.api_base, payloads)
+    floor = OpenAIFloor(server.api_base, payloads)
 
     async def swarmcore_side() -> None:
         await asyncio.gather(*(swarm.run(TASK) for _ in range(k)))
@@ -1371,7 +1611,10 @@ async def profile_w3(server: ServerProcess, payloads: Payloads, k: int) -> str:
     async def floor_side() -> None:
         await asyncio.gather(*(floor.diamond() for _ in range(k)))
 
-    return await profile_sides(f"W3 K={k}", swarmcore_side, floor_side, 4 * k)
+    try:
+        return await profile_sides(f"W3 K={k}", swarmcore_side, floor_side, 4 * k)
+    finally:
+        await floor.aclose()
 
 
 async def profile_sides(
@@ -1419,7 +1662,7 @@ async def profile_sides(
     ranked = sorted(own.items(), key=lambda kv: -kv[1][3])
     wrapping = [(key, v) for key, v in ranked if v[3] >= call_once]
     out.append(
-        f"swarmcore functions around litellm.acompletion (cumul {per_call(call_once).strip()} "
+        f"swarmcore functions around the model call (cumul {per_call(call_once).strip()} "
         f"and up): {', '.join(key[2] for key, _ in wrapping)}"
     )
     out += [
@@ -1500,20 +1743,22 @@ def running_server(latency: float) -> Generator[ServerProcess]:
 
 def header(cfg: Config, quick: bool, load: tuple[float, float]) -> list[str]:
     fresh = cfg.reps <= w3_pairs(cfg)
-    rotation = "a fresh pair per repetition" if fresh else "the repetitions rotating over them"
+    rotation = "a fresh set per repetition" if fresh else "the repetitions rotating over them"
     return [
-        f"swarmcore {importlib.metadata.version('swarmcore')} vs plain litellm.acompletion + gather"
+        f"swarmcore {importlib.metadata.version('swarmcore')} (native backend and on LiteLLM) vs "
+        "plain litellm.acompletion and plain openai chat.completions.create + gather"
         f" ({'--quick' if quick else 'full run'})",
         f"python {platform.python_version()} ({platform.python_implementation()}), "
-        f"litellm {importlib.metadata.version('litellm')}, cores {os.cpu_count()}, "
+        f"litellm {importlib.metadata.version('litellm')}, "
+        f"openai {importlib.metadata.version('openai')}, cores {os.cpu_count()}, "
         f"load average {load[0]:.2f} at start, {load[1]:.2f} at end; "
         f"event loop {cfg.loop} from asyncio.run (both sides)",
         f"server latency L={cfg.latency:.2f}s; best of {cfg.reps} interleaved repetitions per "
-        f"side (W2's and W3's on {w3_pairs(cfg)} pairs of worker processes, {rotation}); "
-        "ratio = swarmcore "
-        "/ floor of the best repetitions; paired = median of the per-repetition ratios (the "
-        "verdict), with a bootstrap 90% interval; spread = (max - min) / min over one side's "
-        "repetitions (the noisier side); "
+        f"side (W2's and W3's on {w3_pairs(cfg)} sets of worker processes, one a side, "
+        f"{rotation}); each row compares two sides (A / B: A in the swarmcore column, B in "
+        "the floor column); ratio = A / B of the best repetitions; paired = median of the "
+        "per-repetition ratios (the verdict), with a bootstrap 90% interval; "
+        "spread = (max - min) / min over one side's repetitions (the noisier side); "
         "CPU/call = process CPU time / model calls",
     ]
 
@@ -1548,7 +1793,7 @@ def main() -> int:
 def _main() -> int:
     parser = argparse.ArgumentParser(description="swarmcore overhead against plain litellm")
     parser.add_argument(
-        "--quick", action="store_true", help="a smoke run: W3 K=50, W2 N=100, ~1 minute"
+        "--quick", action="store_true", help="a smoke run: W3 K=50, W2 N=100, ~2 minutes"
     )
     parser.add_argument("--latency", type=float, default=0.2, help="server latency in seconds")
     parser.add_argument(
@@ -1563,7 +1808,7 @@ def _main() -> int:
     )
     parser.add_argument("--fan-outs", type=_sizes, help="W2 sizes, e.g. 500 or 10,100")
     parser.add_argument("--concurrency", type=_sizes, help="W3 sizes K, e.g. 200")
-    parser.add_argument("--worker", choices=("swarmcore", "floor"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--api-base", help=argparse.SUPPRESS)
     parser.add_argument("--stub-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--settings-worker", type=int, help=argparse.SUPPRESS)
@@ -1596,9 +1841,12 @@ def _main() -> int:
         progress("cold import")
         rows = cold_import_rows()
     with running_server(cfg.latency) as server:
+        if "import" in cfg.only:  # before any worker starts: a first call on a quiet machine
+            progress("first calls in fresh processes")
+            rows += first_call_rows(server.api_base, 2 if args.quick else 5)
         progress(f"server on {server.api_base}; importing litellm here and in the workers")
         in_workers = "w2" in cfg.only or "w3" in cfg.only
-        sides = ("swarmcore", "floor") if in_workers else ()
+        sides = SIDES if in_workers else ()
         workers = [Worker(side, server.api_base) for _ in range(w3_pairs(cfg)) for side in sides]
         try:
             load_litellm()
