@@ -207,7 +207,7 @@ def _group_label(group: GroupShape) -> str | None:
     if group.policy == "best_effort":
         parts.append("best effort")
     elif group.policy != "all":
-        parts.append(f"{group.policy_text}, {len(group.members)} members")
+        parts.append(f"quorum {group.policy.k} of {len(group.members)}")
     if group.retries is not None:
         parts.append(f"retries {group.retries}")
     return ", ".join(parts) or None
