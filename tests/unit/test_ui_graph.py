@@ -353,3 +353,15 @@ def test_no_script_no_link_one_style() -> None:
     assert len(list(root.iter(f"{SVG}style"))) == 1
     for el in root.iter():
         assert not any(k.startswith("on") for k in el.attrib)
+
+
+def test_a_frame_is_wide_enough_for_its_labels() -> None:
+    shape = loop(A, until=J, max_iterations=3, name="a_rather_long_loop_name").shape()
+    root = parse(flow_svg(shape))
+    (frame,) = frames(root, "loop")
+    (back,) = texts(root, "back")
+    # 11px text advances at least 6px a character.
+    assert frame.w >= 6 * len(frame.text)
+    assert frame.w >= 6 * len(back)
+    _, _, width, _ = (float(v) for v in root.attrib["viewBox"].split())
+    assert frame.right <= width
