@@ -191,6 +191,15 @@ def test_nested_groups() -> None:
     assert a.right < b.x
     assert max(c.right, d.right) < e.x
     assert len(edges(root)) == 5  # a->b, a->d, b->c, c->e, d->e
+    # The shorter branch d runs on (a tail, not an edge) to where b >> c ends, so the
+    # edges joining e start at one x and cross no node.
+    (tail,) = [p for p in root.iter(f"{SVG}path") if p.attrib.get("class") == "tail"]
+    assert ends(tail) == ((d.right, d.y + d.h / 2), (c.right, d.y + d.h / 2))
+    into_e = [p for p in edges(root) if ends(p)[1] == (e.x, e.y + e.h / 2)]
+    assert sorted(ends(p)[0] for p in into_e) == [
+        (c.right, c.y + c.h / 2),
+        (c.right, d.y + d.h / 2),
+    ]
 
     root = parse(flow_svg((A >> ((B >> (C | D)) | E) >> F).shape()))
     nodes = agents(root)

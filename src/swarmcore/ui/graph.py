@@ -66,7 +66,7 @@ _STYLE = (
     ".node.skipped text{fill:#6b7280}"
     ".node.decider rect{fill:#fef9c3;stroke:#ca8a04}"
     ".join{fill:#6b7280}"
-    ".edge{fill:none;stroke:#6b7280;stroke-width:1.5}"
+    ".edge,.tail{fill:none;stroke:#6b7280;stroke-width:1.5}"
     ".edge.choice{stroke-dasharray:5 4}"
     ".edge.back{stroke:#7c3aed}"
     ".edge-label{font-size:11px;fill:#4b5563}"
@@ -294,10 +294,18 @@ class _Canvas:
                 return ins, outs
             case _Stack():
                 ins, outs = [], []
+                right = x + _size(item)[0]
                 for key, child in zip(item.keys, item.items, strict=True):
                     child_ins, child_outs = self.draw(child, x, y)
                     ins += [(point, label if key is None else key) for point, label in child_ins]
-                    outs += child_outs
+                    # A shorter branch runs on straight to the stack's right side, so the
+                    # edges that join it never cross a longer branch's nodes.
+                    for ox, oy in child_outs:
+                        if ox < right:
+                            self.edges.append(
+                                f'<path class="tail" d="M{_n(ox)} {_n(oy)}H{_n(right)}"/>'
+                            )
+                    outs += [(right, oy) for _, oy in child_outs]
                     y += _size(child)[1] + GAP_Y
                 return ins, outs
             case _Frame():
@@ -309,7 +317,7 @@ class _Canvas:
                 )
                 ins, outs = self.draw(item.item, x + PAD, y + PAD + LABEL_H)
                 if item.back is not None:
-                    self.back(ins, outs, y + h - PAD - BACK_H + 8, item.back)
+                    self.back(ins, outs, (x + PAD, y + h - PAD - BACK_H + 8), item.back)
                 return ins, outs
 
     def node(self, leaf: _Leaf, x: float, y: float, w: float) -> None:
@@ -358,15 +366,16 @@ class _Canvas:
                 f'text-anchor="end">{_text(label)}</text>'
             )
 
-    def back(self, ins: list[_Port], outs: list[_Point], lane: float, label: str) -> None:
-        """A loop's back-edge: from the body's end, under it, to its start."""
-        sx, sy = max(x for x, _ in outs), sum(y for _, y in outs) / len(outs)
-        ex, ey = min(p[0] for p, _ in ins), sum(p[1] for p, _ in ins) / len(ins)
+    def back(self, ins: list[_Port], outs: list[_Point], at: _Point, label: str) -> None:
+        """A loop's back-edge: from the body's (lowest) end, under it, to its (lowest) start."""
+        sx, sy = max(outs, key=lambda p: (p[0], p[1]))
+        ex, ey = min((p for p, _ in ins), key=lambda p: (p[0], -p[1]))
+        left, lane = at
         path = f"M{_n(sx)} {_n(sy)}H{_n(sx + 8)}V{_n(lane)}H{_n(ex - 8)}V{_n(ey)}H{_n(ex)}"
         self.edges.append(f'<path class="edge back" d="{path}"{_ARROW}/>')
         self.edges.append(
-            f'<text class="edge-label back" x="{_n((sx + ex) / 2)}" y="{_n(lane + 13)}" '
-            f'text-anchor="middle">{_text(label)}</text>'
+            f'<text class="edge-label back" x="{_n(left)}" y="{_n(lane + 13)}" '
+            f'text-anchor="start">{_text(label)}</text>'
         )
 
 
