@@ -55,28 +55,18 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _ITERATION = re.compile(r"(.+)#(\d+)")
 
 _STYLE = (
-    "<style>"
-    ".swarmcore-flow{font:12px system-ui,-apple-system,'Segoe UI',sans-serif}"
-    ".node rect{fill:#fff;stroke:#6b7280;stroke-width:1.5}"
+    "<style>.swarmcore-flow{font:12px system-ui,-apple-system,'Segoe UI',sans-serif}"
+    ".node rect{fill:#fff;stroke:#6b7280;stroke-width:1.5}.arrow,.join{fill:#6b7280}"
     ".node text{text-anchor:middle;dominant-baseline:central;fill:#111827}"
     ".node.succeeded rect{fill:#dcfce7;stroke:#16a34a}"
     ".node.failed rect{fill:#fee2e2;stroke:#dc2626}"
-    ".node.running rect{fill:#dbeafe;stroke:#2563eb}"
+    ".node.running rect{fill:#dbeafe;stroke:#2563eb}.node.decider rect{fill:#fef9c3;stroke:#ca8a04}"
     ".node.skipped rect{fill:#f3f4f6;stroke:#9ca3af;stroke-dasharray:4 3}"
     ".node.skipped text{fill:#6b7280}"
-    ".node.decider rect{fill:#fef9c3;stroke:#ca8a04}"
-    ".join{fill:#6b7280}"
-    ".edge,.tail{fill:none;stroke:#6b7280;stroke-width:1.5}"
-    ".edge.choice{stroke-dasharray:5 4}"
-    ".edge.back{stroke:#7c3aed}"
-    ".edge-label{font-size:11px;fill:#4b5563}"
-    ".frame rect{fill:none;stroke:#9ca3af;stroke-dasharray:2 3}"
-    ".frame.route rect{stroke:#ca8a04}"
-    ".frame.loop rect{stroke:#7c3aed}"
-    ".frame.plan rect{stroke:#0891b2}"
-    ".frame text{font-size:11px;fill:#4b5563}"
-    ".arrow{fill:#6b7280}"
-    "</style>"
+    ".edge,.tail{fill:none;stroke:#6b7280;stroke-width:1.5}.edge.choice{stroke-dasharray:5 4}"
+    ".edge.back{stroke:#7c3aed}.edge-label,.frame text{font-size:11px;fill:#4b5563}"
+    ".frame rect{fill:none;stroke:#9ca3af;stroke-dasharray:2 3}.frame.route rect{stroke:#ca8a04}"
+    ".frame.loop rect{stroke:#7c3aed}.frame.plan rect{stroke:#0891b2}</style>"
 )
 _DEFS = (
     '<defs><marker id="swarmcore-arrow" viewBox="0 0 8 8" refX="8" refY="4" '
