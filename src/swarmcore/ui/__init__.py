@@ -1,0 +1,5 @@
+"""The run viewer's building blocks (``swarmcore ui``): pure functions that turn a run into markup.
+
+:mod:`swarmcore.ui.graph` draws a flow's shape as a self-contained SVG.
+Nothing here does I/O or needs a web framework.
+"""
