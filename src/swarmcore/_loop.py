@@ -209,6 +209,7 @@ class RunState:
         self.tool_records: list[ToolCallRecord] = []
         self.delegations: list[tuple[int, AgentResult]] = []
         self.rejected = 0
+        self.started_at: float | None = None
 
     @classmethod
     def start(
@@ -235,6 +236,7 @@ class RunState:
     async def turns(self) -> AgentResult:
         """Model calls, and the tool calls they ask for, until an answer is accepted."""
         start = time.perf_counter()
+        self.started_at = time.time()
         try:
             while True:
                 self.check_turn_budget()
@@ -319,6 +321,7 @@ class RunState:
                 finish_reason=reply.finish_reason,
                 tool_calls=len(calls),
                 attempts=reply.attempts,
+                started_at=reply.started_at,
             )
         )
 
@@ -456,6 +459,7 @@ class RunState:
             summary=answer.summary or answer.output,
             model=self.llm_calls[-1].model if self.llm_calls else self.agent.model,
             duration_seconds=duration,
+            started_at=self.started_at,
             token_usage=sum_usage(usages),
             tool_calls=list(self.tool_records),
             llm_calls=list(self.llm_calls),

@@ -22,7 +22,20 @@ __all__ = [
 _FROZEN = ConfigDict(frozen=True, defer_build=True)
 
 
-class TokenUsage(BaseModel):
+class _Record(BaseModel):
+    """A result model whose old pickles (a DBOS workflow's recorded steps) still load."""
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # A pickle made before a field existed lacks it; unpickling skips validation,
+        # so each missing field's default is filled in here.
+        values: dict[str, Any] = state["__dict__"]
+        for name, info in type(self).model_fields.items():
+            if name not in values and not info.is_required():
+                values[name] = info.get_default(call_default_factory=True)
+        super().__setstate__(state)
+
+
+class TokenUsage(_Record):
     """Tokens spent, as the provider reported them."""
 
     model_config = _FROZEN
@@ -52,14 +65,6 @@ class TokenUsage(BaseModel):
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
-    def __setstate__(self, state: dict[Any, Any]) -> None:
-        # A pickle made before a field existed (a DBOS workflow's recorded step) lacks it;
-        # unpickling skips validation, so its default is filled in here.
-        fields: dict[str, Any] = state["__dict__"]
-        fields.setdefault("cached_tokens", 0)
-        fields.setdefault("reasoning_tokens", 0)
-        super().__setstate__(state)
-
 
 def sum_usage(usages: list[TokenUsage]) -> TokenUsage:
     """Add up token usage."""
@@ -80,7 +85,7 @@ def sum_cost(costs: list[float | None]) -> float | None:
     return sum(c for c in costs if c is not None)
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(_Record):
     """One tool call the model asked for, and what came back."""
 
     model_config = _FROZEN
@@ -104,9 +109,12 @@ class ToolCallRecord(BaseModel):
     ``arguments`` are the edited ones); None when no one was asked."""
     duration_seconds: float = 0.0
     """Wall time of the call."""
+    started_at: float | None = None
+    """When the call started, in ``time.time()`` seconds; None in records made before
+    swarmcore kept start times."""
 
 
-class LLMCallRecord(BaseModel):
+class LLMCallRecord(_Record):
     """One model call made by an agent."""
 
     model_config = _FROZEN
@@ -125,9 +133,12 @@ class LLMCallRecord(BaseModel):
     """How many tool calls the reply asked for."""
     attempts: int = 1
     """Attempts made across every model tried (1 when the first attempt answered)."""
+    started_at: float | None = None
+    """When the call's first attempt started, in ``time.time()`` seconds; None in
+    records made before swarmcore kept start times."""
 
 
-class AgentResult(BaseModel):
+class AgentResult(_Record):
     """What one agent produced in one run."""
 
     model_config = _FROZEN
@@ -159,6 +170,9 @@ class AgentResult(BaseModel):
     """Results of agents this one called as tools (``agent.as_tool()``), in call order;
     their tokens and cost are included in this result's. A delegate that failed is
     listed too, with what it spent and an output starting ``(failed)``."""
+    started_at: float | None = None
+    """When the agent's run (its last attempt) started, in ``time.time()`` seconds;
+    None in records made before swarmcore kept start times."""
 
     @computed_field
     @property
@@ -167,7 +181,7 @@ class AgentResult(BaseModel):
         return sum_cost([c.cost for c in self.llm_calls] + [d.cost for d in self.delegations])
 
 
-class AgentFailure(BaseModel):
+class AgentFailure(_Record):
     """An agent that did not finish: it failed, was cancelled, or was never run."""
 
     model_config = _FROZEN
@@ -190,6 +204,9 @@ class AgentFailure(BaseModel):
     """The LiteLLM model string the agent ran on; empty when it never ran."""
     duration_seconds: float | None = None
     """Wall time of the agent's last attempt, until it failed; None when it never ran."""
+    started_at: float | None = None
+    """When the agent's last attempt started, in ``time.time()`` seconds; None when it never
+    ran, and in records made before swarmcore kept start times."""
 
 
 class Decision(BaseModel):

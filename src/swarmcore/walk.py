@@ -249,7 +249,7 @@ class Walk:
         while True:
             attempt += 1
             step = AgentStep(run.run_id, agent, run.task, view, prepared, run.options, attempt)
-            began = time.perf_counter()
+            began, began_at = time.perf_counter(), time.time()
             try:
                 result = await self._attempt(step)
                 break
@@ -268,6 +268,7 @@ class Walk:
                         attempts=attempt,
                         model=agent.model,
                         duration_seconds=time.perf_counter() - began,
+                        started_at=began_at,
                     )
                 )
                 raise

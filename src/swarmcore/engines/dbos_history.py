@@ -145,4 +145,5 @@ def _failure(name: str, agent: WorkflowStatus) -> AgentFailure:
         error_type=type(error).__name__,
         message=str(error),
         duration_seconds=((agent.updated_at or 0) - (agent.created_at or 0)) / 1000,
+        started_at=agent.created_at / 1000 if agent.created_at else None,
     )

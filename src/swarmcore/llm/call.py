@@ -67,6 +67,7 @@ async def complete(request: LLMRequest) -> LLMReply:
 async def _answer(request: LLMRequest, models: tuple[str, ...]) -> LLMReply:
     """The reply of the first model that answers, every attempt and wait included."""
     start = time.perf_counter()
+    started_at = time.time()
     made = 0
     for model, fallback in zip(models, (*models[1:], None), strict=True):
         tries = _Tries()
@@ -79,7 +80,7 @@ async def _answer(request: LLMRequest, models: tuple[str, ...]) -> LLMReply:
             _report_fallback(request.call, model, fallback, tries.made, exc)
             continue
         # The whole call, every attempt and wait included, is what the agent's record shows.
-        return reply.timed(time.perf_counter() - start, made + tries.made)
+        return reply.timed(time.perf_counter() - start, made + tries.made, started_at)
     raise AssertionError("unreachable: the last model either answers or raises")
 
 

@@ -7,7 +7,7 @@ learns which backend served it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Required, TypedDict
 
 from swarmcore.models import TokenUsage
@@ -95,9 +95,13 @@ class LLMReply:
     """The model that answered: the request's, or a fallback."""
     attempts: int = 1
     """Attempts made across every model tried."""
+    started_at: float | None = None
+    """When the whole call started, in ``time.time()`` seconds."""
 
-    def timed(self, duration_seconds: float, attempts: int) -> LLMReply:
-        """This reply with the whole call's duration and attempt count."""
+    def timed(
+        self, duration_seconds: float, attempts: int, started_at: float | None = None
+    ) -> LLMReply:
+        """This reply with the whole call's duration, attempt count and start."""
         return LLMReply(
             self.text,
             self.tool_calls,
@@ -107,7 +111,14 @@ class LLMReply:
             duration_seconds,
             self.model,
             attempts,
+            started_at,
         )
+
+    def __setstate__(self, state: Sequence[Any]) -> None:
+        # A pickle made before started_at existed (a DBOS workflow's recorded model
+        # step) has one value fewer: the missing start is None.
+        for name, value in zip(_REPLY_FIELDS, (*state, None), strict=False):
+            object.__setattr__(self, name, value)
 
     def as_message(self) -> Message:
         """The reply as an assistant message to append to the conversation."""
@@ -115,6 +126,9 @@ class LLMReply:
         if self.tool_calls:
             message["tool_calls"] = [c.as_message_part() for c in self.tool_calls]
         return message
+
+
+_REPLY_FIELDS = tuple(f.name for f in fields(LLMReply))
 
 
 def usage_of(usage: Any) -> TokenUsage:

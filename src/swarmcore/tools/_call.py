@@ -56,6 +56,7 @@ async def run_tool_call(
             callback returned something that is not a decision.
     """
     start = time.perf_counter()
+    started_at = time.time()
     error: str | None = None
     approval: str | None = None
     tool = tools.get(name)
@@ -78,6 +79,7 @@ async def run_tool_call(
         result=result,
         error=error,
         duration_seconds=time.perf_counter() - start,
+        started_at=started_at,
         truncated_from=full_length,
         server=getattr(tool, "server", None),  # MCP tools name their server
         approval=approval,
