@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
-from xml.sax.saxutils import escape
 
 from swarmcore.flow.shape import (
     AgentShape,
@@ -30,6 +29,8 @@ from swarmcore.flow.shape import (
     RouteShape,
     StepShape,
 )
+from swarmcore.ui.svg import number as _n
+from swarmcore.ui.svg import text as _text
 
 __all__ = ["STATUSES", "flow_svg"]
 
@@ -50,8 +51,6 @@ MARGIN = 8.0
 _Point: TypeAlias = tuple[float, float]
 _Port: TypeAlias = tuple[_Point, "str | None"]  # an entry point, and the label of edges into it
 
-# Characters XML 1.0 cannot hold at all, even escaped: a stored name could carry them.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _ITERATION = re.compile(r"(.+)#(\d+)")
 
 _STYLE = (
@@ -367,13 +366,3 @@ class _Canvas:
             f'<text class="edge-label back" x="{_n(left)}" y="{_n(lane + 13)}" '
             f'text-anchor="start">{_text(label)}</text>'
         )
-
-
-def _n(value: float) -> str:
-    """A coordinate, short: at most one decimal."""
-    return f"{round(value, 1):g}"
-
-
-def _text(text: str) -> str:
-    """``text`` safe as XML character data or a double-quoted attribute value."""
-    return escape(_NOT_XML.sub("\ufffd", text), {'"': "&quot;"})

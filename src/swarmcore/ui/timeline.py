@@ -14,13 +14,13 @@ from a store is untrusted) and the SVG holds no script and no link.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape
 
 from swarmcore.models import AgentFailure, AgentResult
 from swarmcore.store.base import RunRecord
+from swarmcore.ui.svg import number as _n
+from swarmcore.ui.svg import text as _text
 
 __all__ = ["NO_TIMING", "timeline_svg"]
 
@@ -38,7 +38,6 @@ AXIS_H = 24.0  # the tick labels above the rows
 GAP = 12.0  # between the names and the chart
 MARGIN = 8.0
 
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 _STYLE = (
     "<style>.swarmcore-timeline{font:12px system-ui,-apple-system,'Segoe UI',sans-serif}"
@@ -204,13 +203,3 @@ def _tick_step(span: float) -> float:
 
 def _seconds(value: float) -> str:
     return f"{value:.3g}s" if value < 10 else f"{value:.0f}s"
-
-
-def _n(value: float) -> str:
-    """A coordinate, short: at most one decimal."""
-    return f"{round(value, 1):g}"
-
-
-def _text(text: str) -> str:
-    """``text`` safe as XML character data or a double-quoted attribute value."""
-    return escape(_NOT_XML.sub("\ufffd", text), {'"': "&quot;"})
