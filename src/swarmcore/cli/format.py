@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["duration", "local_time", "one_line", "preview", "shorten"]
+from swarmcore.store.base import RunRecord
+
+__all__ = [
+    "duration",
+    "local_time",
+    "one_line",
+    "preview",
+    "run_metadata",
+    "run_origin",
+    "shorten",
+]
 
 _PREVIEW_CHARS = 60
 
@@ -43,3 +55,20 @@ def duration(started: float, ended: float | None) -> str:
         return f"{minutes}m{secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+def run_metadata(record: RunRecord) -> dict[str, Any]:
+    """The ``metadata`` a stored run was started with (the CLI's target, model...); {} if none."""
+    metadata: object = record.settings.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def run_origin(metadata: Mapping[str, Any]) -> str:
+    """How the CLI started a run, for people; empty when it did not."""
+    model = metadata.get("model")
+    if metadata.get("demo"):
+        return f"swarmcore demo (model {model})"
+    target = metadata.get("target")
+    if not isinstance(target, str):
+        return ""
+    return f"{target} (model {model})" if model else target

@@ -13,7 +13,14 @@ from typing import Any, cast
 from swarmcore._table import text_table
 from swarmcore.agent import Agent
 from swarmcore.cli.errors import CLIError
-from swarmcore.cli.format import duration, local_time, preview, shorten
+from swarmcore.cli.format import (
+    duration,
+    local_time,
+    preview,
+    run_metadata,
+    run_origin,
+    shorten,
+)
 from swarmcore.cli.run import agent_settings, approver, execute, progress_hooks, store_location
 from swarmcore.cli.shape import agent_order
 from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
@@ -127,7 +134,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
             record = _get_run(store, args.run_id, path)
         finally:
             store.close()
-    metadata = _metadata(record)
+    metadata = run_metadata(record)
     header = [
         ("run", record.run_id),
         ("flow", record.flow),
@@ -138,7 +145,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
     ]
     if record.error:
         header.append(("error", shorten(record.error, 200)))
-    origin = _origin(metadata)
+    origin = run_origin(metadata)
     if origin:
         header.append(("target", origin))
     for key, value in header:
@@ -251,22 +258,6 @@ def _agent_table(record: RunRecord) -> str:
     return text_table(header, rows, right={3, 4, 5}, rule_before_last=True)
 
 
-def _metadata(record: RunRecord) -> dict[str, Any]:
-    metadata: object = record.settings.get("metadata")
-    return metadata if isinstance(metadata, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-
-
-def _origin(metadata: dict[str, Any]) -> str:
-    """How the CLI started the run, for people; empty when it did not."""
-    model = metadata.get("model")
-    if metadata.get("demo"):
-        return f"swarmcore demo (model {model})"
-    target = metadata.get("target")
-    if not isinstance(target, str):
-        return ""
-    return f"{target} (model {model})" if model else target
-
-
 def command_runs_resume(args: argparse.Namespace) -> int:
     """``swarmcore runs resume``: continue a run, its flow loaded again as the CLI started it."""
     if args.database_url:
@@ -280,7 +271,7 @@ def command_runs_resume(args: argparse.Namespace) -> int:
                 f"run {record.run_id[:12]} already succeeded; nothing to resume (see "
                 f"`swarmcore runs show {record.run_id[:12]}`)"
             )
-        metadata = _metadata(record)
+        metadata = run_metadata(record)
         target = _stored_target(record, metadata)
         flow = as_flow(target)
         model = metadata.get("model")

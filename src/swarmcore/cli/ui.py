@@ -1,0 +1,161 @@
+"""``swarmcore ui``: the local web viewer over the run store."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from swarmcore.cli.errors import CLIError
+from swarmcore.cli.run import store_location
+
+__all__ = ["add_ui_parser", "command_ui"]
+
+DEFAULT_PORT = 8484
+
+
+def add_ui_parser(commands: Any) -> None:
+    """The ``ui`` subcommand."""
+    ui: argparse.ArgumentParser = commands.add_parser(
+        "ui",
+        help="browse the stored runs in a local web page",
+        description="Serve the run store as web pages: every run, and for each its flow as a "
+        "picture, a timeline of agents and calls, messages, tool calls and errors; a running "
+        "run's page follows it live. Read-only unless --allow-actions. Needs the [ui] extra: "
+        "pip install 'swarmcore[ui]'.",
+    )
+    ui.add_argument(
+        "--store",
+        type=Path,
+        metavar="PATH",
+        help="the run store (default: $SWARMCORE_STORE, else ~/.local/share/swarmcore/runs.db)",
+    )
+    ui.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="show the runs of a DBOS engine's PostgreSQL database instead of a run store",
+    )
+    ui.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only)",
+    )
+    ui.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"the port (default: {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    ui.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host other machines can reach (then a token is required)",
+    )
+    ui.add_argument(
+        "--token",
+        help="the token every request must carry (default: $SWARMCORE_UI_TOKEN); required "
+        "with --allow-remote",
+    )
+    ui.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="offer resume and delete buttons (POSTs with a CSRF token); read-only without it",
+    )
+    ui.set_defaults(handler=command_ui)
+
+
+def command_ui(args: argparse.Namespace) -> int:
+    """``swarmcore ui``: serve the viewer until interrupted."""
+    try:
+        import uvicorn
+
+        from swarmcore.ui.app import create_app
+    except ImportError as exc:
+        raise CLIError(
+            f"swarmcore ui needs the [ui] extra ({exc.name} is missing): "
+            "pip install 'swarmcore[ui]'"
+        ) from exc
+    if not 0 <= args.port <= 65535:
+        raise CLIError(f"--port must be between 0 and 65535, got {args.port}")
+    token: str | None = args.token or os.environ.get("SWARMCORE_UI_TOKEN") or None
+    remote = not _loopback(args.host)
+    if remote and not args.allow_remote:
+        raise CLIError(
+            f"--host {args.host} can be reached from other machines; add --allow-remote (and a "
+            "--token) if that is what you want, or leave --host at 127.0.0.1"
+        )
+    if remote and token is None:
+        raise CLIError(
+            "--allow-remote needs a token: pass --token, or set SWARMCORE_UI_TOKEN, to a long "
+            "random string (python -c 'import secrets; print(secrets.token_urlsafe())')"
+        )
+    reader, path = _reader(args)
+    sock = _bind(args.host, args.port)
+    try:
+        app = create_app(reader, store_path=path, allow_actions=args.allow_actions, token=token)
+        port = sock.getsockname()[1]
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        url = f"http://{host}:{port}/"
+        if remote:
+            print(
+                f"swarmcore: warning: serving runs to other machines on {args.host}, over plain "
+                "HTTP; anyone with the token can read every stored task and output",
+                file=sys.stderr,
+            )
+        shown = f"{url}?token=…" if token is not None else url
+        print(f"swarmcore ui: serving {path or 'the engine database'} at {shown}", flush=True)
+        if token is not None:
+            print(f"open {url}?token=<your token> once; the browser keeps it", flush=True)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+        reader.close()
+    return 0
+
+
+def _reader(args: argparse.Namespace) -> tuple[Any, Any]:
+    if args.database_url:
+        if args.store:
+            raise CLIError("give --store or --database-url, not both")
+        from swarmcore.engines.dbos_history import DBOSHistory
+
+        return DBOSHistory(args.database_url), None
+    from swarmcore.store import SQLiteStore
+
+    path = store_location(args)
+    if not path.exists():
+        raise CLIError(
+            f"no run store at {path}: run a flow first (`swarmcore demo`), or name one with --store"
+        )
+    return SQLiteStore(path), path
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before the URL is printed (so ``--port 0`` prints the real one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CLIError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port"
+        ) from exc
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock

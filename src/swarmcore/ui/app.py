@@ -1,0 +1,322 @@
+"""The viewer as an ASGI app: :func:`create_app` serves a run store's runs as pages.
+
+Starlette routes, Jinja2 templates and two small static files, all shipped in
+the package: the page makes no request to any other host. Reading needs no
+JavaScript (a running run's page refreshes itself through ``<noscript>``);
+with it, a running run's page follows the run through server-sent events.
+
+Safety: every value a run recorded (task, outputs, tool arguments and results,
+errors) is untrusted text, escaped by the templates' autoescaping and by the
+SVG drawers; a Content-Security-Policy allows scripts from this server only.
+Actions (resume, delete) are POSTs carrying a CSRF token, refused unless the
+app was made with ``allow_actions``. With a ``token``, every request must
+present it (for a viewer reachable from other machines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import math
+import secrets
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, get_args
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from swarmcore import __version__
+from swarmcore.errors import StoreError, UserError
+from swarmcore.store.base import RunRecord, RunStatus
+from swarmcore.ui.pages import RESUMABLE, pretty_json, run_view, summary_view
+
+__all__ = ["PAGE_SIZE", "create_app"]
+
+RunReader = Any  # TEMP until the store listing lands
+
+PAGE_SIZE = 50
+"""Runs per page of the runs page."""
+STATUSES: tuple[str, ...] = get_args(RunStatus)
+_COOKIE = "swarmcore_ui_token"
+_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+_HEADERS = {
+    "Content-Security-Policy": _POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def create_app(
+    reader: RunReader,
+    *,
+    store_path: Path | None = None,
+    allow_actions: bool = False,
+    token: str | None = None,
+    poll_seconds: float = 0.5,
+) -> Starlette:
+    """The viewer over ``reader``'s runs, as an ASGI app (serve it with uvicorn).
+
+    Args:
+        reader: Where runs are read: a :class:`~swarmcore.store.SQLiteStore`,
+            or a DBOS engine's :class:`~swarmcore.engines.dbos_history.DBOSHistory`.
+        store_path: The store's file, named in the resume command a failed run's
+            page shows; None leaves the default store implied.
+        allow_actions: Offer and accept actions that change the store or start
+            work (resume a run, delete a run); read-only when False.
+        token: When set, every request must carry it: ``?token=`` once (it is
+            then kept in a cookie), a cookie, or ``Authorization: Bearer``.
+        poll_seconds: How often a live page's event stream reads the store.
+
+    Returns:
+        A Starlette app. It does not close ``reader``.
+    """
+    if token is not None and not token.strip():
+        raise UserError("create_app: token is empty; give a long random string, or None.")
+    env = Environment(
+        loader=PackageLoader("swarmcore.ui", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["json"] = pretty_json
+    env.filters["content"] = _content
+    csrf = secrets.token_urlsafe(32)
+    env.globals.update(version=__version__, allow_actions=allow_actions, csrf=csrf)
+    resumable = allow_actions and store_path is not None
+
+    def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**values), status_code=status)
+
+    def missing(what: str) -> HTMLResponse:
+        return page("error.html", 404, title="Not found", message=what)
+
+    async def runs(request: Request) -> Response:
+        status = request.query_params.get("status") or None
+        if status is not None and status not in STATUSES:
+            status = None
+        text = (request.query_params.get("q") or "").strip() or None
+        before = _cursor(request.query_params.get("before"))
+        listing, total = await run_in_threadpool(_list, reader, status, text, before)
+        cursor = None if listing.next is None else f"{listing.next[0]!r}:{listing.next[1]}"
+        return page(
+            "runs.html",
+            runs=[summary_view(r) for r in listing.runs],
+            unreadable=listing.unreadable,
+            total=total,
+            status=status or "",
+            statuses=STATUSES,
+            q=text or "",
+            next=cursor,
+            paged=before is not None,
+        )
+
+    async def run(request: Request) -> Response:
+        record = await _get(reader, request.path_params["run_id"])
+        if record is None:
+            return missing("No such run in this store.")
+        view = run_view(record, store=store_path)
+        template = "run_body.html" if request.query_params.get("part") == "body" else "run.html"
+        return page(template, view=view, run=record, resumable=resumable)
+
+    async def live(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        return StreamingResponse(
+            _follow(reader, run_id, poll_seconds), media_type="text/event-stream"
+        )
+
+    async def act(request: Request) -> Response:
+        if not allow_actions:
+            return page("error.html", 403, title="Read-only", message=_READ_ONLY)
+        form = await request.form()
+        sent = form.get("csrf")
+        if not isinstance(sent, str) or not hmac.compare_digest(sent, csrf):
+            return page("error.html", 403, title="Refused", message=_NO_CSRF)
+        record = await _get(reader, request.path_params["run_id"])
+        if record is None:
+            return missing("No such run in this store.")
+        action = request.path_params["action"]
+        if action == "delete":
+            await run_in_threadpool(_delete, reader, record.run_id)
+            return RedirectResponse("/", status_code=303)
+        if action == "resume" and resumable and record.status in RESUMABLE:
+            assert store_path is not None
+            _resume(record.run_id, store_path)
+            return RedirectResponse(f"/runs/{record.run_id}", status_code=303)
+        return page("error.html", 400, title="Not possible", message=_CANNOT.format(action))
+
+    app = Starlette(
+        routes=[
+            Route("/", runs),
+            Route("/runs/{run_id}", run),
+            Route("/runs/{run_id}/events", live),
+            Route("/runs/{run_id}/{action:str}", act, methods=["POST"]),
+            Mount("/static", StaticFiles(packages=[("swarmcore.ui", "static")]), name="static"),
+        ],
+        exception_handlers={StoreError: _store_failed(page), UserError: _store_failed(page)},
+    )
+    app.add_middleware(_Guard, token=token)  # pyright: ignore[reportArgumentType]
+    return app
+
+
+_READ_ONLY = "This viewer is read-only; start it with `swarmcore ui --allow-actions` to act."
+_NO_CSRF = "The form's token is missing or stale: reload the page and try again."
+_CANNOT = "Cannot {} this run here."
+
+
+def _store_failed(
+    page: Callable[..., HTMLResponse],
+) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        return page("error.html", 500, title="The store could not be read", message=str(exc))
+
+    return handle
+
+
+class _Guard:
+    """Security headers on every response; the access token, when one is set."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if self.token is not None:
+            given = request.query_params.get("token")
+            if given is not None and hmac.compare_digest(given, self.token):
+                response = RedirectResponse(request.url.remove_query_params("token"), 303)
+                response.set_cookie(_COOKIE, self.token, httponly=True, samesite="strict")
+                await response(scope, receive, send)
+                return
+            if not self._allowed(request):
+                text = "This viewer needs its token: open the URL `swarmcore ui` printed.\n"
+                await Response(text, 401, media_type="text/plain")(scope, receive, send)
+                return
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(k.lower().encode(), v.encode()) for k, v in _HEADERS.items()]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _allowed(self, request: Request) -> bool:
+        assert self.token is not None
+        bearer = request.headers.get("authorization", "")
+        sent = [request.cookies.get(_COOKIE, ""), bearer.removeprefix("Bearer ").strip()]
+        return any(s and hmac.compare_digest(s, self.token) for s in sent)
+
+
+def _cursor(value: str | None) -> tuple[float, str] | None:
+    """``STARTED:RUN_ID`` from a "next page" link; None when absent or malformed."""
+    if not value or ":" not in value:
+        return None
+    started, _, run_id = value.partition(":")
+    try:
+        at = float(started)
+    except ValueError:
+        return None
+    return (at, run_id) if math.isfinite(at) and run_id else None
+
+
+def _list(
+    reader: RunReader, status: Any, text: str | None, before: tuple[float, str] | None
+) -> tuple[Any, int]:
+    listing = reader.read_runs(limit=PAGE_SIZE, status=status, text=text, before=before)
+    return listing, reader.count_runs(status=status, text=text)
+
+
+async def _get(reader: RunReader, run_id: str) -> RunRecord | None:
+    try:
+        return await run_in_threadpool(reader.get_run, run_id)
+    except UserError:  # an ambiguous prefix: a page names whole ids
+        return None
+
+
+def _delete(reader: RunReader, run_id: str) -> None:
+    delete = getattr(reader, "delete_run", None)
+    if delete is None:
+        raise UserError("This store cannot delete runs.")
+    delete(run_id)
+
+
+def _resume(run_id: str, store: Path) -> None:
+    """Start ``swarmcore runs resume`` as a process of its own: it outlives the request."""
+    command = [sys.executable, "-m", "swarmcore", "runs", "resume", run_id, "--store", str(store)]
+    subprocess.Popen(  # noqa: S603 (our own command, its arguments from the store we serve)
+        [*command, "--quiet"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _mark(record: RunRecord) -> tuple[object, ...]:
+    """What changes on a run page as a run goes on."""
+    return (
+        record.status,
+        record.ended_at,
+        len(record.results),
+        len(record.failures),
+        len(record.decisions),
+    )
+
+
+async def _follow(reader: RunReader, run_id: str, every: float) -> AsyncIterator[str]:
+    """Server-sent events: ``changed`` when the stored run changes, ``finished`` at its end."""
+    last: tuple[object, ...] | None = None
+    quiet = 0.0
+    while True:
+        record = await _get(reader, run_id)
+        if record is None:
+            yield "event: gone\ndata: {}\n\n"
+            return
+        mark = _mark(record)
+        if last is not None and mark != last:
+            yield f"event: changed\ndata: {json.dumps({'status': record.status})}\n\n"
+            quiet = 0.0
+        last = mark
+        if record.status != "running":
+            yield f"event: finished\ndata: {json.dumps({'status': record.status})}\n\n"
+            return
+        if quiet >= 15.0:  # a comment keeps proxies from closing an idle stream
+            yield ": waiting\n\n"
+            quiet = 0.0
+        await asyncio.sleep(every)
+        quiet += every
+
+
+def _content(value: object) -> str:
+    """A message's content as text: a string as is; parts (text, images...) one per line."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        lines: list[str] = []
+        for part in value:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(part, dict) and isinstance(part.get("text"), str):  # pyright: ignore[reportUnknownMemberType]
+                lines.append(str(part["text"]))  # pyright: ignore[reportUnknownArgumentType]
+            else:
+                lines.append(pretty_json(part))
+        return "\n".join(lines)
+    return pretty_json(value)
