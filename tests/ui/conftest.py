@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.ui.runs import SECRET_KEY, StoredRuns, make_store
 
 
 @pytest.fixture(scope="session")
-def stored_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoredRuns]:
+def stored_runs(tmp_path_factory: pytest.TempPathFactory) -> StoredRuns:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENAI_API_KEY", SECRET_KEY)
-        runs = make_store(tmp_path_factory.mktemp("ui") / "runs.db")
-    yield runs
+        return make_store(tmp_path_factory.mktemp("ui") / "runs.db")

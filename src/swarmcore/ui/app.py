@@ -22,7 +22,7 @@ import math
 import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, get_args
 
@@ -86,33 +86,69 @@ def create_app(
     """
     if token is not None and not token.strip():
         raise UserError("create_app: token is empty; give a long random string, or None.")
-    env = Environment(
-        loader=PackageLoader("swarmcore.ui", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
+    viewer = _Viewer(reader, store_path, allow_actions=allow_actions, poll_seconds=poll_seconds)
+    app = Starlette(
+        routes=[
+            Route("/", viewer.runs),
+            Route("/runs/{run_id}", viewer.run),
+            Route("/runs/{run_id}/events", viewer.live),
+            Route("/runs/{run_id}/{action:str}", viewer.act, methods=["POST"]),
+            Mount("/static", StaticFiles(packages=[("swarmcore.ui", "static")]), name="static"),
+        ],
+        exception_handlers={StoreError: viewer.failed, UserError: viewer.failed},
     )
-    env.filters["json"] = pretty_json
-    env.filters["content"] = _content
-    csrf = secrets.token_urlsafe(32)
-    env.globals.update(version=__version__, allow_actions=allow_actions, csrf=csrf)
-    resumable = allow_actions and store_path is not None
+    app.add_middleware(_Guard, token=token)  # pyright: ignore[reportArgumentType]
+    return app
 
-    def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(**values), status_code=status)
 
-    def missing(what: str) -> HTMLResponse:
-        return page("error.html", 404, title="Not found", message=what)
+class _Viewer:
+    """The pages, over one reader."""
 
-    async def runs(request: Request) -> Response:
+    def __init__(
+        self,
+        reader: RunReader,
+        store_path: Path | None,
+        *,
+        allow_actions: bool,
+        poll_seconds: float,
+    ) -> None:
+        self.reader, self.store_path, self.poll_seconds = reader, store_path, poll_seconds
+        self.allow_actions = allow_actions
+        self.resumable = allow_actions and store_path is not None
+        self.csrf = secrets.token_urlsafe(32)
+        self.env = Environment(
+            loader=PackageLoader("swarmcore.ui", "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["json"] = pretty_json
+        self.env.filters["content"] = _content
+        shared: dict[str, object] = {
+            "version": __version__,
+            "allow_actions": allow_actions,
+            "csrf": self.csrf,
+        }
+        self.env.globals.update(shared)  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+    def page(self, name: str, code: int = 200, **values: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(name).render(**values), status_code=code)
+
+    def error(self, status: int, title: str, message: str) -> HTMLResponse:
+        return self.page("error.html", status, title=title, message=message)
+
+    async def failed(self, request: Request, exc: Exception) -> Response:
+        return self.error(500, "The store could not be read", str(exc))
+
+    async def runs(self, request: Request) -> Response:
         status = request.query_params.get("status") or None
-        if status is not None and status not in STATUSES:
+        if status not in STATUSES:
             status = None
         text = (request.query_params.get("q") or "").strip() or None
         before = _cursor(request.query_params.get("before"))
-        listing, total = await run_in_threadpool(_list, reader, status, text, before)
+        listing, total = await run_in_threadpool(_list, self.reader, status, text, before)
         cursor = None if listing.next is None else f"{listing.next[0]!r}:{listing.next[1]}"
-        return page(
+        return self.page(
             "runs.html",
             runs=[summary_view(r) for r in listing.runs],
             unreadable=listing.unreadable,
@@ -124,66 +160,41 @@ def create_app(
             paged=before is not None,
         )
 
-    async def run(request: Request) -> Response:
-        record = await _get(reader, request.path_params["run_id"])
+    async def run(self, request: Request) -> Response:
+        record = await _get(self.reader, request.path_params["run_id"])
         if record is None:
-            return missing("No such run in this store.")
-        view = run_view(record, store=store_path)
+            return self.error(404, "Not found", "No such run in this store.")
+        view = run_view(record, store=self.store_path)
         template = "run_body.html" if request.query_params.get("part") == "body" else "run.html"
-        return page(template, view=view, run=record, resumable=resumable)
+        return self.page(template, view=view, run=record, resumable=self.resumable)
 
-    async def live(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        return StreamingResponse(
-            _follow(reader, run_id, poll_seconds), media_type="text/event-stream"
-        )
+    async def live(self, request: Request) -> Response:
+        events = _follow(self.reader, request.path_params["run_id"], self.poll_seconds)
+        return StreamingResponse(events, media_type="text/event-stream")
 
-    async def act(request: Request) -> Response:
-        if not allow_actions:
-            return page("error.html", 403, title="Read-only", message=_READ_ONLY)
+    async def act(self, request: Request) -> Response:
+        if not self.allow_actions:
+            return self.error(403, "Read-only", _READ_ONLY)
         form = await request.form()
         sent = form.get("csrf")
-        if not isinstance(sent, str) or not hmac.compare_digest(sent, csrf):
-            return page("error.html", 403, title="Refused", message=_NO_CSRF)
-        record = await _get(reader, request.path_params["run_id"])
+        if not isinstance(sent, str) or not hmac.compare_digest(sent, self.csrf):
+            return self.error(403, "Refused", _NO_CSRF)
+        record = await _get(self.reader, request.path_params["run_id"])
         if record is None:
-            return missing("No such run in this store.")
+            return self.error(404, "Not found", "No such run in this store.")
         action = request.path_params["action"]
-        if action == "delete":
-            await run_in_threadpool(_delete, reader, record.run_id)
+        if action == "delete" and record.status != "running":
+            await run_in_threadpool(_delete, self.reader, record.run_id)
             return RedirectResponse("/", status_code=303)
-        if action == "resume" and resumable and record.status in RESUMABLE:
-            assert store_path is not None
-            _resume(record.run_id, store_path)
+        if action == "resume" and self.store_path is not None and record.status in RESUMABLE:
+            _resume(record.run_id, self.store_path)
             return RedirectResponse(f"/runs/{record.run_id}", status_code=303)
-        return page("error.html", 400, title="Not possible", message=_CANNOT.format(action))
-
-    app = Starlette(
-        routes=[
-            Route("/", runs),
-            Route("/runs/{run_id}", run),
-            Route("/runs/{run_id}/events", live),
-            Route("/runs/{run_id}/{action:str}", act, methods=["POST"]),
-            Mount("/static", StaticFiles(packages=[("swarmcore.ui", "static")]), name="static"),
-        ],
-        exception_handlers={StoreError: _store_failed(page), UserError: _store_failed(page)},
-    )
-    app.add_middleware(_Guard, token=token)  # pyright: ignore[reportArgumentType]
-    return app
+        return self.error(400, "Not possible", _CANNOT.format(action))
 
 
 _READ_ONLY = "This viewer is read-only; start it with `swarmcore ui --allow-actions` to act."
 _NO_CSRF = "The form's token is missing or stale: reload the page and try again."
 _CANNOT = "Cannot {} this run here."
-
-
-def _store_failed(
-    page: Callable[..., HTMLResponse],
-) -> Callable[[Request, Exception], Awaitable[Response]]:
-    async def handle(request: Request, exc: Exception) -> Response:
-        return page("error.html", 500, title="The store could not be read", message=str(exc))
-
-    return handle
 
 
 class _Guard:
@@ -261,7 +272,7 @@ def _delete(reader: RunReader, run_id: str) -> None:
 def _resume(run_id: str, store: Path) -> None:
     """Start ``swarmcore runs resume`` as a process of its own: it outlives the request."""
     command = [sys.executable, "-m", "swarmcore", "runs", "resume", run_id, "--store", str(store)]
-    subprocess.Popen(  # noqa: S603 (our own command, its arguments from the store we serve)
+    subprocess.Popen(  # our own command; its arguments come from the store we serve
         [*command, "--quiet"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -317,6 +328,6 @@ def _content(value: object) -> str:
             if isinstance(part, dict) and isinstance(part.get("text"), str):  # pyright: ignore[reportUnknownMemberType]
                 lines.append(str(part["text"]))  # pyright: ignore[reportUnknownArgumentType]
             else:
-                lines.append(pretty_json(part))
+                lines.append(pretty_json(part))  # pyright: ignore[reportUnknownArgumentType]
         return "\n".join(lines)
     return pretty_json(value)
