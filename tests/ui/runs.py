@@ -1,8 +1,9 @@
 """Real stored runs for the viewer's tests, made on in-process models (no key, no network).
 
 ``make_store`` runs five flows into one SQLite store: a diamond whose middle
-agent calls a tool, a run whose second agent fails (made by ``swarmcore run``, so it can be resumed), a route, a loop, and a run
-whose task, outputs and tool results are hostile HTML. Each run's id is kept
+agent calls a tool, a run whose second agent fails (made by ``swarmcore run``,
+so it can be resumed), a route, a loop, and a run whose task, outputs and tool
+results are hostile HTML. Each run's id is kept
 under a name, so tests find the run they mean.
 """
 
