@@ -7,7 +7,7 @@ import asyncio
 import psycopg
 import pytest
 
-from swarmcore import Agent, Swarm
+from swarmcore import Agent, Swarm, SwarmResult
 from swarmcore.engines.dbos import DBOSEngine
 from swarmcore.engines.dbos_history import DBOSHistory
 from swarmcore.errors import ModelError, UserError
@@ -23,7 +23,7 @@ def ids(listing: RunListing) -> list[str]:
 async def test_pages_filters_counts_and_totals_of_engine_runs(engine: DBOSEngine) -> None:
     model = OfflineModel()
     flow = Agent("a", "a writes.", model=model.model) >> Agent("b", "b edits.", model=model.model)
-    results = {}
+    results: dict[str, SwarmResult] = {}
     for n in range(6):
         task = "plan the 50% TRIP" if n == 4 else f"task number {n}"
         results[f"r{n}"] = await Swarm(flow, engine=engine).run(task, run_id=f"r{n}")
