@@ -16,7 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from swarmcore import Agent, Swarm
-from swarmcore.store import SQLiteStore
+from swarmcore.store import RunRecord, SQLiteStore
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
 from swarmcore.ui.app import create_app
 from tests.ui.flows import HEALED
@@ -202,6 +202,16 @@ def test_a_shape_that_cannot_be_drawn_is_a_note_not_an_error(tmp_path: Path) -> 
     assert "swarmcore-timeline" in response.text
 
 
+def _record(stored_runs: StoredRuns, run_id: str) -> RunRecord:
+    store = SQLiteStore(stored_runs.path)
+    try:
+        record = store.get_run(run_id)
+    finally:
+        store.close()
+    assert record is not None
+    return record
+
+
 def _csrf(html: str) -> str:
     found = re.search(r'name="csrf" value="([^"]+)"', html)
     assert found is not None, "no action form on the page"
@@ -323,3 +333,59 @@ def test_a_running_run_s_event_stream_follows_it_to_the_end(tmp_path: Path) -> N
     assert "changed" in events  # at least one agent finished while we watched
     assert "data-live" not in str(last.all("main", id="run")[0])
     assert graph_statuses(last) == {"one": "succeeded", "two": "succeeded"}
+
+
+def test_the_runs_page_lists_filters_and_pages_newest_first(
+    client: TestClient, stored_runs: StoredRuns, tmp_path: Path
+) -> None:
+    p = page(client, "/")
+    rows = p.all("tr")[1:]
+    assert {r["data-run-id"]: r["data-status"] for r in rows} == {
+        stored_runs.hostile: "succeeded",
+        stored_runs.looped: "succeeded",
+        stored_runs.routed: "succeeded",
+        stored_runs.diamond: "succeeded",
+        stored_runs.failed: "failed",
+    }
+    assert rows[0]["data-run-id"] == stored_runs.hostile  # the newest
+    diamond = re.search(rf'data-run-id="{stored_runs.diamond}".*?</tr>', p.html, re.S)
+    assert diamond is not None
+    assert "4/4" in diamond.group(0)
+    tokens = sum(
+        r.token_usage.total_tokens for r in _record(stored_runs, stored_runs.diamond).results
+    )
+    assert f'<td class="num">{tokens:,}</td>' in diamond.group(0)
+    failed = page(client, "/?status=failed")
+    assert [r["data-run-id"] for r in failed.all("tr")[1:]] == [stored_runs.failed]
+    assert "1 run match" in "".join(failed.text)
+    routed = page(client, "/?q=ROUTE+THIS")  # the task, whatever its case
+    assert [r["data-run-id"] for r in routed.all("tr")[1:]] == [stored_runs.routed]
+    assert not page(client, "/?q=%25nothing_like%25").all("tr")
+    assert page(client, "/?status=bogus&before=garbage").all("tr")  # ignored, not a 500
+
+    # 60 runs: two pages, each run once, newest first, the second reached by its link.
+    store = SQLiteStore(tmp_path / "many.db")
+    for i in range(60):
+        store.start_run(
+            RunRecord(
+                run_id=f"run{i:03d}",
+                flow="a",
+                task=f"task {i}",
+                status="running",
+                started_at=1_700_000_000.0 + i // 2,  # pairs share a start: the id breaks ties
+                shape="",
+                agents_total=1,
+            )
+        )
+        store.finish_run(f"run{i:03d}", "succeeded")
+    with TestClient(create_app(store)) as c:
+        first = Page(c.get("/").text)
+        assert "60 runs" in "".join(first.text)
+        ids = [r["data-run-id"] for r in first.all("tr")[1:]]
+        assert len(ids) == 50
+        [link] = first.all("a", rel="next")
+        second = Page(c.get(link["href"].replace("&amp;", "&")).text)
+        ids += [r["data-run-id"] for r in second.all("tr")[1:]]
+        assert not second.all("a", rel="next")
+    store.close()
+    assert ids == [f"run{i:03d}" for i in reversed(range(60))]

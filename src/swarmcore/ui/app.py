@@ -37,12 +37,10 @@ from starlette.staticfiles import StaticFiles
 
 from swarmcore import __version__
 from swarmcore.errors import StoreError, UserError
-from swarmcore.store.base import RunRecord, RunStatus
+from swarmcore.store.base import RunListing, RunReader, RunRecord, RunStatus
 from swarmcore.ui.pages import RESUMABLE, pretty_json, run_view, summary_view
 
 __all__ = ["PAGE_SIZE", "create_app"]
-
-RunReader = Any  # TEMP until the store listing lands
 
 PAGE_SIZE = 50
 """Runs per page of the runs page."""
@@ -251,7 +249,7 @@ def _cursor(value: str | None) -> tuple[float, str] | None:
 
 def _list(
     reader: RunReader, status: Any, text: str | None, before: tuple[float, str] | None
-) -> tuple[Any, int]:
+) -> tuple[RunListing, int]:
     listing = reader.read_runs(limit=PAGE_SIZE, status=status, text=text, before=before)
     return listing, reader.count_runs(status=status, text=text)
 
