@@ -290,6 +290,28 @@ def main() -> None:
         ("count_runs(text)", lambda: store.count_runs(text=common), repr(common)),
         ("get_run", lambda: store.get_run(some_run), "one run, 3-5 agents"),
     ]
+    # The whole page as a browser gets it: the app's query, count and template,
+    # through Starlette's test client (ASGI in process, no socket).
+    from starlette.testclient import TestClient
+
+    from swarmcore.ui.app import create_app
+
+    client = TestClient(create_app(store, store_path=path))
+
+    def get(url: str) -> Callable[[], object]:
+        def fetch() -> object:
+            response = client.get(url)
+            assert response.status_code == 200, response.text[:200]
+            return response
+
+        return fetch
+
+    cases += [
+        ("GET / (runs page)", get("/"), "first page + count, rendered"),
+        ("GET /?status=failed", get("/?status=failed"), ""),
+        ("GET /?q=<no match>", get(f"/?q={rare.replace(' ', '+')}"), "two full scans"),
+        ("GET /runs/ID", get(f"/runs/{some_run}"), "graph, timeline, agents"),
+    ]
     print(
         f"{args.runs} runs, {store.count_runs(text=common)} holding {common!r}; ms over {args.reps}"
     )
