@@ -83,3 +83,38 @@ async def test_pages_filters_counts_and_totals_of_engine_runs(engine: DBOSEngine
         assert (by_id["r6"].status, by_id["r6"].agents_done) == ("failed", 1)
     finally:
         await asyncio.to_thread(history.close)
+
+
+async def test_the_viewer_shows_engine_runs_with_their_graph(engine: DBOSEngine) -> None:
+    from starlette.testclient import TestClient
+
+    from swarmcore.ui.app import create_app
+
+    model = OfflineModel()
+    flow = Agent("a", "a writes.", model=model.model) >> (
+        Agent("b", "b checks.", model=model.model) | Agent("c", "c edits.", model=model.model)
+    )
+    await Swarm(flow, engine=engine).run("draw me", run_id="drawn")
+    broken = failing_model()
+    with pytest.raises(ModelError):
+        await Swarm(failing_flow(broken.model), engine=engine).run("do it", run_id="broke")
+
+    def pages() -> tuple[str, str, str]:
+        history = DBOSHistory(engine.database_url)
+        try:
+            with TestClient(create_app(history)) as client:
+                runs = client.get("/").text
+                drawn = client.get("/runs/drawn").text
+                broke = client.get("/runs/broke").text
+        finally:
+            history.close()
+        return runs, drawn, broke
+
+    runs, drawn, broke = await asyncio.to_thread(pages)
+    assert 'data-run-id="drawn" data-status="succeeded"' in runs
+    assert 'data-run-id="broke" data-status="failed"' in runs
+    for name in "abc":  # the flow drawn from the shape kept in the run's input
+        assert f'<g class="node agent succeeded" data-agent="{name}">' in drawn
+    assert '<g class="row" data-agent="b">' in drawn
+    assert "swarmcore-timeline" in broke
+    assert 'data-status="failed"' in broke

@@ -408,8 +408,16 @@ def _current() -> DBOSEngine:
 
 
 def _about(flow: Flow, version: str, generation: int = 0) -> dict[str, Any]:
-    """What a run's workflow input says of its flow (version, expression, size) and of itself."""
-    about = {"version": version, "flow": flow.expression(), "agents": len(flow.names)}
+    """What a run's workflow input says of its flow (version, expression, size, shape) and itself.
+
+    The shape (JSON) is what ``swarmcore ui`` draws an engine run's flow from.
+    """
+    about = {
+        "version": version,
+        "flow": flow.expression(),
+        "agents": len(flow.names),
+        "shape": flow.shape().to_json(),
+    }
     return about | ({"generation": generation} if generation else {})
 
 

@@ -219,7 +219,7 @@ class DBOSHistory:
         decisions = output.decisions if isinstance(output, SwarmResult) else []
         return RunRecord(
             **summary.model_dump(),
-            shape="",
+            shape=_shape(run),
             settings=_settings(run),
             results=results,
             failures=list(failures.values()),
@@ -319,6 +319,14 @@ def _summary(
         tokens=tokens,
         cost=cost,
     )
+
+
+def _shape(run: WorkflowStatus) -> str:
+    """The flow's shape as JSON, from the run's input; "" for runs started before it was kept."""
+    args = _inputs(run)
+    about: object = args[0] if args else None
+    shape = cast("dict[str, Any]", about).get("shape") if isinstance(about, dict) else None
+    return shape if isinstance(shape, str) else ""
 
 
 def _settings(run: WorkflowStatus) -> dict[str, Any]:
