@@ -440,8 +440,8 @@ def test_a_version_1_file_migrates_forward_and_keeps_its_runs(tmp_path: Path) ->
         indexes = {
             row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
         }
-    assert "runs_status" in indexes
-    assert "runs_started" in indexes
+    assert {"runs_status_order", "runs_order"} <= indexes
+    assert not {"runs_status", "runs_started"} & indexes  # replaced by the two above
     record = store.get_run("old-run")
     assert record is not None
     assert (record.status, record.task, record.error) == ("failed", "old task", "ModelError: boom")

@@ -10,7 +10,9 @@ A write that fails (a full disk) stops the run with a StoreError whose
 ``partial`` holds every finished result; ``Swarm(..., store_errors="warn")``
 warns instead, goes on, and marks the run ``incomplete`` (not resumable).
 
-Other backends implement the small :class:`RunStore` protocol.
+Other backends implement the small :class:`RunStore` protocol; a viewer of run
+history reads through :class:`RunReader` (pages of runs with filters and a
+cursor, counts, one run), which the DBOS engine's history implements too.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import os
 from pathlib import Path
 
 from swarmcore.errors import UserError
-from swarmcore.store.base import RunRecord, RunStatus, RunStore, RunSummary
-from swarmcore.store.sqlite import SCHEMA_VERSION, RunListing, SQLiteStore
+from swarmcore.store.base import RunListing, RunReader, RunRecord, RunStatus, RunStore, RunSummary
+from swarmcore.store.sqlite import SCHEMA_VERSION, SQLiteStore
 
 __all__ = [
     "SCHEMA_VERSION",
     "RunListing",
+    "RunReader",
     "RunRecord",
     "RunStatus",
     "RunStore",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarmcore.models import AgentFailure, AgentResult, Decision
 
-__all__ = ["RunRecord", "RunStatus", "RunStore", "RunSummary"]
+__all__ = ["RunListing", "RunReader", "RunRecord", "RunStatus", "RunStore", "RunSummary"]
 
 RunStatus = Literal["running", "succeeded", "failed", "cancelled", "incomplete"]
 """``running`` also marks a run whose process died: resume it. ``incomplete``: a
@@ -34,6 +36,20 @@ class RunSummary(BaseModel):
     """Agents whose results are stored."""
     agents_total: int = 0
     """Agents in the flow."""
+    tokens: int = 0
+    """Tokens of the finished agents (prompt plus completion)."""
+    cost: float | None = 0.0
+    """USD summed over the finished agents; None when any of them is unpriced
+    (0.0 while none has finished)."""
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # A pickle made before a field existed lacks it; unpickling skips validation,
+        # so each missing field's default is filled in here.
+        values: dict[str, Any] = state["__dict__"]
+        for name, info in type(self).model_fields.items():
+            if name not in values and not info.is_required():
+                values[name] = info.get_default(call_default_factory=True)
+        super().__setstate__(state)
 
 
 class RunRecord(RunSummary):
@@ -94,4 +110,59 @@ class RunStore(Protocol):
         Returns:
             How many runs were deleted.
         """
+        ...
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """One page of run history, from :meth:`RunReader.read_runs`."""
+
+    runs: list[RunSummary]
+    """The runs that could be read, newest first."""
+    unreadable: list[str] = field(default_factory=list[str])
+    """The ids of runs whose rows are too damaged to read (skipped)."""
+    next: tuple[float, str] | None = None
+    """The cursor of the next page (pass it as ``before``); None on the last page."""
+
+    def __iter__(self) -> Iterator[Any]:
+        # Older callers unpack ``runs, unreadable = store.read_runs()``.
+        return iter((self.runs, self.unreadable))
+
+
+@runtime_checkable
+class RunReader(Protocol):
+    """What a viewer of run history needs: pages of runs, counts, one run.
+
+    :class:`~swarmcore.store.SQLiteStore` and the DBOS engine's
+    :class:`~swarmcore.engines.dbos_history.DBOSHistory` implement it.
+    """
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The stored run (a unique id prefix works too), or None."""
+        ...
+
+    def read_runs(
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        text: str | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> RunListing:
+        """A page of runs, newest first (by start time, then id).
+
+        Args:
+            limit: The most runs on the page.
+            status: Only runs with this status.
+            text: Only runs whose id, flow or task holds this text (ASCII case ignored).
+            before: Only runs after this cursor: the ``next`` of the previous page.
+        """
+        ...
+
+    def count_runs(self, *, status: RunStatus | None = None, text: str | None = None) -> int:
+        """How many runs ``read_runs`` would page through with these filters."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
         ...

@@ -27,17 +27,15 @@ import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
-
-from pydantic import ValidationError
 
 from swarmcore.checks import check_number
 from swarmcore.errors import StoreError, UserError
 from swarmcore.models import AgentFailure, AgentResult, Decision
+from swarmcore.store import _listing
 from swarmcore.store._location import check_location
-from swarmcore.store.base import RunRecord, RunStatus, RunSummary
+from swarmcore.store.base import RunListing, RunRecord, RunStatus, RunSummary
 
-__all__ = ["SCHEMA_VERSION", "RunListing", "SQLiteStore"]
+__all__ = ["SCHEMA_VERSION", "RunListing", "SQLiteStore"]  # RunListing: where it was
 
 logger = logging.getLogger("swarmcore.store")
 
@@ -80,6 +78,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             made_at REAL NOT NULL
         )""",
         "CREATE INDEX decisions_run ON decisions (run_id, seq)",
+    ),
+    (  # 4: pages of runs in a stable order (see _listing), with or without a status
+        "DROP INDEX runs_started",
+        "DROP INDEX runs_status",
+        "CREATE INDEX runs_order ON runs (started_at, run_id)",
+        "CREATE INDEX runs_status_order ON runs (status, started_at, run_id)",
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -285,13 +289,13 @@ class SQLiteStore:
             if not rows:
                 rows = self._db.execute(
                     "SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
-                    (_like_prefix(run_id),),
+                    (_listing.like_escape(run_id) + "%",),
                 ).fetchall()
             if len(rows) > 1:
                 raise UserError(f"Run id prefix {run_id!r} matches several runs; give more of it.")
             if not rows:
                 return None
-            run = _row(rows[0])
+            run = _listing.run_row(rows[0])
             agents = self._db.execute(
                 "SELECT status, body FROM agents WHERE run_id = ? ORDER BY finished_at",
                 (run["run_id"],),
@@ -300,10 +304,11 @@ class SQLiteStore:
                 "SELECT body FROM decisions WHERE run_id = ? ORDER BY seq", (run["run_id"],)
             ).fetchall()
         try:
-            return _record(run, agents, decided)
+            return _listing.record(run, agents, decided)
         except (ValueError, TypeError) as exc:  # pydantic's and json's errors are ValueErrors
+            why = _listing.why(exc)
             raise StoreError(
-                f"Run {run['run_id']} in the run store {self.path} is damaged ({_why(exc)}); "
+                f"Run {run['run_id']} in the run store {self.path} is damaged ({why}); "
                 "it cannot be shown or resumed: run its task again.",
                 path=str(self.path),
             ) from exc
@@ -324,27 +329,68 @@ class SQLiteStore:
             )
         return listing.runs
 
-    def read_runs(self, *, limit: int = 20) -> RunListing:
-        """The most recent runs, newest first, and the ids of rows too damaged to read.
+    def read_runs(
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        text: str | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> RunListing:
+        """A page of runs, newest first (by start time, then id), and the damaged rows skipped.
+
+        Each run carries the tokens and cost of its finished agents. Every page
+        costs the same, however deep: pass the listing's ``next`` as ``before``.
+
+        Args:
+            limit: The most runs on the page.
+            status: Only runs with this status.
+            text: Only runs whose id, flow or task holds this text (ASCII case ignored).
+            before: Only runs after this cursor: the ``next`` of the previous page.
 
         Raises:
+            UserError: A filter or the cursor is not one this method takes.
             StoreError: The file is damaged.
         """
+        check_number("read_runs", "limit", limit, whole=True, zero=True)
+        limit = min(limit, _MAX_INT - 1)
+        sql, params = _listing.page_query(limit=limit, status=status, text=text, before=before)
         with self._read() as db:
-            rows = db.execute(
-                """SELECT r.*, (SELECT COUNT(*) FROM agents a
-                                WHERE a.run_id = r.run_id AND a.status = 'done') AS done
-                   FROM runs r ORDER BY started_at DESC LIMIT ?""",
-                (min(limit, _MAX_INT),),
-            ).fetchall()
-        listing = RunListing([], [])
-        for row in rows:
-            run = _row(row)
-            try:
-                listing.runs.append(_summary(run, row[-1]))
-            except (ValueError, TypeError):
-                listing.unreadable.append(str(run["run_id"]))
-        return listing
+            rows = db.execute(sql, params).fetchall()
+        return _listing.decode_page(rows, limit)
+
+    def count_runs(self, *, status: RunStatus | None = None, text: str | None = None) -> int:
+        """How many runs :meth:`read_runs` pages through with these filters.
+
+        Raises:
+            UserError: A filter is not one this method takes.
+            StoreError: The file is damaged.
+        """
+        sql, params = _listing.count_query(status=status, text=text)
+        with self._read() as db:
+            return int(db.execute(sql, params).fetchone()[0])
+
+    def delete_run(self, run_id: str) -> bool:
+        """Delete one finished run (its whole id) with its agents and decisions.
+
+        Returns:
+            True if it was deleted, False if there is no such run.
+
+        Raises:
+            UserError: The run is ``running``: it may be in progress or resumable.
+            StoreError: The write failed.
+        """
+        with self._write() as db:
+            row = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                return False
+            if row[0] == "running":
+                raise UserError(
+                    f"Run {run_id} is running (or its process died and it can be resumed), "
+                    "so it was not deleted; let it finish, or resume it, then delete it."
+                )
+            db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+        return True
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -439,75 +485,3 @@ class SQLiteStore:
             "it aside (or pick another path) to start a new store.",
             path=str(self.path),
         )
-
-
-_COLUMNS = (
-    "run_id",
-    "flow",
-    "shape",
-    "task",
-    "status",
-    "started_at",
-    "ended_at",
-    "error",
-    "settings",
-    "agents_total",
-)
-
-
-class RunListing(NamedTuple):
-    """What :meth:`SQLiteStore.read_runs` found."""
-
-    runs: list[RunSummary]
-    """The runs that could be read, newest first."""
-    unreadable: list[str]
-    """The ids of runs whose rows are too damaged to read (skipped)."""
-
-
-def _row(row: tuple[Any, ...]) -> dict[str, Any]:
-    return dict(zip(_COLUMNS, row[: len(_COLUMNS)], strict=True))
-
-
-def _summary(run: dict[str, Any], done: int) -> RunSummary:
-    return RunSummary(
-        run_id=run["run_id"],
-        flow=run["flow"],
-        task=run["task"],
-        status=run["status"],
-        started_at=run["started_at"],
-        ended_at=run["ended_at"],
-        error=run["error"],
-        agents_done=done,
-        agents_total=run["agents_total"],
-    )
-
-
-def _record(
-    run: dict[str, Any], agents: list[tuple[Any, ...]], decided: list[tuple[Any, ...]]
-) -> RunRecord:
-    results = [AgentResult.model_validate_json(b) for s, b in agents if s == "done"]
-    failures = [AgentFailure.model_validate_json(b) for s, b in agents if s == "failed"]
-    return RunRecord(
-        **_summary(run, len(results)).model_dump(),
-        shape=run["shape"],
-        settings=json.loads(run["settings"]),
-        results=results,
-        failures=failures,
-        decisions=[Decision.model_validate_json(b) for (b,) in decided],
-    )
-
-
-def _why(exc: Exception) -> str:
-    """A short, one-line reason a row could not be read."""
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{exc.title} {where}: {first['msg']}".replace("  ", " ")[:200]
-    if isinstance(exc, json.JSONDecodeError):
-        return f"its settings are not JSON ({exc.msg})"
-    return f"{type(exc).__name__}: {exc}"[:200]
-
-
-def _like_prefix(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "%"
