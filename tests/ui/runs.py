@@ -85,7 +85,10 @@ async def _make(path: Path) -> StoredRuns:
             agent("a") >> (agent("b", tools=[lookup]) | agent("c")) >> agent("d"), store=store
         ).run("Is coffee good for you?")
         with contextlib.suppress(ModelError):
-            await Swarm(agent("first") >> agent("broken"), store=store).run("a task that fails")
+            # As `swarmcore run` records it, so its page offers the resume command.
+            await Swarm(agent("first") >> agent("broken"), store=store).run(
+                "a task that fails", metadata={"target": "pipeline.py:flow"}
+            )
         routed = await Swarm(
             agent("triage")
             >> route({"short": agent("brief"), "long": agent("draft") >> agent("edit")}, by=_pick)
