@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from swarmcore.store import SQLiteStore
 from swarmcore.testing import TemporaryPostgres
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
-def _run(name: str) -> str:
+def _run(name: str, **extra: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.pop("SWARMCORE_MODEL", None)
+    env.update(extra)
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / name)],
         capture_output=True,
@@ -43,6 +45,20 @@ def test_example_runs_offline(name: str, expected: list[str]) -> None:
     assert "Running offline" in out
     for text in expected:
         assert text in out
+
+
+def test_quickstart_runs_offline_and_stores_its_run_for_the_viewer(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    out = _run("quickstart.py", SWARMCORE_STORE=str(path))
+    assert "Running offline" in out
+    store = SQLiteStore(path)
+    try:
+        [run] = store.list_runs()
+    finally:
+        store.close()
+    assert run.status == "succeeded"
+    assert run.flow == "researcher >> (analyst | critic) >> writer"
+    assert run.agents_done == 4
 
 
 def test_scale_out_example_runs_on_two_workers(postgres: TemporaryPostgres) -> None:

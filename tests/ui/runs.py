@@ -1,23 +1,24 @@
 """Real stored runs for the viewer's tests, made on in-process models (no key, no network).
 
 ``make_store`` runs five flows into one SQLite store: a diamond whose middle
-agent calls a tool, a run whose second agent fails, a route, a loop, and a run
-whose task, outputs and tool results are hostile HTML. Each run's id is kept
+agent calls a tool, a run whose second agent fails (made by ``swarmcore run``,
+so it can be resumed), a route, a loop, and a run whose task, outputs and tool
+results are hostile HTML. Each run's id is kept
 under a name, so tests find the run they mean.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from swarmcore import Agent, ModelError, Swarm, loop, route
+from swarmcore import Agent, Swarm, loop, route
+from swarmcore.cli import main
 from swarmcore.context import SharedContext
 from swarmcore.store import SQLiteStore
-from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply
+from swarmcore.testing import Call, FunctionModel, RecordedRequest, Reply
 
 # Every kind of active content a model could write: none of it may run in the page.
 HOSTILE = (
@@ -27,6 +28,7 @@ HOSTILE = (
     '"><svg onload="window.pwned=4"></svg>'
     "</pre></td></table><b>bold</b>"
 )
+FLOWS = Path(__file__).with_name("flows.py")
 SECRET_KEY = "sk-test-viewer-secret-0123456789abcdefABCDEF"
 """Set as OPENAI_API_KEY while the runs are made: no page may show it."""
 
@@ -52,10 +54,8 @@ def html_tool(topic: str) -> str:
     return f"{HOSTILE} about {topic}"
 
 
-def _answer(request: RecordedRequest) -> Reply | Fail:
+def _answer(request: RecordedRequest) -> Reply:
     who = request.system.split()[0]
-    if who == "broken":
-        return Fail(400, "the model refused this request")
     if who in ("b", "evil") and not request.tool_results:
         tool = "lookup" if who == "b" else "html_tool"
         return Reply(tool_calls=(Call(tool, {"topic": "x"}),), delay=0.05)
@@ -73,7 +73,7 @@ def _enough(context: SharedContext) -> bool:
     return "critic#2" in context.keys()  # noqa: SIM118 (SharedContext is no dict)
 
 
-async def _make(path: Path) -> StoredRuns:
+async def _make(path: Path, failed: str) -> StoredRuns:
     model = FunctionModel(_answer)
 
     def agent(name: str, **kwargs: object) -> Agent:
@@ -84,11 +84,6 @@ async def _make(path: Path) -> StoredRuns:
         diamond = await Swarm(
             agent("a") >> (agent("b", tools=[lookup]) | agent("c")) >> agent("d"), store=store
         ).run("Is coffee good for you?")
-        with contextlib.suppress(ModelError):
-            # As `swarmcore run` records it, so its page offers the resume command.
-            await Swarm(agent("first") >> agent("broken"), store=store).run(
-                "a task that fails", metadata={"target": "pipeline.py:flow"}
-            )
         routed = await Swarm(
             agent("triage")
             >> route({"short": agent("brief"), "long": agent("draft") >> agent("edit")}, by=_pick)
@@ -102,10 +97,22 @@ async def _make(path: Path) -> StoredRuns:
         hostile = await Swarm(agent("evil", tools=[html_tool]), store=store).run(HOSTILE)
     finally:
         store.close()
-    [failed] = [r.run_id for r in SQLiteStore(path).list_runs() if r.status == "failed"]
     return StoredRuns(path, diamond.run_id, failed, routed.run_id, looped.run_id, hostile.run_id)
+
+
+def cli_failed_run(path: Path) -> str:
+    """A run of ``tests/ui/flows.py:flaky`` made by ``swarmcore run`` that failed; its id."""
+    code = main(["run", f"{FLOWS}:flaky", "a task that fails", "--store", str(path), "--quiet"])
+    assert code == 1
+    store = SQLiteStore(path)
+    try:
+        [failed] = [r.run_id for r in store.list_runs(limit=1000) if r.status == "failed"]
+    finally:
+        store.close()
+    return failed
 
 
 def make_store(path: Path) -> StoredRuns:
     """Five real runs stored at ``path`` (see the module's docstring)."""
-    return asyncio.run(_make(path))
+    failed = cli_failed_run(path)
+    return asyncio.run(_make(path, failed))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from swarmcore.store import default_store_path
 from swarmcore.store.base import RunRecord
 
 __all__ = [
@@ -16,6 +19,7 @@ __all__ = [
     "run_metadata",
     "run_origin",
     "shorten",
+    "ui_command",
 ]
 
 _PREVIEW_CHARS = 60
@@ -72,3 +76,10 @@ def run_origin(metadata: Mapping[str, Any]) -> str:
     if not isinstance(target, str):
         return ""
     return f"{target} (model {model})" if model else target
+
+
+def ui_command(store: Path) -> str:
+    """The command that opens the viewer on ``store``: ``swarmcore ui`` for the default store."""
+    if store == default_store_path():
+        return "swarmcore ui"
+    return shlex.join(["swarmcore", "ui", "--store", str(store)])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from swarmcore.agent import Agent
 from swarmcore.checks import check_number
 from swarmcore.cli.errors import CLIError
-from swarmcore.cli.format import one_line, shorten
+from swarmcore.cli.format import one_line, shorten, ui_command
 from swarmcore.cli.targets import as_flow, load_target, on_model
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Event, Hook, RunStarted
@@ -93,6 +93,7 @@ def execute(
     print(result.output)
     if store_path is not None and not quiet:  # quiet: stderr stays empty on success
         print(f"run {result.run_id} stored in {store_path}", file=sys.stderr)
+        print(f"see it in a browser: {ui_command(store_path)}", file=sys.stderr)
     return 0
 
 

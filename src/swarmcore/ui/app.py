@@ -22,6 +22,7 @@ import math
 import secrets
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, get_args
@@ -270,15 +271,20 @@ def _delete(reader: RunReader, run_id: str) -> None:
 
 
 def _resume(run_id: str, store: Path) -> None:
-    """Start ``swarmcore runs resume`` as a process of its own: it outlives the request."""
-    command = [sys.executable, "-m", "swarmcore", "runs", "resume", run_id, "--store", str(store)]
-    subprocess.Popen(  # our own command; its arguments come from the store we serve
-        [*command, "--quiet"],
+    """Start ``swarmcore runs resume`` as a process of its own: it outlives the request.
+
+    Its progress is the store's to show (the run's page follows it); a thread
+    waits for it so that it is reaped when it ends.
+    """
+    command = [sys.executable, "-m", "swarmcore.cli", "runs", "resume", run_id]
+    process = subprocess.Popen(  # our own command; its arguments come from the store we serve
+        [*command, "--store", str(store), "--quiet"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    threading.Thread(target=process.wait, name=f"resume {run_id[:12]}", daemon=True).start()
 
 
 def _mark(record: RunRecord) -> tuple[object, ...]:

@@ -94,7 +94,8 @@ def timeline_svg(record: RunRecord) -> str:
     label_w = max([CHAR_W * len(row.agent) for row in ordered] + [40.0])
     left = MARGIN + label_w + GAP
     note_w = CHAR_W * len(NO_TIMING)
-    width = left + max(CHART_W, note_w) + MARGIN
+    last_tick = CHAR_W * len(_seconds(span)) / 2  # centred on the axis' end: keep it whole
+    width = left + max(CHART_W + last_tick, note_w) + MARGIN
     height = MARGIN + AXIS_H + ROW_H * max(len(ordered), 1) + MARGIN
     top = MARGIN + AXIS_H
 
