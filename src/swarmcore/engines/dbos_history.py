@@ -6,18 +6,26 @@ input, output or error. :class:`DBOSHistory` reads them back as the run store's
 :class:`~swarmcore.store.RunSummary` and :class:`~swarmcore.store.RunRecord`, so
 ``swarmcore runs list/show --database-url URL`` show runs from every worker.
 It only reads: the engine's checkpoints are the record.
+
+It is a :class:`~swarmcore.store.RunReader` as far as DBOS's
+``list_workflows`` filters go: statuses, a creation-time bound and newest-first
+order are asked of PostgreSQL; a text filter is applied here, over a bounded
+window of runs (see :meth:`DBOSHistory.read_runs`).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from dbos import DBOSClient, WorkflowStatus
 
+from swarmcore.checks import check_number
 from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos_approvals import waiting
-from swarmcore.models import AgentFailure, AgentResult, SwarmResult
-from swarmcore.store.base import RunRecord, RunStatus, RunSummary
+from swarmcore.errors import UserError
+from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
+from swarmcore.store.base import RunListing, RunRecord, RunStatus, RunSummary
 from swarmcore.tools import ApprovalRequest
 
 __all__ = ["DBOSHistory"]
@@ -31,6 +39,15 @@ _STATUS: dict[str, RunStatus] = {
     "CANCELLED": "cancelled",
     "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
 }
+_DBOS_STATUSES: dict[RunStatus, list[str]] = {
+    status: [name for name, mapped in _STATUS.items() if mapped == status]
+    for status in ("running", "succeeded", "failed", "cancelled", "incomplete")
+}
+"""The DBOS statuses of each run status (none for ``incomplete``: the engine has none)."""
+TEXT_WINDOW = 2_000
+"""How many runs a text filter looks through, newest first from the cursor."""
+_BATCH = 200
+"""Runs read at a time while filtering by text."""
 
 
 class DBOSHistory:
@@ -49,11 +66,129 @@ class DBOSHistory:
 
     def list_runs(self, *, limit: int = 20) -> list[RunSummary]:
         """The most recent runs, newest first, with how many agents finished."""
-        runs = self._client.list_workflows(
-            name=RUN_WORKFLOW, sort_desc=True, limit=limit, load_output=False
-        )
+        return self.read_runs(limit=limit).runs
+
+    def read_runs(
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        text: str | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> RunListing:
+        """A page of runs, newest first (by creation time, to the millisecond, then id).
+
+        Each run carries the tokens and cost of its finished agents, read from
+        their recorded results (for the runs of the page only).
+
+        DBOS filters by status and creation time itself, so a page costs about
+        the same however deep. It cannot search a run's inputs, so a ``text``
+        filter is applied here, to at most :data:`TEXT_WINDOW` runs from the
+        cursor on: when those hold fewer than ``limit`` matches, the page is
+        short and ``next`` (while runs remain) goes on after the window.
+
+        Args:
+            limit: The most runs on the page.
+            status: Only runs with this status (none is ``incomplete`` on this engine).
+            text: Only runs whose id, flow or task holds this text (case ignored).
+            before: Only runs after this cursor: the ``next`` of the previous page.
+
+        Raises:
+            UserError: A filter or the cursor is not one this method takes.
+        """
+        check_number("read_runs", "limit", limit, whole=True, zero=True)
+        statuses = _statuses(status)
+        if statuses == [] or limit == 0:
+            return RunListing([], [], None)
+        if before is not None:
+            before = _checked(before)
+        if text:
+            runs, cursor = self._search(statuses, text.casefold(), before, limit)
+        else:
+            runs = self._page(statuses, before, limit + 1)
+            cursor = _cursor(runs[limit - 1]) if len(runs) > limit else None
+            runs = runs[:limit]
         done = self._agents_done([r.workflow_id for r in runs])
-        return [_summary(r, done.get(r.workflow_id, 0)) for r in runs]
+        return RunListing([_summary(r, *done.get(r.workflow_id, _NONE)) for r in runs], [], cursor)
+
+    def count_runs(self, *, status: RunStatus | None = None, text: str | None = None) -> int:
+        """How many runs :meth:`read_runs` pages through with these filters.
+
+        Without ``text`` it counts every run (reading each one's id); with
+        ``text``, only the matches among the newest :data:`TEXT_WINDOW` runs.
+        """
+        statuses = _statuses(status)
+        if statuses == []:
+            return 0
+        if text:
+            return len(self._search(statuses, text.casefold(), None, TEXT_WINDOW)[0])
+        runs = self._client.list_workflows(
+            name=RUN_WORKFLOW, status=statuses, load_input=False, load_output=False
+        )
+        return len(runs)
+
+    def _page(
+        self, statuses: list[str] | None, before: tuple[float, str] | None, limit: int
+    ) -> list[WorkflowStatus]:
+        """The newest ``limit`` runs after the cursor, in (created_at, id) order, newest first.
+
+        DBOS orders by creation time alone, so the runs created in the
+        millisecond of the cursor, and in that of the page's last run, are read
+        whole and ordered by id here: where times tie, no run is lost or repeated.
+        """
+        runs: list[WorkflowStatus] = []
+        end: str | None = None
+        if before is not None:
+            at = round(before[0] * 1000)
+            runs = [r for r in self._at(statuses, at) if r.workflow_id < before[1]]
+            end = _iso(at - 1)
+        older = self._client.list_workflows(
+            name=RUN_WORKFLOW,
+            status=statuses,
+            end_time=end,
+            sort_desc=True,
+            limit=limit,
+            load_output=False,
+        )
+        if len(older) == limit:  # the limit may have cut the runs of the last millisecond
+            last = older[-1].created_at or 0
+            older = [r for r in older if (r.created_at or 0) != last] + self._at(statuses, last)
+        runs += older
+        runs.sort(key=lambda r: (r.created_at or 0, r.workflow_id), reverse=True)
+        return runs[:limit]
+
+    def _at(self, statuses: list[str] | None, at: int) -> list[WorkflowStatus]:
+        """Every run created in millisecond ``at``."""
+        return self._client.list_workflows(
+            name=RUN_WORKFLOW,
+            status=statuses,
+            start_time=_iso(at),
+            end_time=_iso(at),
+            load_output=False,
+        )
+
+    def _search(
+        self, statuses: list[str] | None, text: str, before: tuple[float, str] | None, limit: int
+    ) -> tuple[list[WorkflowStatus], tuple[float, str] | None]:
+        """Up to ``limit`` runs holding ``text`` among the next TEXT_WINDOW, and the next cursor."""
+        found: list[WorkflowStatus] = []
+        left = TEXT_WINDOW
+        while left > 0:
+            size = min(_BATCH, left)
+            batch = self._page(statuses, before, size + 1)
+            more = len(batch) > size
+            batch = batch[:size]
+            left -= len(batch)
+            for run in batch:
+                if _holds(run, text):
+                    found.append(run)
+                    if len(found) > limit:
+                        return found[:limit], _cursor(found[limit - 1])
+            if not more:
+                return found, None
+            before = _cursor(batch[-1])
+        # The window ended with runs beyond it: go on after the last match, or the window.
+        return found, _cursor(found[-1]) if len(found) == limit else before
 
     def waiting(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of run ``run_id`` waiting for an approval decision."""
@@ -77,7 +212,9 @@ class DBOSHistory:
             elif agent.error is not None:
                 name = agent.workflow_id.split("/")[1]
                 failures[name] = _failure(name, agent)
-        summary = _summary(run, len(results))
+        costs = [r.cost for r in results]
+        tokens = sum(r.token_usage.total_tokens for r in results)
+        summary = _summary(run, len(results), tokens, sum_cost(costs) if costs else 0.0)
         output: object = run.output
         decisions = output.decisions if isinstance(output, SwarmResult) else []
         return RunRecord(
@@ -89,7 +226,8 @@ class DBOSHistory:
             decisions=decisions,
         )
 
-    def _agents_done(self, run_ids: list[str]) -> dict[str, int]:
+    def _agents_done(self, run_ids: list[str]) -> dict[str, tuple[int, int, float | None]]:
+        """Per run: its finished agents, their tokens and their cost (None if one is unpriced)."""
         if not run_ids:
             return {}
         finished = self._client.list_workflows(
@@ -97,13 +235,19 @@ class DBOSHistory:
             status="SUCCESS",
             workflow_id_prefix=[f"{r}/" for r in run_ids],
             load_input=False,
-            load_output=False,
         )
-        done: dict[str, int] = {}
+        results: dict[str, list[AgentResult]] = {}
         for agent in finished:
-            run_id = agent.workflow_id.split("/")[0]
-            done[run_id] = done.get(run_id, 0) + 1
-        return done
+            if isinstance(agent.output, AgentResult):
+                results.setdefault(agent.workflow_id.split("/")[0], []).append(agent.output)
+        return {
+            run_id: (
+                len(done),
+                sum(r.token_usage.total_tokens for r in done),
+                sum_cost([r.cost for r in done]),
+            )
+            for run_id, done in results.items()
+        }
 
 
 def _inputs(run: WorkflowStatus) -> list[Any]:
@@ -111,7 +255,52 @@ def _inputs(run: WorkflowStatus) -> list[Any]:
     return list(inputs["args"])
 
 
-def _summary(run: WorkflowStatus, done: int) -> RunSummary:
+def _statuses(status: RunStatus | None) -> list[str] | None:
+    """The DBOS statuses to ask for: None for all, [] for none."""
+    if status is None:
+        return None
+    if status not in _DBOS_STATUSES:
+        raise UserError(f"status must be one of {', '.join(_DBOS_STATUSES)}; got {status!r}.")
+    return _DBOS_STATUSES[status]
+
+
+def _checked(before: object) -> tuple[float, str]:
+    if isinstance(before, tuple) and len(before) == 2:  # pyright: ignore[reportUnknownArgumentType]
+        started, run_id = cast("tuple[object, object]", before)
+        number = isinstance(started, int | float) and not isinstance(started, bool)
+        if number and isinstance(run_id, str):
+            return float(cast("float", started)), run_id
+    raise UserError(
+        f"before must be the next cursor of a page, a (started_at, run_id) pair; got {before!r}."
+    )
+
+
+def _holds(run: WorkflowStatus, text: str) -> bool:
+    """Whether the run's id, flow or task holds ``text`` (casefolded)."""
+    summary = _summary(run)
+    return any(text in part.casefold() for part in (summary.run_id, summary.flow, summary.task))
+
+
+def _cursor(run: WorkflowStatus) -> tuple[float, str]:
+    return (run.created_at or 0) / 1000, run.workflow_id
+
+
+def _iso(ms: int) -> str:
+    """Millisecond ``ms`` as DBOS's time bounds take it.
+
+    DBOS truncates the parsed time to whole milliseconds: half a millisecond
+    more keeps float error from landing it on the one before.
+    """
+    return datetime.fromtimestamp((ms + 0.5) / 1000, UTC).isoformat()
+
+
+_NONE = (0, 0, 0.0)
+"""A run with no finished agent: no tokens, nothing spent."""
+
+
+def _summary(
+    run: WorkflowStatus, done: int = 0, tokens: int = 0, cost: float | None = 0.0
+) -> RunSummary:
     about: dict[str, Any] = {}
     task = ""
     args = _inputs(run)
@@ -127,6 +316,8 @@ def _summary(run: WorkflowStatus, done: int) -> RunSummary:
         error=None if run.error is None else str(run.error),
         agents_done=done,
         agents_total=int(about.get("agents", 0)),
+        tokens=tokens,
+        cost=cost,
     )
 
 
