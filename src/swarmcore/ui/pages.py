@@ -164,13 +164,7 @@ def _graph(record: RunRecord) -> tuple[str | None, str]:
         shape = FlowShape.from_json(record.shape)
     except ValueError as exc:
         return None, f"The stored flow shape cannot be drawn ({shorten(str(exc), 200)})."
-    statuses = agent_statuses(record)
-    if record.status == "succeeded":
-        # A finished run's agent that never ran was skipped (a route chose another branch),
-        # not pending; a loop's agent is known by its iterations (`name#k`).
-        ran = {key.partition("#")[0] for key in statuses}
-        statuses.update((name, "skipped") for name in shape.names() if name not in ran)
-    return flow_svg(shape, statuses), ""
+    return flow_svg(shape, agent_statuses(record)), ""
 
 
 def _agents(record: RunRecord) -> list[AgentView]:
