@@ -86,6 +86,8 @@ async def test_pages_filters_counts_and_totals_of_engine_runs(engine: DBOSEngine
 
 
 async def test_the_viewer_shows_engine_runs_with_their_graph(engine: DBOSEngine) -> None:
+    import html
+
     from starlette.testclient import TestClient
 
     from swarmcore.ui.app import create_app
@@ -118,3 +120,51 @@ async def test_the_viewer_shows_engine_runs_with_their_graph(engine: DBOSEngine)
     assert '<g class="row" data-agent="b">' in drawn
     assert "swarmcore-timeline" in broke
     assert 'data-status="failed"' in broke
+    resume = 'swarmcore runs resume broke --database-url "$SWARMCORE_DATABASE_URL"'
+    assert resume in html.unescape(broke)  # handed back to the workers; the URL stays out
+    assert engine.database_url not in broke
+
+
+async def test_a_waiting_call_is_approved_from_the_viewer(engine: DBOSEngine) -> None:
+    import html
+    import re
+
+    from starlette.testclient import TestClient
+
+    from swarmcore.ui.app import create_app
+    from tests.integration.test_dbos_approvals import eventually, paying_flow, paying_model
+
+    paid: list[int] = []
+    model = paying_model()
+    swarm = Swarm(paying_flow(model.model, paid), engine=engine)
+    running = asyncio.create_task(swarm.run("pay the invoice", run_id="pay-ui"))
+    await eventually(lambda: swarm.pending_approvals("pay-ui"), "the approval request")
+
+    def approve() -> tuple[str, str, int]:
+        history = DBOSHistory(engine.database_url)
+        try:
+            with TestClient(create_app(history)) as read_only:
+                shown = read_only.get("/runs/pay-ui").text
+            app = create_app(history, database_url=engine.database_url, allow_actions=True)
+            with TestClient(app) as client:
+                page = client.get("/runs/pay-ui").text
+                token = re.search(r'name="csrf" value="([^"]+)"', page)
+                call = re.search(r'name="call_id" value="([^"]+)"', page)
+                assert token is not None
+                assert call is not None
+                sent = {"csrf": token.group(1), "call_id": call.group(1), "decision": "allow"}
+                status = client.post("/runs/pay-ui/approve", data=sent).status_code
+        finally:
+            history.close()
+        return shown, page, status
+
+    shown, page, status = await asyncio.to_thread(approve)
+    assert "Waiting for approval" in shown
+    assert "swarmcore runs approve pay-ui" in shown  # read-only: the command, no form
+    assert 'action="/runs/pay-ui/approve"' not in shown
+    assert '"amount": 120' in html.unescape(page)  # the call's arguments
+    assert engine.database_url not in page  # the database URL (and its password) stays out
+    assert status == 200  # redirected to the run's page
+    result = await asyncio.wait_for(running, 60)
+    assert paid == [120]
+    assert result["a"].tool_calls[0].approval == "allowed"

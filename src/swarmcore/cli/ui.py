@@ -96,7 +96,13 @@ def command_ui(args: argparse.Namespace) -> int:
     reader, path = _reader(args)
     sock = _bind(args.host, args.port)
     try:
-        app = create_app(reader, store_path=path, allow_actions=args.allow_actions, token=token)
+        app = create_app(
+            reader,
+            store_path=path,
+            database_url=args.database_url,
+            allow_actions=args.allow_actions,
+            token=token,
+        )
         port = sock.getsockname()[1]
         host = f"[{args.host}]" if ":" in args.host else args.host
         url = f"http://{host}:{port}/"

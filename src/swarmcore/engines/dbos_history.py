@@ -22,11 +22,11 @@ from dbos import DBOSClient, WorkflowStatus
 
 from swarmcore.checks import check_number
 from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
-from swarmcore.engines.dbos_approvals import waiting
+from swarmcore.engines.dbos_approvals import send_decision, waiting
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
 from swarmcore.store.base import RunListing, RunRecord, RunStatus, RunSummary
-from swarmcore.tools import ApprovalRequest
+from swarmcore.tools import Approval, ApprovalRequest
 
 __all__ = ["DBOSHistory"]
 
@@ -58,6 +58,7 @@ class DBOSHistory:
     """
 
     def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
         self._client = DBOSClient(system_database_url=database_url)
 
     def close(self) -> None:
@@ -193,6 +194,14 @@ class DBOSHistory:
     def waiting(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of run ``run_id`` waiting for an approval decision."""
         return waiting(self._client, run_id)
+
+    def decide(self, run_id: str, call_id: str, approval: Approval | bool) -> ApprovalRequest:
+        """Send the decision on a call of run ``run_id`` that waits for one.
+
+        Raises:
+            UserError: No such call waits in that run.
+        """
+        return send_decision(self._client, run_id, call_id, approval)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run (a unique id prefix works too) with its agents' results and failures."""

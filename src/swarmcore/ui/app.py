@@ -38,7 +38,8 @@ from starlette.staticfiles import StaticFiles
 from swarmcore import __version__
 from swarmcore.errors import StoreError, UserError
 from swarmcore.store.base import RunListing, RunReader, RunRecord, RunStatus
-from swarmcore.ui.pages import RESUMABLE, pretty_json, run_view, summary_view
+from swarmcore.tools import Approval, ApprovalRequest
+from swarmcore.ui.pages import pretty_json, run_view, summary_view
 
 __all__ = ["PAGE_SIZE", "create_app"]
 
@@ -63,6 +64,7 @@ def create_app(
     reader: RunReader,
     *,
     store_path: Path | None = None,
+    database_url: str | None = None,
     allow_actions: bool = False,
     token: str | None = None,
     poll_seconds: float = 0.5,
@@ -74,6 +76,8 @@ def create_app(
             or a DBOS engine's :class:`~swarmcore.engines.dbos_history.DBOSHistory`.
         store_path: The store's file, named in the resume command a failed run's
             page shows; None leaves the default store implied.
+        database_url: For a DBOS engine's history: its database, which the
+            resume action hands runs back through (never shown in a page).
         allow_actions: Offer and accept actions that change the store or start
             work (resume a run, delete a run); read-only when False.
         token: When set, every request must carry it: ``?token=`` once (it is
@@ -85,7 +89,17 @@ def create_app(
     """
     if token is not None and not token.strip():
         raise UserError("create_app: token is empty; give a long random string, or None.")
-    viewer = _Viewer(reader, store_path, allow_actions=allow_actions, poll_seconds=poll_seconds)
+    if store_path is not None:
+        resume_with = ["--store", str(store_path)]
+    else:
+        resume_with = None if database_url is None else ["--database-url", database_url]
+    viewer = _Viewer(
+        reader,
+        store_path,
+        resume_with=resume_with if allow_actions else None,
+        allow_actions=allow_actions,
+        poll_seconds=poll_seconds,
+    )
     app = Starlette(
         routes=[
             Route("/", viewer.runs),
@@ -108,12 +122,12 @@ class _Viewer:
         reader: RunReader,
         store_path: Path | None,
         *,
+        resume_with: list[str] | None,
         allow_actions: bool,
         poll_seconds: float,
     ) -> None:
         self.reader, self.store_path, self.poll_seconds = reader, store_path, poll_seconds
-        self.allow_actions = allow_actions
-        self.resumable = allow_actions and store_path is not None
+        self.allow_actions, self.resume_with = allow_actions, resume_with
         self.csrf = secrets.token_urlsafe(32)
         self.env = Environment(
             loader=PackageLoader("swarmcore.ui", "templates"),
@@ -164,8 +178,10 @@ class _Viewer:
         if record is None:
             return self.error(404, "Not found", "No such run in this store.")
         view = run_view(record, store=self.store_path)
+        waiting = await run_in_threadpool(_waiting, self.reader, record)
         template = "run_body.html" if request.query_params.get("part") == "body" else "run.html"
-        return self.page(template, view=view, run=record, resumable=self.resumable)
+        resumable = self.resume_with is not None and view.resume is not None
+        return self.page(template, view=view, run=record, resumable=resumable, waiting=waiting)
 
     async def live(self, request: Request) -> Response:
         events = _follow(self.reader, request.path_params["run_id"], self.poll_seconds)
@@ -185,8 +201,15 @@ class _Viewer:
         if action == "delete" and record.status != "running":
             await run_in_threadpool(_delete, self.reader, record.run_id)
             return RedirectResponse("/", status_code=303)
-        if action == "resume" and self.store_path is not None and record.status in RESUMABLE:
-            _resume(record.run_id, self.store_path)
+        view = run_view(record, store=self.store_path)
+        if action == "resume" and self.resume_with and view.resume and record.status != "running":
+            _resume(record.run_id, self.resume_with)
+            return RedirectResponse(f"/runs/{record.run_id}", status_code=303)
+        if action == "approve" and hasattr(self.reader, "decide"):
+            try:
+                await run_in_threadpool(_decide, self.reader, record.run_id, form)
+            except UserError as exc:
+                return self.error(400, "Not possible", str(exc))
             return RedirectResponse(f"/runs/{record.run_id}", status_code=303)
         return self.error(400, "Not possible", _CANNOT.format(action))
 
@@ -268,15 +291,36 @@ def _delete(reader: RunReader, run_id: str) -> None:
     delete(run_id)
 
 
-def _resume(run_id: str, store: Path) -> None:
+def _waiting(reader: RunReader, record: RunRecord) -> list[ApprovalRequest]:
+    """The calls of a running run that wait for an approval (the DBOS engine's durable waits)."""
+    waiting = getattr(reader, "waiting", None)
+    if waiting is None or record.status != "running":
+        return []
+    return list(waiting(record.run_id))
+
+
+def _decide(reader: RunReader, run_id: str, form: Any) -> None:
+    """Send the approve form's decision on one waiting call."""
+    call_id, decision = form.get("call_id"), form.get("decision")
+    if not isinstance(call_id, str) or decision not in ("allow", "deny"):
+        raise UserError("The form must name a call_id and a decision: allow or deny.")
+    reason = form.get("reason")
+    reason = (
+        reason.strip() if isinstance(reason, str) and reason.strip() else "denied in the viewer"
+    )
+    approval = Approval.allow() if decision == "allow" else Approval.deny(reason)
+    reader.decide(run_id, call_id, approval)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+
+def _resume(run_id: str, where: list[str]) -> None:
     """Start ``swarmcore runs resume`` as a process of its own: it outlives the request.
 
     Its progress is the store's to show (the run's page follows it); a thread
     waits for it so that it is reaped when it ends.
     """
-    command = [sys.executable, "-m", "swarmcore.cli", "runs", "resume", run_id]
+    command = [sys.executable, "-m", "swarmcore.cli", "runs", "resume", run_id, *where]
     process = subprocess.Popen(  # our own command; its arguments come from the store we serve
-        [*command, "--store", str(store), "--quiet"],
+        [*command, "--quiet"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -305,7 +349,8 @@ async def _follow(reader: RunReader, run_id: str, every: float) -> AsyncIterator
         if record is None:
             yield "event: gone\ndata: {}\n\n"
             return
-        mark = _mark(record)
+        waiting = await run_in_threadpool(_waiting, reader, record)
+        mark = (*_mark(record), len(waiting))
         if last is not None and mark != last:
             yield f"event: changed\ndata: {json.dumps({'status': record.status})}\n\n"
             quiet = 0.0

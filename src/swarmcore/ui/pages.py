@@ -215,6 +215,11 @@ def _budget(settings: Mapping[str, Any], tokens: int, cost: float | None) -> lis
 def _resume(
     record: RunRecord, metadata: Mapping[str, Any], store: Path | None
 ) -> tuple[str | None, str]:
+    if record.settings.get("engine") == "dbos":  # hand it back to the engine's workers
+        if record.status not in ("failed", "cancelled"):
+            return None, ""
+        command = shlex.join(["swarmcore", "runs", "resume", record.run_id, "--database-url"])
+        return f'{command} "$SWARMCORE_DATABASE_URL"', ""
     if record.status not in RESUMABLE:
         return None, ""
     if not (metadata.get("demo") or isinstance(metadata.get("target"), str)):
