@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 from starlette.testclient import TestClient
 
 from swarmcore import Agent, Swarm
@@ -389,3 +390,23 @@ def test_the_runs_page_lists_filters_and_pages_newest_first(
         assert not second.all("a", rel="next")
     store.close()
     assert ids == [f"run{i:03d}" for i in reversed(range(60))]
+
+
+def test_structured_output_and_the_budget_are_shown(tmp_path: Path) -> None:
+    class Verdict(BaseModel):
+        verdict: str
+        score: int
+
+    model = FunctionModel(lambda r: Reply(text='{"verdict": "publish", "score": 7}'))
+    judge = Agent("judge", "judge decides.", model=model.model, output_type=Verdict)
+    store = SQLiteStore(tmp_path / "runs.db")
+    result = asyncio.run(Swarm(judge, store=store, max_tokens=100_000).run("judge it"))
+    with TestClient(create_app(store)) as c:
+        p = page(c, f"/runs/{result.run_id}")
+    store.close()
+    text = "".join(p.text)
+    assert "Structured output" in text
+    assert '"verdict": "publish"' in text
+    assert '"score": 7' in text
+    assert "budget (tokens)" in text
+    assert f"{result.token_usage.total_tokens:,} of 100,000" in text
