@@ -23,7 +23,7 @@ import secrets
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, get_args
 
@@ -181,7 +181,14 @@ class _Viewer:
         waiting = await run_in_threadpool(_waiting, self.reader, record)
         template = "run_body.html" if request.query_params.get("part") == "body" else "run.html"
         resumable = self.resume_with is not None and view.resume is not None
-        return self.page(template, view=view, run=record, resumable=resumable, waiting=waiting)
+        return self.page(
+            template,
+            view=view,
+            run=record,
+            resumable=resumable,
+            deletable=hasattr(self.reader, "delete_run") and record.status != "running",
+            waiting=waiting,
+        )
 
     async def live(self, request: Request) -> Response:
         events = _follow(self.reader, request.path_params["run_id"], self.poll_seconds)
@@ -198,8 +205,9 @@ class _Viewer:
         if record is None:
             return self.error(404, "Not found", "No such run in this store.")
         action = request.path_params["action"]
-        if action == "delete" and record.status != "running":
-            await run_in_threadpool(_delete, self.reader, record.run_id)
+        delete: Callable[[str], object] | None = getattr(self.reader, "delete_run", None)
+        if action == "delete" and delete is not None and record.status != "running":
+            await run_in_threadpool(delete, record.run_id)
             return RedirectResponse("/", status_code=303)
         view = run_view(record, store=self.store_path)
         if action == "resume" and self.resume_with and view.resume and record.status != "running":
@@ -282,13 +290,6 @@ async def _get(reader: RunReader, run_id: str) -> RunRecord | None:
         return await run_in_threadpool(reader.get_run, run_id)
     except UserError:  # an ambiguous prefix: a page names whole ids
         return None
-
-
-def _delete(reader: RunReader, run_id: str) -> None:
-    delete = getattr(reader, "delete_run", None)
-    if delete is None:
-        raise UserError("This store cannot delete runs.")
-    delete(run_id)
 
 
 def _waiting(reader: RunReader, record: RunRecord) -> list[ApprovalRequest]:
