@@ -204,7 +204,9 @@ def agent_card(
         version=version_,
         supported_interfaces=[
             AgentInterface(
-                url=url or "", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_CURRENT
+                url=url or "http://127.0.0.1/",  # each card request gets its own address
+                protocol_binding="JSONRPC",
+                protocol_version=PROTOCOL_VERSION_CURRENT,
             )
         ],
         capabilities=AgentCapabilities(streaming=True),
