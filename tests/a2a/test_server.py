@@ -305,3 +305,13 @@ async def test_the_task_id_is_the_stored_run_id(tmp_path: Path) -> None:
     assert record.run_id == task.id
     assert record.task == "remember this"
     assert record.status == "succeeded"
+
+
+async def test_a_swarms_own_approval_callback_decides_without_asking_the_client() -> None:
+    swarm, wiped, _model = approval_flow()
+    decided = Swarm(swarm.flow, approve=lambda request: request.tool_name == "wipe")
+    with serve(decided.to_a2a()) as url:
+        async with a2a_client(url) as (client, _):
+            task = final_task(await send(client, user_message("tidy /tmp")))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert wiped == ["/tmp/old"]

@@ -311,8 +311,12 @@ class SwarmExecutor(AgentExecutor):
         task_id, context_id = context.task_id or "", context.context_id or ""
         updater = TaskUpdater(event_queue, task_id, context_id)
         job = self._jobs.get(task_id)
+        if job is None and context.current_task is not None:
+            # A task whose run is gone (the server stopped it): a new message cannot resume it.
+            await updater.failed(_say(updater, "This task's run has stopped; start a new task."))
+            return
         if job is None:
-            if context.current_task is None and context.message is not None:
+            if context.message is not None:
                 await event_queue.enqueue_event(
                     Task(
                         id=task_id,
@@ -367,9 +371,9 @@ class SwarmExecutor(AgentExecutor):
 
     async def _run(self, job: _Job, text: str, streaming: bool) -> None:
         try:
-            stream = self._swarm.stream(
-                text, text=streaming, run_id=job.task_id, approve=job.approve
-            )
+            # The Swarm's own approval callback, if it has one; else the client decides.
+            approve = None if self._swarm.approve is not None else job.approve
+            stream = self._swarm.stream(text, text=streaming, run_id=job.task_id, approve=approve)
             async for event in stream:  # cancelling the runner cancels the run inside it
                 if isinstance(event, events.RunFinished) and event.result is not None:
                     job.outbox.put_nowait(_Done(event.result))
