@@ -18,6 +18,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import uvicorn
 from a2a.helpers import (
     new_data_part,
     new_task_from_user_message,
@@ -30,13 +31,11 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
-import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-
 
 BIG = 1_200_000
 """Characters the ``big`` command answers: past the client's 1,000,000 limit."""
@@ -44,10 +43,12 @@ BIG = 1_200_000
 
 @dataclass
 class Seen:
-    """What the server saw: the texts it was sent and each request's Authorization header."""
+    """What the server saw: texts sent, each request's Authorization header, cancellations."""
 
     texts: list[str] = field(default_factory=list[str])
     authorization: list[str | None] = field(default_factory=list[str | None])
+    cancelled: list[str] = field(default_factory=list[str])
+    """The ids of the tasks a client cancelled."""
 
 
 class ScriptedExecutor(AgentExecutor):
@@ -111,6 +112,7 @@ class ScriptedExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task."""
+        self.seen.cancelled.append(context.task_id or "")
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.cancel()
 

@@ -7,6 +7,7 @@ offline models, so no key and no network are needed.
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Callable, Generator
 
@@ -124,7 +125,8 @@ async def test_a_data_part_is_json_text_and_parsed(remote: Remote) -> None:
     result = await Swarm(RemoteAgent(remote.url, name="r")).run("data please")
     parsed = result.history[0].parsed
     assert parsed == {"answer": 42, "echo": "data please"}
-    assert result.output == '{"answer": 42, "echo": "data please"}'  # whole numbers stay whole
+    assert json.loads(result.output) == parsed
+    assert '"answer": 42,' in result.output or result.output.endswith('"answer": 42}')  # not 42.0
 
 
 async def test_a_failing_remote_fails_the_run_and_keeps_what_finished(remote: Remote) -> None:
@@ -135,8 +137,10 @@ async def test_a_failing_remote_fails_the_run_and_keeps_what_finished(remote: Re
         await Swarm(a >> r >> b).run("fail now")
     error = caught.value
     assert "remote exploded: disk full" in str(error)  # the remote's own message
-    assert "'r'" in str(error) and remote.url in str(error)
-    assert error.state == "failed" and not error.retryable
+    assert "'r'" in str(error)
+    assert remote.url in str(error)
+    assert error.state == "failed"
+    assert not error.retryable
     assert error.partial is not None
     assert [h.agent_name for h in error.partial.history] == ["a"]
     assert [f.agent_name for f in error.partial.failures] == ["r"]
@@ -151,11 +155,13 @@ async def test_a_remote_that_raises_is_a_clear_error(remote: Remote) -> None:
 async def test_a_hanging_remote_times_out_and_nothing_is_lost(remote: Remote) -> None:
     a = echo("a")
     r = RemoteAgent(remote.url, name="r", timeout=1.0)
+    before = len(remote.seen.cancelled)
     with pytest.raises(RemoteAgentError, match=r"did not finish within 1s") as caught:
         await Swarm(a >> r).run("hang forever")
     assert caught.value.retryable
     assert caught.value.partial is not None
     assert [h.agent_name for h in caught.value.partial.history] == ["a"]
+    assert len(remote.seen.cancelled) == before + 1  # the abandoned remote task was cancelled
 
 
 async def test_a_remote_that_is_down_is_retried_then_named() -> None:
@@ -168,7 +174,8 @@ async def test_a_remote_that_is_down_is_retried_then_named() -> None:
     with pytest.raises(RemoteAgentError) as caught:
         await swarm.run("anyone there")
     message = str(caught.value)
-    assert url in message and "could not be reached" in message
+    assert url in message
+    assert "could not be reached" in message
     assert caught.value.retryable
     assert len(retries) == 2  # retries=2: three attempts in all
     assert all(e.agent_name == "r" and e.model == f"a2a:{url}" for e in retries)
@@ -217,6 +224,7 @@ async def test_input_required_fails_the_step_with_the_question(remote: Remote) -
     with pytest.raises(RemoteAgentError, match="which city do you mean") as caught:
         await Swarm(RemoteAgent(remote.url, name="r")).run("ask me")
     assert caught.value.state == "input-required"
+    assert remote.seen.cancelled  # the task left waiting for input was cancelled
     assert "put what it needs in the task" in str(caught.value)
 
 
@@ -243,7 +251,8 @@ async def test_a_card_instead_of_a_url_and_a_card_without_streaming() -> None:
         swarm = Swarm(r)
         streamed = [e async for e in swarm.stream("no stream", text=True)]
         finished = streamed[-1]
-        assert isinstance(finished, events.RunFinished) and finished.result is not None
+        assert isinstance(finished, events.RunFinished)
+        assert finished.result is not None
         assert finished.result.output == "NO STREAM"
         # the whole task came at once: no chunks to stream, only the final state
         assert not any(isinstance(e, events.TextDelta) for e in streamed)

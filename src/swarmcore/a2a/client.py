@@ -42,6 +42,7 @@ from a2a.types import (
     StreamResponse,
 )
 from a2a.utils.errors import A2AError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from swarmcore import _loop, events
 from swarmcore.a2a._answer import Answer, Refused, short
@@ -274,12 +275,11 @@ class RemoteAgent(Agent):
 
     async def _with_retries(self, message: Message, answer: Answer) -> None:
         policy = self.retry_policy
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         def transient(exc: BaseException) -> bool:
             return isinstance(exc, RemoteAgentError) and exc.retryable
 
-        def report(state: Any) -> None:
+        def report(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None
             events.emit(
                 events.RetryScheduled,
@@ -324,9 +324,9 @@ class RemoteAgent(Agent):
                     )
                     async for response in stream:
                         answer.take(response)
-                    answer.check_finished()
                     if answer.task_id and not answer.done:  # an interrupted task: do not leave it
                         await self._cancel_with(client, answer.task_id)
+                    answer.check_finished()
                 finally:
                     await client.close()
             except Refused as refused:
