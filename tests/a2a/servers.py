@@ -49,6 +49,8 @@ class Seen:
     authorization: list[str | None] = field(default_factory=list[str | None])
     cancelled: list[str] = field(default_factory=list[str])
     """The ids of the tasks a client cancelled."""
+    overloaded: int = 0
+    """Requests answered 503."""
 
 
 class ScriptedExecutor(AgentExecutor):
@@ -133,7 +135,9 @@ def agent_card(url: str, *, streaming: bool = True) -> AgentCard:
     )
 
 
-def _app(base: str, seen: Seen, *, streaming: bool, token: str | None) -> Starlette:
+def _app(
+    base: str, seen: Seen, *, streaming: bool, token: str | None, fail_first: int
+) -> Starlette:
     card = agent_card(f"{base}/", streaming=streaming)
     handler = DefaultRequestHandler(
         agent_executor=ScriptedExecutor(seen), task_store=InMemoryTaskStore(), agent_card=card
@@ -162,6 +166,9 @@ def _app(base: str, seen: Seen, *, streaming: bool, token: str | None) -> Starle
         seen.authorization.append(header)
         if token is not None and header != f"Bearer {token}":
             return JSONResponse({"error": "unauthorized"}, status_code=401)
+        if request.method == "POST" and seen.overloaded < fail_first:
+            seen.overloaded += 1
+            return Response("overloaded", status_code=503)
         return await call_next(request)
 
     app.add_middleware(BaseHTTPMiddleware, dispatch=check_token)
@@ -177,13 +184,21 @@ class Remote:
 
 
 @contextmanager
-def a2a_server(*, streaming: bool = True, token: str | None = None) -> Generator[Remote]:
-    """Serve the scripted agent on 127.0.0.1 at a free port in a thread; stopped on exit."""
+def a2a_server(
+    *, streaming: bool = True, token: str | None = None, fail_first: int = 0
+) -> Generator[Remote]:
+    """Serve the scripted agent on 127.0.0.1 at a free port in a thread; stopped on exit.
+
+    Args:
+        streaming: What the card says of streaming.
+        token: The bearer token every request must carry, if any.
+        fail_first: How many task requests (POSTs) are answered 503 first.
+    """
     seen = Seen()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"  # the card names it: known before the app
-    app = _app(url, seen, streaming=streaming, token=token)
+    app = _app(url, seen, streaming=streaming, token=token, fail_first=fail_first)
     # A hanging task's stream may still be open at the end: don't wait on it for long.
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1

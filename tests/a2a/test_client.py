@@ -183,6 +183,26 @@ async def test_a_remote_that_is_down_is_retried_then_named() -> None:
     assert [h.agent_name for h in caught.value.partial.history] == ["a"]
 
 
+async def test_a_5xx_is_retried_until_the_remote_answers() -> None:
+    with a2a_server(fail_first=2) as server:
+        swarm = Swarm(RemoteAgent(server.url, name="r", retries=FAST))
+        retries: list[events.RetryScheduled] = []
+        swarm.add_hook(retries.append, events.RetryScheduled)
+        assert (await swarm.run("second wind")).output == "SECOND WIND"
+    assert server.seen.overloaded == 2
+    assert ["HTTP 503" in e.error for e in retries] == [True, True]
+
+
+async def test_a_5xx_past_the_retries_fails_saying_so() -> None:
+    once = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
+    with a2a_server(fail_first=10) as server:
+        r = RemoteAgent(server.url, name="r", retries=once)
+        with pytest.raises(RemoteAgentError, match="answered HTTP 503") as caught:
+            await Swarm(r).run("x")
+    assert caught.value.retryable
+    assert server.seen.overloaded == 2  # the first try and one retry
+
+
 async def test_step_retries_run_a_down_remote_again() -> None:
     r = RemoteAgent(free_url(), name="r", retries=0)
     with pytest.raises(RemoteAgentError) as caught:
