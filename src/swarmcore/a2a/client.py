@@ -249,6 +249,14 @@ class RemoteAgent(Agent):
     async def call(self, task: str, context: str | None = None) -> AgentResult:
         """Send ``task`` (and ``context``, as a second text part) to the remote; its result.
 
+        A flow step calls this with the earlier outputs it sees; ``as_tool``
+        with the task alone. Transient failures are retried, and the whole
+        call is bounded by ``timeout``.
+
+        Args:
+            task: What to do.
+            context: Earlier outputs, already formatted, if any.
+
         Raises:
             RemoteAgentError: The remote failed, asked for input, timed out,
                 could not be reached after the retries, or answered something
@@ -344,7 +352,7 @@ class RemoteAgent(Agent):
             async with asyncio.timeout(_CANCEL_TIMEOUT):
                 async with httpx.AsyncClient(headers=dict(self.headers)) as http:
                     factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
-                    client = factory.create(self.card) if self.card else None
+                    client = factory.create(self.card) if self.card is not None else None
                     if client is None:
                         client = await factory.create_from_url(self.url)
                     await self._cancel_with(client, answer.task_id)
