@@ -53,6 +53,7 @@ __all__ = [
     "ModelCallStarted",
     "ModelFallback",
     "PlanMade",
+    "RemoteStatus",
     "RetryScheduled",
     "RouteChosen",
     "RunFinished",
@@ -526,3 +527,16 @@ class TextDelta(Event):
 
     agent_name: str
     text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteStatus(Event):
+    """A remote A2A agent's task changed state (``working``, ``completed``...)."""
+
+    agent_name: str
+    url: str
+    state: str
+    """The A2A task state: ``submitted``, ``working``, ``completed``, ``failed``,
+    ``input-required``..."""
+    message: str = ""
+    """The text the remote sent with the state, if any."""

@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from swarmcore import _loop, events
 from swarmcore.agent import Agent
@@ -48,7 +48,16 @@ if TYPE_CHECKING:
     from swarmcore.modes import Mode, Prepared
     from swarmcore.settings import AgentDefaults
 
-__all__ = ["AgentRunner", "AgentStep", "FlowSetup", "Position", "Run", "Walk", "run_in_process"]
+__all__ = [
+    "AgentRunner",
+    "AgentStep",
+    "FlowSetup",
+    "Position",
+    "Run",
+    "RunsItsStep",
+    "Walk",
+    "run_in_process",
+]
 
 logger = logging.getLogger("swarmcore.swarm")
 
@@ -92,8 +101,19 @@ AgentRunner = Callable[[AgentStep], Awaitable[AgentResult]]
 """Runs one agent of a flow: the seam engines wrap."""
 
 
+@runtime_checkable
+class RunsItsStep(Protocol):
+    """An Agent that runs its own step instead of a model loop (an A2A ``RemoteAgent``)."""
+
+    async def run_step(self, step: AgentStep) -> AgentResult:
+        """Run ``step`` (this agent at one position of a flow); its result."""
+        ...
+
+
 async def run_in_process(step: AgentStep) -> AgentResult:
     """The default runner: the agent's tool-calling loop, here, in this process."""
+    if isinstance(step.agent, RunsItsStep):  # through the seam all the same: engines wrap it
+        return await step.agent.run_step(step)
     prepared = step.prepared
     return await _loop.run_agent(
         step.agent, step.task, step.options, hint=prepared.hint, extra_tools=prepared.tools

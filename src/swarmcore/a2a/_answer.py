@@ -1,0 +1,238 @@
+"""What a remote A2A task said, folded event by event into one answer (an AgentResult).
+
+The SDK's client yields the raw stream (the task, status updates, artifact
+chunks); :class:`Answer` keeps the state, the artifacts (appended chunks join
+up) and any usage the remote reports, publishes progress as events, and refuses
+an answer that grows past its limit as it arrives, not after.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.types import Part, StreamResponse, TaskState
+from google.protobuf.json_format import MessageToDict
+
+from swarmcore import events
+from swarmcore.models import AgentResult, TokenUsage
+
+__all__ = ["Answer", "Refused", "short", "state_name"]
+
+
+class Refused(Exception):
+    """The remote's answer cannot be used: ``what`` it did, for the step's error."""
+
+    def __init__(self, what: str, *, state: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.state = state
+
+
+_FAILED = {
+    TaskState.TASK_STATE_FAILED: "failed",
+    TaskState.TASK_STATE_REJECTED: "rejected the task",
+    TaskState.TASK_STATE_CANCELED: "cancelled the task",
+}
+_INTERRUPTED = {
+    TaskState.TASK_STATE_INPUT_REQUIRED: "asked for more input",
+    TaskState.TASK_STATE_AUTH_REQUIRED: "asked for authentication",
+}
+
+
+@dataclass
+class _Piece:
+    """One part of an artifact: text (appended chunks join up) or a data value."""
+
+    text: str | None = None
+    data: Any = None
+
+
+@dataclass
+class Answer:
+    """What a remote task has said so far: state, artifacts, usage."""
+
+    name: str
+    """The step's name, for the events."""
+    url: str
+    max_chars: int
+    task_id: str = ""
+    state: TaskState = TaskState.TASK_STATE_UNSPECIFIED
+    status_text: str = ""
+    artifacts: dict[str, list[_Piece]] = field(default_factory=dict[str, list[_Piece]])
+    usage: TokenUsage | None = None
+    chars: int = 0
+    message_text: str | None = None
+
+    def reset(self) -> None:
+        """Forget a failed attempt's partial answer before the next."""
+        fresh = Answer(self.name, self.url, self.max_chars)
+        for name in ("task_id", "state", "status_text", "artifacts", "usage", "chars"):
+            setattr(self, name, getattr(fresh, name))
+        self.message_text = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the task reached a final state (or the remote answered a message)."""
+        return self.message_text is not None or self.state in (
+            TaskState.TASK_STATE_COMPLETED,
+            *_FAILED,
+        )
+
+    def take(self, response: StreamResponse) -> None:
+        """Fold one event of the remote's stream in, publishing what the run should see."""
+        name = self.name
+        kind = response.WhichOneof("payload")
+        if kind == "message":
+            self.message_text = self._count("\n".join(_texts(response.message.parts)))
+        elif kind == "task":
+            task = response.task
+            self.task_id = task.id
+            for artifact in task.artifacts:
+                self._artifact(artifact.artifact_id, list(artifact.parts), append=False)
+            self._usage(MessageToDict(task.metadata))
+            self._status(task.status.state, "\n".join(_texts(task.status.message.parts)))
+        elif kind == "status_update":
+            update = response.status_update
+            self.task_id = self.task_id or update.task_id
+            self._usage(MessageToDict(update.metadata))
+            self._status(update.status.state, "\n".join(_texts(update.status.message.parts)))
+        elif kind == "artifact_update":
+            update = response.artifact_update
+            self.task_id = self.task_id or update.task_id
+            self._usage(MessageToDict(update.artifact.metadata))
+            delta = self._artifact(
+                update.artifact.artifact_id, list(update.artifact.parts), append=update.append
+            )
+            bus = events.listening()
+            if delta and bus is not None and bus.text_deltas:
+                events.emit(events.TextDelta, agent_name=name, text=delta)
+        else:
+            raise ValueError(f"an event with no payload ({kind!r})")
+
+    def _status(self, state: TaskState, text: str) -> None:
+        if state == TaskState.TASK_STATE_UNSPECIFIED:
+            return
+        self.state = state
+        if text:
+            self.status_text = text
+        events.emit(
+            events.RemoteStatus,
+            agent_name=self.name,
+            url=self.url,
+            state=state_name(state),
+            message=text,
+        )
+
+    def _artifact(self, artifact_id: str, parts: list[Part], *, append: bool) -> str:
+        """Add an artifact (chunk); the text it added."""
+        if not append or artifact_id not in self.artifacts:
+            dropped = self.artifacts.pop(artifact_id, [])  # a replaced artifact no longer counts
+            self.chars -= sum(len(p.text or "") for p in dropped)
+            self.artifacts[artifact_id] = []
+        pieces = self.artifacts[artifact_id]
+        added: list[str] = []
+        for part in parts:
+            kind = part.WhichOneof("content")
+            if kind == "text":
+                self._count(part.text)
+                added.append(part.text)
+                if append and pieces and pieces[-1].text is not None:
+                    pieces[-1].text += part.text
+                else:
+                    pieces.append(_Piece(text=part.text))
+            elif kind == "data":
+                pieces.append(_Piece(data=_whole(MessageToDict(part).get("data"))))
+            # files (raw or url parts) are not text a later agent can read: left out
+            append = True  # the parts of one chunk follow each other
+        return "".join(added)
+
+    def _count(self, text: str) -> str:
+        self.chars += len(text)
+        if self.chars > self.max_chars:
+            raise Refused(
+                f"answered more than {self.max_chars:,} characters "
+                "(max_output_chars=); raise the limit if answers this large are expected"
+            )
+        return text
+
+    def _usage(self, metadata: Mapping[str, Any]) -> None:
+        usage = metadata.get("usage")
+        if not isinstance(usage, Mapping):
+            return
+        numbers: Mapping[str, Any] = usage  # pyright: ignore[reportUnknownVariableType]
+        prompt = numbers.get("prompt_tokens", numbers.get("input_tokens", 0))
+        completion = numbers.get("completion_tokens", numbers.get("output_tokens", 0))
+        if isinstance(prompt, (int, float)) and isinstance(completion, (int, float)):
+            self.usage = TokenUsage(prompt_tokens=int(prompt), completion_tokens=int(completion))
+
+    def check_finished(self) -> None:
+        """Raise unless the remote finished with an answer."""
+        what = state_name(self.state)
+        said = f": {short(self.status_text)}" if self.status_text else ""
+        if self.state in _FAILED:
+            raise Refused(f"{_FAILED[self.state]}{said}", state=what)
+        if self.state in _INTERRUPTED:
+            raise Refused(
+                f"{_INTERRUPTED[self.state]}{said}. A flow step cannot answer a remote agent's "
+                "question: put what it needs in the task",
+                state=what,
+            )
+        if not self.done:
+            raise Refused(f"ended its stream with the task still {what or 'unstarted'}", state=what)
+
+    def result(self, model: str, duration: float, started_at: float) -> AgentResult:
+        """The step's result, from the finished answer."""
+        texts: list[str] = []
+        data: list[Any] = []
+        for pieces in self.artifacts.values():
+            for piece in pieces:
+                if piece.text is not None:
+                    texts.append(piece.text)
+                else:
+                    data.append(piece.data)
+                    texts.append(json.dumps(piece.data, ensure_ascii=False))
+        if not self.artifacts:  # an answer in a message, or in the final status
+            texts = [self.message_text if self.message_text is not None else self.status_text]
+        output = "\n".join(texts)
+        if not output.strip():
+            raise Refused("finished without an answer (no text or data parts)")
+        return AgentResult(
+            agent_name=self.name,
+            output=output,
+            summary=short(output.strip().split("\n", 1)[0], 200),
+            model=model,
+            duration_seconds=duration,
+            token_usage=self.usage or TokenUsage(),
+            parsed=(data[0] if len(data) == 1 else data) if data else None,
+            started_at=started_at,
+        )
+
+
+def _texts(parts: Any) -> list[str]:
+    return [p.text for p in parts if p.WhichOneof("content") == "text"]
+
+
+def state_name(state: int) -> str:
+    """``TASK_STATE_INPUT_REQUIRED`` as the protocol's ``input-required``."""
+    if state == TaskState.TASK_STATE_UNSPECIFIED:
+        return ""
+    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")  # pyright: ignore[reportArgumentType]
+
+
+def short(text: str, limit: int = 500) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _whole(value: Any) -> Any:
+    """``value`` with whole floats as ints: protobuf's Value holds every number as a double."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_whole(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value

@@ -1,0 +1,435 @@
+"""RemoteAgent: an Agent2Agent (A2A) agent, anywhere, as a step of a flow or a tool.
+
+A RemoteAgent is an :class:`~swarmcore.agent.Agent` that runs its own step:
+the walk's seam (:func:`~swarmcore.walk.run_in_process`) hands it the step
+instead of starting a model loop, so it goes wherever an Agent goes (``>>``,
+``|``, routes, loops) and is recorded like one. It talks to the remote through
+the a2a-sdk's own client (card resolution, transport choice, streaming when the
+card says so) over an httpx client of ours that carries the caller's headers
+and caps how much a response may hold.
+
+What the remote is sent: the run's task, then (when the step sees earlier
+outputs) every one of them in full, framed as push mode frames them. In both
+context modes: a remote agent has no ``get_context`` tool to read more, so
+anything left out would be lost to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import httpx
+from a2a.client import (
+    A2AClientError,
+    A2AClientTimeoutError,
+    AgentCardResolutionError,
+    ClientConfig,
+    ClientFactory,
+)
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+)
+from a2a.utils.errors import A2AError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from swarmcore import _loop, events
+from swarmcore.a2a._answer import Answer, Refused, short
+from swarmcore.a2a._http import CappedTransport, Oversized
+from swarmcore.agent import Agent
+from swarmcore.checks import check_number
+from swarmcore.errors import AgentError, UserError
+from swarmcore.models import AgentResult
+from swarmcore.policies import RetryPolicy
+from swarmcore.tools import Tool, function_tool
+from swarmcore.walk import AgentStep
+
+__all__ = ["DEFAULT_TIMEOUT", "MAX_OUTPUT_CHARS", "RemoteAgent", "RemoteAgentError"]
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds a remote task may take, retries included, when ``timeout`` is not given."""
+MAX_OUTPUT_CHARS = 1_000_000
+"""The most text a remote answer may hold by default; one HTTP response may hold 4x
+as many bytes (JSON framing and escapes)."""
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection: a remote that is down fails fast, and is retried."""
+_CANCEL_TIMEOUT = 5.0
+
+
+class RemoteAgentError(AgentError):
+    """A remote A2A agent failed, could not be reached, or answered something unusable.
+
+    Attributes:
+        url: The remote agent's URL.
+        state: The remote task's last state (``failed``, ``input-required``...),
+            when the remote reported one.
+    """
+
+    def __init__(
+        self, message: str, *, agent_name: str, url: str, retryable: bool = False, state: str = ""
+    ) -> None:
+        super().__init__(message, agent_name=agent_name, retryable=retryable)
+        self.url = url
+        self.state = state
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False, init=False)
+class RemoteAgent(Agent):
+    """A remote A2A agent as a flow step: ``a >> RemoteAgent(url, name="r") >> b``.
+
+    It needs no model and no key: it sends the task (and the earlier outputs it
+    sees) to the remote, streams the remote's progress into the run's events
+    (:class:`~swarmcore.events.RemoteStatus`, and ``TextDelta`` for answer text
+    when the run streams text), and records the answer as its AgentResult:
+    text parts as ``output``, data parts as JSON text and as ``parsed``, usage
+    when the remote reports it (``{"usage": {"prompt_tokens": ..,
+    "completion_tokens": ..}}`` in a task, status or artifact's metadata),
+    ``model`` as ``a2a:<url>``.
+
+    A remote task that ends ``input-required`` fails the step (a flow cannot
+    answer it; the Swarm's approval callback is not asked): give the task all it
+    needs. A dry run or ``--model`` cannot swap a RemoteAgent onto a model.
+
+    Args:
+        url_or_card: The agent's base URL (its card is fetched from
+            ``<url>/.well-known/agent-card.json`` on each run), or its
+            ``a2a.types.AgentCard``.
+        name: The step's name, unique in the flow.
+        headers: HTTP headers sent with every request (card included), e.g.
+            ``{"Authorization": "Bearer ..."}``; never shown in reprs or errors.
+        timeout: Seconds for the whole remote task, retries included;
+            ``math.inf`` for no limit.
+        retries: How many times a transient failure (connection refused, 5xx,
+            429, a timed-out request) is retried, or a RetryPolicy.
+        description: What the agent does (for ``as_tool``); the card's by default.
+        max_output_chars: The most text the answer may hold; more is an error.
+
+    Raises:
+        UserError: A URL that is not http(s), a card without a URL, or a bad setting.
+    """
+
+    url: str = ""
+    card: AgentCard | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
+    max_output_chars: int = MAX_OUTPUT_CHARS
+
+    def __init__(
+        self,
+        url_or_card: str | AgentCard,
+        *,
+        name: str,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int | RetryPolicy = 2,
+        description: str | None = None,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+    ) -> None:
+        card = url_or_card if isinstance(url_or_card, AgentCard) else None
+        url = _card_url(card, name) if card is not None else url_or_card
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(
+                f"RemoteAgent {name!r}: url_or_card must be an http(s) URL or an a2a AgentCard, "
+                f"got {url_or_card!r}."
+            )
+        if description is None:
+            description = card.description if card is not None and card.description else None
+        Agent.__init__(  # the Agent checks name and timeout, and makes retries a policy
+            self,
+            name,
+            description or f"A remote A2A agent at {url}.",
+            model=f"a2a:{url}",
+            timeout=timeout,
+            retry=retries,
+        )
+        owner = f"RemoteAgent {name!r}"
+        check_number(owner, "max_output_chars", max_output_chars, whole=True)
+        if headers is not None and not isinstance(headers, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(f"{owner}: headers must be a mapping of names to values.")
+        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "headers", dict(headers or {}))
+        object.__setattr__(self, "max_output_chars", max_output_chars)
+
+    def __repr__(self) -> str:
+        return f"RemoteAgent({self.name!r}, url={self.url!r})"
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """How transient failures are retried."""
+        assert isinstance(self.retry, RetryPolicy)  # __init__ made it one
+        return self.retry
+
+    def clone(self, **changes: Any) -> RemoteAgent:
+        """A copy with some settings changed (those ``__init__`` takes, but the URL).
+
+        Raises:
+            UserError: A change a remote agent does not have (a model, tools...).
+        """
+        own = {"name", "headers", "timeout", "retries", "description", "max_output_chars"}
+        other = sorted(set(changes) - own)
+        if other:
+            raise UserError(
+                f"RemoteAgent {self.name!r} runs on its remote, so {', '.join(other)} cannot "
+                f"change; it takes {', '.join(sorted(own))}. (A dry run or --model cannot "
+                "move a remote step onto a model: take it out of the flow for that.)"
+            )
+        settings: dict[str, Any] = {
+            "name": self.name,
+            "headers": self.headers,
+            "timeout": self.timeout,
+            "retries": self.retry_policy,
+            "description": self.instructions,
+            "max_output_chars": self.max_output_chars,
+        }
+        settings.update(changes)
+        return RemoteAgent(self.card or self.url, **settings)
+
+    def as_tool(
+        self, *, name: str | None = None, description: str | None = None, max_depth: int = 3
+    ) -> Tool:
+        """This remote agent as a tool a local agent calls to delegate a task to it.
+
+        The caller's result lists each remote run in ``delegations`` (usage
+        included, when reported). A remote failure is a tool error the caller's
+        model is told of.
+
+        Args:
+            name: The tool name; the agent's name by default.
+            description: What the agent does, for the caller's model.
+            max_depth: Unused (a remote agent delegates nothing here); kept so
+                ``as_tool`` takes what ``Agent.as_tool`` takes.
+        """
+        check_number(f"RemoteAgent {self.name!r}", "max_depth", max_depth, whole=True)
+        remote = self
+
+        async def delegate(task: str) -> str:
+            """Delegate a task.
+
+            Args:
+                task: The whole task, with everything the agent needs to know: it sees
+                    nothing else of this conversation.
+            """
+            caller = _loop.current_run.get()
+            position = _loop.call_position.get()
+            try:
+                result = await remote.call(task)
+            except RemoteAgentError as exc:  # the caller's model is told, and can act on it
+                raise _RemoteToolFailed(str(exc)) from None
+            if caller is not None:
+                caller.delegations.append((position, result))
+            return result.output
+
+        return function_tool(
+            delegate,
+            name=name or self.name,
+            description=description
+            or f"Ask the remote agent {self.name!r} to do a task; returns its answer. "
+            + self.instructions[:200],
+        )
+
+    async def run_step(self, step: AgentStep) -> AgentResult:
+        """Run this step on the remote: what the walk's seam calls instead of a model loop."""
+        view = step.view
+        context = None
+        if len(view) or view.failures():
+            context = "# Context from earlier agents\n\n" + view.format_for_prompt()
+        return await self.call(step.task, context)
+
+    async def call(self, task: str, context: str | None = None) -> AgentResult:
+        """Send ``task`` (and ``context``, as a second text part) to the remote; its result.
+
+        A flow step calls this with the earlier outputs it sees; ``as_tool``
+        with the task alone. Transient failures are retried, and the whole
+        call is bounded by ``timeout``.
+
+        Args:
+            task: What to do.
+            context: Earlier outputs, already formatted, if any.
+
+        Raises:
+            RemoteAgentError: The remote failed, asked for input, timed out,
+                could not be reached after the retries, or answered something
+                malformed or too large.
+        """
+        began, began_at = time.perf_counter(), time.time()
+        parts = [Part(text=task)] + ([Part(text=context)] if context else [])
+        message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=parts)
+        answer = Answer(self.name, self.url, self.max_output_chars)
+        try:
+            async with asyncio.timeout(None if math.isinf(self.timeout or 0) else self.timeout):
+                await self._with_retries(message, answer)
+        except TimeoutError:
+            await self._cancel_quietly(answer)
+            self._fail(
+                f"did not finish within {self.timeout:g}s (timeout=); raise timeout= "
+                "if it needs longer, or check that the remote is not stuck",
+                retryable=True,
+            )
+        try:
+            return answer.result(self.model, time.perf_counter() - began, began_at)
+        except Refused as refused:
+            self._fail(refused.what, state=refused.state)
+
+    async def _with_retries(self, message: Message, answer: Answer) -> None:
+        policy = self.retry_policy
+
+        def transient(exc: BaseException) -> bool:
+            return isinstance(exc, RemoteAgentError) and exc.retryable
+
+        def report(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            events.emit(
+                events.RetryScheduled,
+                agent_name=self.name,
+                scope="model_call",
+                attempt=state.attempt_number,
+                delay_seconds=state.next_action.sleep if state.next_action else 0.0,
+                error=str(error),
+                model=self.model,
+            )
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(transient),
+            stop=stop_after_attempt(policy.max_retries + 1),
+            wait=lambda state: policy.delay(state.attempt_number),
+            before_sleep=report,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                answer.reset()
+                await self._attempt(message, answer)
+
+    async def _attempt(self, message: Message, answer: Answer) -> None:
+        """One send of the task, its events folded into ``answer`` as they come."""
+        limit = self.max_output_chars * 4 + 65_536
+        transport = CappedTransport(httpx.AsyncHTTPTransport(), limit)
+        async with httpx.AsyncClient(
+            headers=dict(self.headers),
+            timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),  # the task's timeout bounds it
+            transport=transport,
+        ) as http:
+            factory = ClientFactory(ClientConfig(streaming=True, httpx_client=http))
+            try:
+                if self.card is not None:
+                    client = factory.create(self.card)
+                else:
+                    client = await factory.create_from_url(self.url)
+                try:
+                    stream: AsyncIterator[StreamResponse] = client.send_message(
+                        SendMessageRequest(message=message)
+                    )
+                    async for response in stream:
+                        answer.take(response)
+                    if answer.task_id and not answer.done:  # an interrupted task: do not leave it
+                        await self._cancel_with(client, answer.task_id)
+                    answer.check_finished()
+                finally:
+                    await client.close()
+            except Refused as refused:
+                self._fail(refused.what, state=refused.state)
+            except (RemoteAgentError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # the SDK's errors, httpx's, or a parser's
+                self._explain(exc)
+
+    async def _cancel_quietly(self, answer: Answer) -> None:
+        """Ask the remote to cancel a task we gave up on; a failure here changes nothing."""
+        if not answer.task_id:
+            return
+        try:
+            async with asyncio.timeout(_CANCEL_TIMEOUT):
+                async with httpx.AsyncClient(headers=dict(self.headers)) as http:
+                    factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
+                    client = factory.create(self.card) if self.card is not None else None
+                    if client is None:
+                        client = await factory.create_from_url(self.url)
+                    await self._cancel_with(client, answer.task_id)
+        except Exception:
+            pass
+
+    @staticmethod
+    async def _cancel_with(client: Any, task_id: str) -> None:
+        try:
+            async with asyncio.timeout(_CANCEL_TIMEOUT):
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+        except Exception:
+            pass
+
+    def _explain(self, exc: Exception) -> NoReturn:
+        """Raise ``exc`` as a RemoteAgentError that says what happened and what to do."""
+        cause = exc.__cause__
+        if isinstance(exc, Oversized) or isinstance(cause, Oversized):
+            self._fail(
+                f"sent a response of more than {self.max_output_chars * 4 + 65_536:,} bytes; "
+                "raise max_output_chars= if answers this large are expected"
+            )
+        status = _status_of(exc)
+        if status in (401, 403):
+            self._fail(
+                f"refused the request (HTTP {status}): pass its credentials as headers=, "
+                'e.g. headers={"Authorization": "Bearer <token>"}'
+            )
+        if status is not None and (status >= 500 or status == 429):
+            self._fail(f"answered HTTP {status}; it may be overloaded or down", retryable=True)
+        if isinstance(exc, A2AClientTimeoutError) or isinstance(cause, httpx.TimeoutException):
+            self._fail("timed out on a request; it may be overloaded", retryable=True)
+        if isinstance(cause, httpx.TransportError):
+            self._fail(
+                f"could not be reached ({type(cause).__name__}: {cause or 'connection failed'}); "
+                "check the URL and that the agent is running",
+                retryable=True,
+            )
+        if status is not None:
+            self._fail(f"answered HTTP {status}: {short(str(exc))}")
+        if isinstance(exc, AgentCardResolutionError):
+            self._fail(f"has no usable agent card: {short(str(exc))}")
+        if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
+            self._fail(f"answered with an error: {short(str(exc)) or type(exc).__name__}")
+        self._fail(
+            f"sent a malformed response ({type(exc).__name__}: {short(str(exc))}); "
+            "is it an A2A 1.x agent?"
+        )
+
+    def _fail(self, what: str, *, retryable: bool = False, state: str = "") -> NoReturn:
+        raise RemoteAgentError(
+            f"Remote agent {self.name!r} at {self.url} {what}{'' if what.endswith('?') else '.'}",
+            agent_name=self.name,
+            url=self.url,
+            retryable=retryable,
+            state=state,
+        )
+
+
+class _RemoteToolFailed(Exception):
+    """A remote agent called as a tool failed: reported to the calling model as a tool error."""
+
+
+def _card_url(card: AgentCard, name: str) -> str:
+    for interface in card.supported_interfaces:
+        if interface.url:
+            return interface.url
+    raise UserError(
+        f"RemoteAgent {name!r}: the agent card {card.name!r} names no URL "
+        "(supported_interfaces); pass the agent's URL instead."
+    )
+
+
+def _status_of(exc: BaseException) -> int | None:
+    if isinstance(exc, AgentCardResolutionError) and exc.status_code is not None:
+        return exc.status_code
+    cause = exc.__cause__
+    if isinstance(cause, httpx.HTTPStatusError):
+        return cause.response.status_code
+    return None
