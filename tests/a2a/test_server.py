@@ -27,7 +27,8 @@ from a2a.types import (
 from pydantic import BaseModel
 
 from swarmcore import Agent, Swarm
-from swarmcore.events import AgentStarted, Event, RunFinished
+from swarmcore.a2a import RemoteAgent
+from swarmcore.events import AgentStarted, Event, RemoteStatus, RunFinished
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from swarmcore.tools import function_tool
 from tests.a2a.serving import serve
@@ -136,14 +137,19 @@ async def test_streaming_sends_agents_progress_text_chunks_then_the_completed_ta
     )
     assert "editor finished" in said
     chunks = [r.artifact_update for r in responses if r.HasField("artifact_update")]
-    editor = [c for c in chunks if c.artifact.artifact_id == "text:editor"]
+    assert {c.artifact.artifact_id for c in chunks} == {"output"}
+    *streamed, final = chunks
+    agents = [str(c.artifact.metadata["agent"]) for c in streamed]
+    assert agents == sorted(agents)  # drafter's chunks, then editor's
+    editor = [c for c in streamed if c.artifact.metadata["agent"] == "editor"]
     assert len(editor) > 1
-    assert not editor[0].append
+    assert not editor[0].append  # the editor's text replaces the drafter's
     assert all(c.append for c in editor[1:])
-    streamed = "".join(get_text_parts([p for c in editor for p in c.artifact.parts]))
-    assert streamed == "Editor says: write a haiku"
-    [output] = [c for c in chunks if c.artifact.artifact_id == "output"]
-    assert get_text_parts(output.artifact.parts) == [streamed]
+    text = "".join(get_text_parts([p for c in editor for p in c.artifact.parts]))
+    assert text == "Editor says: write a haiku"
+    assert not final.append
+    assert final.last_chunk
+    assert get_text_parts(final.artifact.parts) == [text]
     last = responses[-1].status_update.status
     assert last.state == TaskState.TASK_STATE_COMPLETED
 
@@ -315,3 +321,25 @@ async def test_a_swarms_own_approval_callback_decides_without_asking_the_client(
             task = final_task(await send(client, user_message("tidy /tmp")))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert wiped == ["/tmp/old"]
+
+
+async def test_swarmcore_talks_to_itself_through_a_token() -> None:
+    inner_model = FunctionModel(
+        lambda request: f"inner answer to: {request.messages[-1]['content']}"
+    )
+    inner = Swarm(Agent("inner", "Answer.", model=inner_model.model))
+    outer_model = FunctionModel(lambda _: "outer done")
+    seen: list[Event] = []
+    with serve(inner.to_a2a(token="loopback-token-1")) as url:
+        remote = RemoteAgent(
+            url, name="remote", headers={"Authorization": "Bearer loopback-token-1"}
+        )
+        outer = Swarm(
+            remote >> Agent("outer", "Finish.", model=outer_model.model), hooks=[seen.append]
+        )
+        result = await outer.run("what is A2A?")
+    assert result["remote"].output == "inner answer to: what is A2A?"
+    assert result.output == "outer done"
+    said = [e.message for e in seen if isinstance(e, RemoteStatus)]
+    assert "inner started" in said
+    assert "inner finished" in said

@@ -1,5 +1,7 @@
-"""Agent2Agent (A2A), on the official a2a-sdk: serve a flow as an A2A agent
-(:func:`to_a2a`), and use remote A2A agents as flow steps and tools (:class:`RemoteAgent`).
+"""Agent2Agent (A2A), on the official a2a-sdk: serving flows, and using remote agents.
+
+:func:`to_a2a` serves a flow as an A2A agent; :class:`RemoteAgent` makes a
+remote A2A agent a flow step or a tool.
 
 Needs the extra: ``pip install 'swarmcore[a2a]'``. Importing ``swarmcore`` does
 not import this package (nor the SDK).

@@ -11,9 +11,11 @@ the flow once per A2A task:
 * **Progress streams.** Agent, tool, route, loop and retry events become
   ``working`` status updates with a one-line message (the event's type and
   agent in the metadata); on a streaming request, model text streams as
-  artifact chunks, one artifact per agent, appended to.
-* **The run's output** is the ``output`` artifact: a text part, and a data
-  part when the last agent has an ``output_type``.
+  chunks of the ``output`` artifact (the agent in their metadata): appended
+  to while one agent speaks, replaced when the next one starts.
+* **The run's output** then replaces that artifact (``last_chunk``): a text
+  part, and a data part when the last agent has an ``output_type``. A task
+  has one artifact, its answer.
 * **Failure** is a ``failed`` task whose message is the error's first line,
   with every credential in the environment masked: never a traceback.
 * **Cancelling** the task cancels the run's asyncio task and waits for it to
@@ -287,8 +289,8 @@ class _Job:
     runner: asyncio.Task[None] | None = None
     outbox: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue[_Item])
     asking: _Ask | None = None
-    streamed: set[str] = field(default_factory=set[str])
-    """Artifacts that text chunks were sent to (later chunks append)."""
+    streaming: str | None = None
+    """The agent whose text the output artifact holds while the run streams."""
     over: bool = False
     """The task reached a terminal state."""
 
@@ -400,7 +402,10 @@ class SwarmExecutor(AgentExecutor):
                     await updater.failed(_say(updater, item.message))
                 else:
                     await updater.add_artifact(
-                        output_parts(item.result), artifact_id=OUTPUT_ARTIFACT, name=OUTPUT_ARTIFACT
+                        output_parts(item.result),
+                        artifact_id=OUTPUT_ARTIFACT,
+                        name=OUTPUT_ARTIFACT,
+                        last_chunk=True,
                     )
                     await updater.complete()
                 return
@@ -409,14 +414,16 @@ class SwarmExecutor(AgentExecutor):
 
 async def _progress(job: _Job, updater: TaskUpdater, event: events.Event) -> None:
     if isinstance(event, events.TextDelta):
-        artifact = f"text:{event.agent_name}"
+        # Into the output artifact, so a client that keeps artifacts sees the answer once: each
+        # agent's text replaces the one before (append=False), and the final output replaces all.
         await updater.add_artifact(
             [new_text_part(event.text)],
-            artifact_id=artifact,
-            name=f"{event.agent_name} (streamed text)",
-            append=artifact in job.streamed,
+            artifact_id=OUTPUT_ARTIFACT,
+            name=OUTPUT_ARTIFACT,
+            metadata={"agent": event.agent_name},
+            append=job.streaming == event.agent_name,
         )
-        job.streamed.add(artifact)
+        job.streaming = event.agent_name
         return
     said = describe(event)
     if said is not None:
@@ -446,6 +453,8 @@ def describe(event: events.Event) -> str | None:
             return f"{loop}: iteration {i} of {most}"
         case events.PlanMade(plan=plan, expression=expression):
             return f"{plan} planned {expression}"
+        case events.RemoteStatus(agent_name=agent, state=state, message=said):
+            return f"{agent} (remote) {state}" + (f": {said}" if said else "")
         case events.RetryScheduled(agent_name=agent, delay_seconds=delay):
             return f"{agent}: retrying in {delay:.1f}s"
         case _:
