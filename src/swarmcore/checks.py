@@ -1,4 +1,4 @@
-"""The one rule for numeric settings (budgets, timeouts, retries, limits, sizes).
+"""The one rule for numeric settings (budgets, timeouts, retries, limits, sizes), and for tasks.
 
 Every setting a user gives as a number is checked here when it is defined (an
 Agent, a Swarm, a RetryPolicy, a ModelLimit, a Tool...), so a bad value fails
@@ -14,7 +14,7 @@ import math
 
 from swarmcore.errors import UserError
 
-__all__ = ["check_number"]
+__all__ = ["check_number", "check_task"]
 
 
 def check_number(
@@ -60,6 +60,16 @@ def check_number(
     allowed = choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])}, or {choices[-1]}"
     prefix = f"{owner}: " if owner else ""
     raise UserError(f"{prefix}{name} must be {allowed}; got {_shown(value)}.{hint}")
+
+
+def check_task(task: object) -> None:
+    """Refuse a task that is not a non-empty string.
+
+    Raises:
+        UserError: It is not.
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise UserError("Swarm.run() needs a non-empty task string.")
 
 
 def _usable(value: object, *, whole: bool, zero: bool, unlimited: bool) -> bool:

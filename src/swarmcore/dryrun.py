@@ -9,8 +9,8 @@ answers, so they are not estimated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
@@ -21,7 +21,26 @@ from swarmcore.flow import Flow, FlowNode
 from swarmcore.models import format_cost, sum_cost
 from swarmcore.tools import Tool
 
-__all__ = ["AgentEstimate", "DryRunReport", "PromptCounter", "rehearsal_of"]
+if TYPE_CHECKING:
+    from swarmcore.swarm import Swarm
+
+__all__ = ["AgentEstimate", "DryRunReport", "PromptCounter", "dry_run", "rehearsal_of"]
+
+
+async def dry_run(swarm: Swarm, task: str, variables: Mapping[str, object] | None) -> DryRunReport:
+    """``swarm.dry_run(task)``: the flow rehearsed on the offline model, its prompts counted."""
+    from swarmcore.testing import offline_model  # litellm is loaded for dry runs only
+
+    rehearsal = type(swarm)(  # the Swarm's own class: no import of swarm.py here
+        rehearsal_of(swarm.flow, offline_model()),
+        context_mode=swarm.context_mode,
+        defaults=swarm.defaults,
+        approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
+    )
+    counter = PromptCounter()
+    rehearsal.add_hook(counter, events.ModelCallFinished)
+    await rehearsal.run(task, variables=variables)
+    return counter.report(swarm.flow)
 
 
 def rehearsal_of(flow: Flow, model: str) -> Flow:

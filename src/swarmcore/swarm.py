@@ -26,7 +26,7 @@ from swarmcore.agent import (
     reachable,
     run_sync,
 )
-from swarmcore.checks import check_number
+from swarmcore.checks import check_number, check_task
 from swarmcore.context import SharedContext
 from swarmcore.engines import Budget, Engine, LocalEngine, Subscriber, stream_events
 from swarmcore.errors import SwarmError, UserError
@@ -433,7 +433,13 @@ class Swarm:
         )
 
     async def stream(
-        self, task: str, *, text: bool = False, variables: Mapping[str, object] | None = None
+        self,
+        task: str,
+        *,
+        text: bool = False,
+        variables: Mapping[str, object] | None = None,
+        run_id: str | None = None,
+        approve: Approver | None = None,
     ) -> AsyncIterator[Event]:
         """Run the flow on ``task``, yielding its events as they happen.
 
@@ -446,12 +452,20 @@ class Swarm:
             text: Stream model text as :class:`~swarmcore.events.TextDelta`
                 events (LiteLLM ``stream=True``); results and usage are the same.
             variables: Values for the ``{name}`` placeholders in instructions.
+            run_id: The run's id (a new one when None), as in :meth:`run`.
+            approve: This run's approval callback, in place of the Swarm's.
         """
-        run = self._new_run(task, variables, None)
+        run = self._new_run(task, variables, None, run_id=run_id, approve=approve)
         stream = stream_events(lambda hook: self._execute(run, [(hook, ())], text_deltas=text))
         async with contextlib.aclosing(stream):  # leaving early cancels the run, here
             async for event in stream:
                 yield event
+
+    def to_a2a(self, **kwargs: Any) -> Any:
+        """This Swarm served as an Agent2Agent agent: see :func:`swarmcore.a2a.to_a2a`."""
+        from swarmcore.a2a.server import to_a2a  # a2a-sdk is loaded only for serving
+
+        return to_a2a(self, **kwargs)
 
     async def dry_run(
         self, task: str, *, variables: Mapping[str, object] | None = None
@@ -467,20 +481,10 @@ class Swarm:
         Returns:
             Per agent, in flow order: model calls, prompt tokens and their cost.
         """
-        from swarmcore.dryrun import PromptCounter, rehearsal_of
-        from swarmcore.testing import offline_model
+        from swarmcore.dryrun import dry_run
 
-        _check_task(task)
-        rehearsal = Swarm(
-            rehearsal_of(self.flow, offline_model()),
-            context_mode=self.context_mode,
-            defaults=self.defaults,
-            approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
-        )
-        counter = PromptCounter()
-        rehearsal.add_hook(counter, events.ModelCallFinished)
-        await rehearsal.run(task, variables=variables)
-        return counter.report(self.flow)
+        check_task(task)
+        return await dry_run(self, task, variables)
 
     def _new_run(
         self,
@@ -489,19 +493,19 @@ class Swarm:
         metadata: Mapping[str, Any] | None,
         *,
         run_id: str | None = None,
+        approve: Approver | None = None,
     ) -> Run:
         """A fresh run, its input checked before any model call."""
-        _check_task(task)
+        check_task(task)
         if run_id is not None and (not isinstance(run_id, str) or not run_id or "/" in run_id):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"run_id must be a non-empty string without '/', got {run_id!r}.")
         values = normalize_variables(variables)
         if not self._variables_used <= values.keys():
             check_variables(self._agents, values)
-        if self._approve is None and self._needs_approval and not hasattr(self._engine, "approve"):
+        approve = approve or self._approve
+        if approve is None and self._needs_approval and not hasattr(self._engine, "approve"):
             check_approvals(self._agents)
-        options = _loop.RunOptions(
-            defaults=self._setup.defaults, variables=values, approve=self._approve
-        )
+        options = _loop.RunOptions(defaults=self._setup.defaults, variables=values, approve=approve)
         return Run(
             task=task,
             context=SharedContext(self.flow.names),
@@ -542,8 +546,3 @@ class Swarm:
         if recorder is not None:
             recorder.finish(result, None)  # never report success over a lost record
         return result
-
-
-def _check_task(task: object) -> None:
-    if not isinstance(task, str) or not task.strip():
-        raise UserError("Swarm.run() needs a non-empty task string.")

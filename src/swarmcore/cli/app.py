@@ -20,6 +20,7 @@ from swarmcore.cli.runs import (
     command_runs_resume,
     command_runs_show,
 )
+from swarmcore.cli.serve import add_serve_parser
 from swarmcore.cli.ui import add_ui_parser
 from swarmcore.cli.worker import add_worker_parser
 from swarmcore.errors import StoreError, SwarmError, UserError
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runs_parser(commands)
     add_worker_parser(commands)
     add_ui_parser(commands)
+    add_serve_parser(commands)
 
     graph = commands.add_parser(
         "graph",
