@@ -11,7 +11,7 @@ from typing import Any
 from swarmcore.cli.errors import CLIError
 from swarmcore.cli.run import store_location
 from swarmcore.cli.targets import as_flow, load_target
-from swarmcore.cli.ui import _bind, _loopback  # pyright: ignore[reportPrivateUsage] -- one rule for both servers
+from swarmcore.cli.ui import bind_socket, is_loopback  # one rule for both servers
 from swarmcore.swarm import Swarm
 
 __all__ = ["add_serve_parser", "command_serve"]
@@ -86,7 +86,7 @@ def command_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CLIError(f"--port must be between 0 and 65535, got {args.port}")
     token: str | None = args.token or os.environ.get(TOKEN_VARIABLE) or None
-    remote = not _loopback(args.host)
+    remote = not is_loopback(args.host)
     if remote and not args.allow_remote:
         raise CLIError(
             f"--host {args.host} can be reached from other machines; add --allow-remote (and a "
@@ -104,7 +104,7 @@ def command_serve(args: argparse.Namespace) -> int:
         store = None if args.no_store else store_location(args)
         swarm = Swarm(as_flow(target), store=store)
     app = to_a2a(swarm, name=args.name, description=args.description, token=token)
-    sock = _bind(args.host, args.port)
+    sock = bind_socket(args.host, args.port)
     try:
         port = sock.getsockname()[1]
         host = f"[{args.host}]" if ":" in args.host else args.host

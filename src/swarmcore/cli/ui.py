@@ -13,7 +13,7 @@ from typing import Any
 from swarmcore.cli.errors import CLIError
 from swarmcore.cli.run import store_location
 
-__all__ = ["add_ui_parser", "command_ui"]
+__all__ = ["add_ui_parser", "bind_socket", "command_ui", "is_loopback"]
 
 DEFAULT_PORT = 8484
 
@@ -82,7 +82,7 @@ def command_ui(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CLIError(f"--port must be between 0 and 65535, got {args.port}")
     token: str | None = args.token or os.environ.get("SWARMCORE_UI_TOKEN") or None
-    remote = not _loopback(args.host)
+    remote = not is_loopback(args.host)
     if remote and not args.allow_remote:
         raise CLIError(
             f"--host {args.host} can be reached from other machines; add --allow-remote (and a "
@@ -94,7 +94,7 @@ def command_ui(args: argparse.Namespace) -> int:
             "random string (python -c 'import secrets; print(secrets.token_urlsafe())')"
         )
     reader, path = _reader(args)
-    sock = _bind(args.host, args.port)
+    sock = bind_socket(args.host, args.port)
     try:
         app = create_app(
             reader,
@@ -141,7 +141,8 @@ def _reader(args: argparse.Namespace) -> tuple[Any, Any]:
     return SQLiteStore(path), path
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (``localhost``, 127.0.0.0/8, ::1)."""
     if host == "localhost":
         return True
     try:
@@ -150,7 +151,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int) -> socket.socket:
     """A listening socket, bound before the URL is printed (so ``--port 0`` prints the real one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
