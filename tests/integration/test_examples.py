@@ -38,6 +38,15 @@ def _run(name: str, **extra: str) -> str:
     [
         ("capabilities.py", ["verdict: publish", "  > researcher", "save_draft: approval=edited"]),
         ("pull_vs_push.py", ["short chain: push sent", "fan-in of parts: pull sent"]),
+        (
+            "a2a_agents.py",
+            [
+                "1. the desk (researcher >> writer) is served as an A2A agent at http://127.0.0.1:",
+                "2. a plain a2a-sdk client asked it; the answer begins: 'Offline answer (You write",
+                "4. planner >> desk >> shouter ran; agents: ['planner', 'desk', 'shouter']",
+                "   the shouter answered: 'IS TEA GOOD FOR YOU?'",
+            ],
+        ),
     ],
 )
 def test_example_runs_offline(name: str, expected: list[str]) -> None:
