@@ -20,7 +20,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Any
 
@@ -51,7 +51,7 @@ from swarmcore.testing import choose_model
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[str]:
+def serving(app: Any) -> Generator[str]:
     """Serve an ASGI app on 127.0.0.1 at a free port in a thread; its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -106,7 +106,7 @@ def shouter_app(url: str) -> Starlette:
 
 
 @contextmanager
-def serving_shouter() -> Iterator[str]:
+def serving_shouter() -> Generator[str]:
     """The shouter served on a free port (its card must name the URL, known once bound)."""
     holder: dict[str, Starlette] = {}
 
