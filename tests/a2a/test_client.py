@@ -324,3 +324,18 @@ def test_the_error_survives_pickle() -> None:
     error = RemoteAgentError("boom", agent_name="r", url="http://x", retryable=True, state="failed")
     back = pickle.loads(pickle.dumps(error))
     assert (back.url, back.state, back.retryable, str(back)) == ("http://x", "failed", True, "boom")
+
+
+async def test_the_cli_s_model_override_moves_local_agents_and_keeps_remote_ones(
+    remote: Remote,
+) -> None:
+    from swarmcore.cli.targets import on_model
+
+    a = Agent("a", "Draft.", model="openai/gpt-4o-mini", fallback_models=["openai/gpt-4o"])
+    flow = on_model(a >> RemoteAgent(remote.url, name="r") >> echo("b"), "offline")
+    moved, kept, _ = flow.agents
+    assert isinstance(kept, RemoteAgent)
+    assert kept.url == remote.url
+    assert moved.fallback_models == ()
+    result = await Swarm(flow).run("shout this")  # a on the offline model, r on its remote
+    assert result.context["r"].startswith("SHOUT THIS")

@@ -181,8 +181,8 @@ class RemoteAgent(Agent):
         if other:
             raise UserError(
                 f"RemoteAgent {self.name!r} runs on its remote, so {', '.join(other)} cannot "
-                f"change; it takes {', '.join(sorted(own))}. (A dry run or --model cannot "
-                "move a remote step onto a model: take it out of the flow for that.)"
+                f"change; it takes {', '.join(sorted(own))}. (A dry run cannot move a remote "
+                "step onto a model: take it out of the flow for that.)"
             )
         settings: dict[str, Any] = {
             "name": self.name,

@@ -12,6 +12,7 @@ from swarmcore.agent import Agent
 from swarmcore.cli.errors import CLIError
 from swarmcore.flow import Flow, FlowNode
 from swarmcore.swarm import Swarm
+from swarmcore.walk import RunsItsStep
 
 __all__ = ["as_flow", "load_target", "model_name", "on_model"]
 
@@ -87,12 +88,17 @@ def model_name(model: str) -> str:
 
 
 def on_model(flow: Flow, model: str) -> Flow:
-    """``flow`` with every agent on ``model`` and no fallback models."""
+    """``flow`` with every agent on ``model`` and no fallback models.
+
+    A remote agent (an A2A ``RemoteAgent``) has no model: it stays as it is.
+    """
     name = model_name(model)
 
     def swap(node: FlowNode) -> FlowNode:
         if not isinstance(node, Agent):
             raise CLIError(f"--model applies to Agents; {node!r} is not one")
+        if isinstance(node, RunsItsStep):
+            return node
         return node.clone(model=name, fallback_models=())
 
     return flow.map_agents(swap)
