@@ -339,6 +339,9 @@ async def test_swarmcore_talks_to_itself_through_a_token() -> None:
         )
         result = await outer.run("what is A2A?")
     assert result["remote"].output == "inner answer to: what is A2A?"
+    # The served run's usage reaches the caller's record (the completed task's metadata).
+    assert result["remote"].token_usage.prompt_tokens > 0
+    assert result["remote"].token_usage.completion_tokens > 0
     assert result.output == "outer done"
     said = [e.message for e in seen if isinstance(e, RemoteStatus)]
     assert "inner started" in said

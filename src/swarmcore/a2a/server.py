@@ -407,9 +407,25 @@ class SwarmExecutor(AgentExecutor):
                         name=OUTPUT_ARTIFACT,
                         last_chunk=True,
                     )
-                    await updater.complete()
+                    # What the run spent, in the shape RemoteAgent (and others) read.
+                    await updater.update_status(
+                        TaskState.TASK_STATE_COMPLETED, metadata=usage_metadata(item.result)
+                    )
                 return
             await _progress(job, updater, item)
+
+
+def usage_metadata(result: SwarmResult) -> dict[str, Any]:
+    """A finished run's tokens and cost, as a completed task's metadata carries them."""
+    usage = result.token_usage
+    return {
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+            "cost": result.cost,
+        }
+    }
 
 
 async def _progress(job: _Job, updater: TaskUpdater, event: events.Event) -> None:
