@@ -339,3 +339,18 @@ async def test_the_cli_s_model_override_moves_local_agents_and_keeps_remote_ones
     assert moved.fallback_models == ()
     result = await Swarm(flow).run("shout this")  # a on the offline model, r on its remote
     assert result.context["r"].startswith("SHOUT THIS")
+
+
+async def test_what_a_remote_reports_spending_counts_against_the_budget(remote: Remote) -> None:
+    from swarmcore import BudgetExceeded
+
+    r = RemoteAgent(remote.url, name="r")  # the scripted remote reports 7 + 5 tokens
+    with pytest.raises(BudgetExceeded) as caught:
+        await Swarm(r >> echo("b"), max_tokens=12).run("shout")
+    assert caught.value.agent_name == "b"  # refused: the remote spent the whole budget
+    assert caught.value.spent_tokens == 12
+    assert [h.agent_name for h in caught.value.partial.history] == ["r"]
+    [call] = caught.value.partial.history[0].llm_calls  # the remote task, as one call
+    assert call.model == f"a2a:{remote.url}"
+    assert call.token_usage.total_tokens == 12
+    assert call.finish_reason == "completed"

@@ -17,7 +17,7 @@ from a2a.types import Part, StreamResponse, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from swarmcore import events
-from swarmcore.models import AgentResult, TokenUsage
+from swarmcore.models import AgentResult, LLMCallRecord, TokenUsage
 
 __all__ = ["Answer", "Refused", "short", "state_name"]
 
@@ -63,13 +63,15 @@ class Answer:
     status_text: str = ""
     artifacts: dict[str, list[_Piece]] = field(default_factory=dict[str, list[_Piece]])
     usage: TokenUsage | None = None
+    cost: float | None = None
+    """USD the remote reported spending; None when it reported no cost."""
     chars: int = 0
     message_text: str | None = None
 
     def reset(self) -> None:
         """Forget a failed attempt's partial answer before the next."""
         fresh = Answer(self.name, self.url, self.max_chars)
-        for name in ("task_id", "state", "status_text", "artifacts", "usage", "chars"):
+        for name in ("task_id", "state", "status_text", "artifacts", "usage", "cost", "chars"):
             setattr(self, name, getattr(fresh, name))
         self.message_text = None
 
@@ -167,6 +169,9 @@ class Answer:
         completion = numbers.get("completion_tokens", numbers.get("output_tokens", 0))
         if isinstance(prompt, (int, float)) and isinstance(completion, (int, float)):
             self.usage = TokenUsage(prompt_tokens=int(prompt), completion_tokens=int(completion))
+        cost = numbers.get("cost")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
+            self.cost = float(cost)
 
     def check_finished(self) -> None:
         """Raise unless the remote finished with an answer."""
@@ -206,6 +211,17 @@ class Answer:
             model=model,
             duration_seconds=duration,
             token_usage=self.usage or TokenUsage(),
+            # The remote task as one call: its time, and what it reported spending.
+            llm_calls=[
+                LLMCallRecord(
+                    model=model,
+                    duration_seconds=duration,
+                    token_usage=self.usage or TokenUsage(),
+                    cost=self.cost,
+                    finish_reason=state_name(self.state) or None,
+                    started_at=started_at,
+                )
+            ],
             parsed=(data[0] if len(data) == 1 else data) if data else None,
             started_at=started_at,
         )

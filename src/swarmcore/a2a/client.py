@@ -50,6 +50,7 @@ from swarmcore.a2a._http import CappedTransport, Oversized
 from swarmcore.agent import Agent
 from swarmcore.checks import check_number
 from swarmcore.errors import AgentError, UserError
+from swarmcore.llm import budget
 from swarmcore.models import AgentResult
 from swarmcore.policies import RetryPolicy
 from swarmcore.tools import Tool, function_tool
@@ -262,6 +263,9 @@ class RemoteAgent(Agent):
                 could not be reached after the retries, or answered something
                 malformed or too large.
         """
+        meter = budget.current_meter()
+        if meter is not None:  # a spent budget stops a remote step as it stops a model call
+            meter.check(self.name, self.model, lambda _: True)  # priced by what it reports
         began, began_at = time.perf_counter(), time.time()
         parts = [Part(text=task)] + ([Part(text=context)] if context else [])
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=parts)
@@ -277,9 +281,12 @@ class RemoteAgent(Agent):
                 retryable=True,
             )
         try:
-            return answer.result(self.model, time.perf_counter() - began, began_at)
+            result = answer.result(self.model, time.perf_counter() - began, began_at)
         except Refused as refused:
             self._fail(refused.what, state=refused.state)
+        if meter is not None:
+            meter.charge(result.token_usage.total_tokens, answer.cost)
+        return result
 
     async def _with_retries(self, message: Message, answer: Answer) -> None:
         policy = self.retry_policy
