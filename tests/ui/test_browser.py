@@ -155,7 +155,7 @@ RUN_PAGES = [
         "routed",
         {
             "triage": "succeeded",
-            "brief": "pending",  # the branch the route did not take
+            "brief": "skipped",  # the branch the route did not take: it never ran
             "draft": "succeeded",
             "edit": "succeeded",
             "publish": "succeeded",

@@ -164,7 +164,12 @@ def _graph(record: RunRecord) -> tuple[str | None, str]:
         shape = FlowShape.from_json(record.shape)
     except ValueError as exc:
         return None, f"The stored flow shape cannot be drawn ({shorten(str(exc), 200)})."
-    return flow_svg(shape, agent_statuses(record)), ""
+    statuses = agent_statuses(record)
+    if record.status in ("succeeded", "failed", "cancelled"):  # over, and fully recorded:
+        for name in shape.names():  # an agent with no record never ran (a branch not taken)
+            if name not in statuses and not any(k.startswith(f"{name}#") for k in statuses):
+                statuses[name] = "skipped"
+    return flow_svg(shape, statuses), ""
 
 
 def _agents(record: RunRecord) -> list[AgentView]:
