@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from swarmcore.cli.errors import CLIError
+from swarmcore.cli.listen import bind_socket, check_access, url_of
 from swarmcore.cli.run import store_location
 from swarmcore.cli.targets import as_flow, load_target
-from swarmcore.cli.ui import bind_socket, is_loopback  # one rule for both servers
 from swarmcore.swarm import Swarm
 
 __all__ = ["add_serve_parser", "command_serve"]
@@ -83,20 +82,7 @@ def command_serve(args: argparse.Namespace) -> int:
             f"swarmcore serve --a2a needs the [a2a] extra ({exc.name} is missing): "
             "pip install 'swarmcore[a2a]'"
         ) from exc
-    if not 0 <= args.port <= 65535:
-        raise CLIError(f"--port must be between 0 and 65535, got {args.port}")
-    token: str | None = args.token or os.environ.get(TOKEN_VARIABLE) or None
-    remote = not is_loopback(args.host)
-    if remote and not args.allow_remote:
-        raise CLIError(
-            f"--host {args.host} can be reached from other machines; add --allow-remote (and a "
-            "--token) if that is what you want, or leave --host at 127.0.0.1"
-        )
-    if remote and token is None:
-        raise CLIError(
-            f"--allow-remote needs a token: pass --token, or set {TOKEN_VARIABLE}, to a long "
-            "random string (python -c 'import secrets; print(secrets.token_urlsafe())')"
-        )
+    token, remote = check_access(args, TOKEN_VARIABLE)
     target = load_target(args.target)
     if isinstance(target, Swarm):
         swarm = target  # its own store, hooks, budget and approval callback
@@ -106,9 +92,7 @@ def command_serve(args: argparse.Namespace) -> int:
     app = to_a2a(swarm, name=args.name, description=args.description, token=token)
     sock = bind_socket(args.host, args.port)
     try:
-        port = sock.getsockname()[1]
-        host = f"[{args.host}]" if ":" in args.host else args.host
-        url = f"http://{host}:{port}/"
+        url = url_of(args.host, sock)
         if remote:
             print(
                 f"swarmcore: warning: serving {args.target} to other machines on {args.host}, "

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import os
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from swarmcore.cli.errors import CLIError
+from swarmcore.cli.listen import bind_socket, check_access, url_of
 from swarmcore.cli.run import store_location
 
-__all__ = ["add_ui_parser", "bind_socket", "command_ui", "is_loopback"]
+__all__ = ["add_ui_parser", "command_ui"]
 
 DEFAULT_PORT = 8484
 
@@ -79,20 +77,7 @@ def command_ui(args: argparse.Namespace) -> int:
             f"swarmcore ui needs the [ui] extra ({exc.name} is missing): "
             "pip install 'swarmcore[ui]'"
         ) from exc
-    if not 0 <= args.port <= 65535:
-        raise CLIError(f"--port must be between 0 and 65535, got {args.port}")
-    token: str | None = args.token or os.environ.get("SWARMCORE_UI_TOKEN") or None
-    remote = not is_loopback(args.host)
-    if remote and not args.allow_remote:
-        raise CLIError(
-            f"--host {args.host} can be reached from other machines; add --allow-remote (and a "
-            "--token) if that is what you want, or leave --host at 127.0.0.1"
-        )
-    if remote and token is None:
-        raise CLIError(
-            "--allow-remote needs a token: pass --token, or set SWARMCORE_UI_TOKEN, to a long "
-            "random string (python -c 'import secrets; print(secrets.token_urlsafe())')"
-        )
+    token, remote = check_access(args, "SWARMCORE_UI_TOKEN")
     reader, path = _reader(args)
     sock = bind_socket(args.host, args.port)
     try:
@@ -103,9 +88,7 @@ def command_ui(args: argparse.Namespace) -> int:
             allow_actions=args.allow_actions,
             token=token,
         )
-        port = sock.getsockname()[1]
-        host = f"[{args.host}]" if ":" in args.host else args.host
-        url = f"http://{host}:{port}/"
+        url = url_of(args.host, sock)
         if remote:
             print(
                 f"swarmcore: warning: serving runs to other machines on {args.host}, over plain "
@@ -139,30 +122,3 @@ def _reader(args: argparse.Namespace) -> tuple[Any, Any]:
             f"no run store at {path}: run a flow first (`swarmcore demo`), or name one with --store"
         )
     return SQLiteStore(path), path
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only (``localhost``, 127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening socket, bound before the URL is printed (so ``--port 0`` prints the real one)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise CLIError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port"
-        ) from exc
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
