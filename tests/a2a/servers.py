@@ -12,13 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
-import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import uvicorn
 from a2a.helpers import (
     new_data_part,
     new_task_from_user_message,
@@ -36,6 +33,8 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+
+from tests.serving import bound_socket, serve
 
 BIG = 1_200_000
 """Characters the ``big`` command answers: past the client's 1,000,000 limit."""
@@ -195,28 +194,12 @@ def a2a_server(
         fail_first: How many task requests (POSTs) are answered 503 first.
     """
     seen = Seen()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock = bound_socket()
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"  # the card names it: known before the app
     app = _app(url, seen, streaming=streaming, token=token, fail_first=fail_first)
     # A hanging task's stream may still be open at the end: don't wait on it for long.
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 60
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the A2A test server did not start")
-            time.sleep(0.02)
+    with serve(app, sock=sock, lifespan="off", grace=1):
         yield Remote(url, seen)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 def free_url() -> str:

@@ -31,7 +31,7 @@ from swarmcore.a2a import RemoteAgent
 from swarmcore.events import AgentStarted, Event, RemoteStatus, RunFinished
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from swarmcore.tools import function_tool
-from tests.a2a.serving import serve
+from tests.serving import serve
 
 SECRET = "zq-very-secret-value-4417"
 
