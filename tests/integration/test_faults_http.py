@@ -334,6 +334,7 @@ async def test_a_trickling_reply_is_bounded_by_call_timeout() -> None:
         start = time.perf_counter()
         with pytest.raises(ModelError, match=r"did not answer within 0\.5s"):
             await agent.run("go")
-        assert time.perf_counter() - start < 5
+        # Far below the ~35 s body, with room for LiteLLM's import (seconds on a busy machine).
+        assert time.perf_counter() - start < 15
     finally:
         server.close()

@@ -96,7 +96,7 @@ def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
         from swarmcore.llm.types import CallSpec
 
         preload([CallSpec(agent_name="a", model="openai/gpt-4o-mini")])
-        print("openai" in sys.modules, "litellm" in sys.modules)
+        print("aiohttp" in sys.modules, "openai" in sys.modules, "litellm" in sys.modules)
         preload([CallSpec(agent_name="b", model="anthropic/claude-sonnet-4-5")])
         print("litellm" in sys.modules)
         """
@@ -105,4 +105,4 @@ def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "False", "True"]
+    assert done.stdout.split() == ["True", "False", "False", "True"]

@@ -31,7 +31,7 @@ from swarmcore.llm import price_data
 from swarmcore.llm.choice import is_native, is_openai_model
 from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact, secret_values
-from swarmcore.llm.types import CallSpec
+from swarmcore.llm.types import CallSpec, EndpointError, EndpointUnreachable
 
 __all__ = [
     "call_secrets",
@@ -71,9 +71,10 @@ def call_secrets(call: CallSpec, model: str) -> list[str]:
 
 def timed_out(call: CallSpec, model: str, attempt: int) -> ModelError:
     """The retryable error of an attempt that outlasted the agent's ``call_timeout``."""
+    within = f"{call.call_timeout}s" if call.call_timeout is not None else "the HTTP timeout"
     return ModelError(
-        f"Agent {call.agent_name!r}: {model} did not answer within "
-        f"{call.call_timeout}s (attempt {attempt} of {call.retry.max_retries + 1}); "
+        f"Agent {call.agent_name!r}: {model} did not answer within {within} "
+        f"(attempt {attempt} of {call.retry.max_retries + 1}); "
         "raise the agent's call_timeout or retry.",
         agent_name=call.agent_name,
         model=model,
@@ -84,25 +85,26 @@ def timed_out(call: CallSpec, model: str, attempt: int) -> ModelError:
 def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelError | None:
     """Turn a provider exception into a ModelError that says what to do; None if not a provider's.
 
-    Both backends raise the ``openai`` SDK's exceptions (LiteLLM's are its
-    subclasses), so one classification serves both. A timeout is reported as
-    the call's timeout, whoever noticed it first: the SDK's ``timeout=`` bounds
-    each read of an HTTP call and may fire before our deadline.
+    LiteLLM raises the ``openai`` SDK's exceptions (its own are their
+    subclasses) and the native backend raises ``EndpointError``s that read the
+    same (a status, the provider's message, its headers), so one classification
+    serves both, by class where LiteLLM gives one and by status always. A
+    timeout is reported as the call's timeout, whoever noticed it first: the
+    HTTP client's own bounds each read and may fire before our deadline.
+    Neither library is imported here: an exception of theirs means it is loaded.
     """
-    import openai  # loaded already: whichever backend raised this imported it
-
     unreachable = _connection_failure(exc)  # LiteLLM calls it a 500; nothing answered
     if unreachable is not None:
         return _could_not_connect(call, model, attempt, *unreachable)
     if isinstance(exc, TimeoutError) or (
-        isinstance(exc, openai.APITimeoutError) and call.call_timeout is not None
+        _is_openai(exc, "APITimeoutError") and call.call_timeout is not None
     ):
         return timed_out(call, model, attempt)
-    return _classify_provider_error(openai, exc, call, model, attempt)
+    return _classify_provider_error(exc, call, model, attempt)
 
 
 def _classify_provider_error(
-    oa: Any, exc: Exception, call: CallSpec, model: str, attempt: int
+    exc: Exception, call: CallSpec, model: str, attempt: int
 ) -> ModelError | None:
     status: int | None = getattr(exc, "status_code", None)
     detail = redact(_first_line(_provider_text(exc)), *call_secrets(call, model))
@@ -120,7 +122,7 @@ def _classify_provider_error(
         )
 
     # By class, and by status too: LiteLLM reports some statuses (a 403) as a plain APIError.
-    bad_request = isinstance(exc, oa.BadRequestError) or status == 400
+    bad_request = _is_openai(exc, "BadRequestError") or status == 400
     if _is_litellm(exc, "ContextWindowExceededError") or (
         bad_request and _is_context_window(str(exc))
     ):
@@ -134,18 +136,18 @@ def _classify_provider_error(
         bad_request and _mentions(str(exc), _CONTENT_POLICY_MARKERS)
     ):
         return error(f"{who} refused the request under its content policy ({status}): {detail}")
-    if isinstance(exc, oa.AuthenticationError) or status == 401:
+    if _is_openai(exc, "AuthenticationError") or status == 401:
         return error(f"{who} rejected the API key ({status}). {_key_hint(call, model)}")
-    if isinstance(exc, oa.PermissionDeniedError) or status == 403:
+    if _is_openai(exc, "PermissionDeniedError") or status == 403:
         return error(
             f"{who} denied permission ({status}): {detail}. Check that the key may use this model."
         )
-    if isinstance(exc, oa.NotFoundError) or status == 404:
+    if _is_openai(exc, "NotFoundError") or status == 404:
         return error(
             f"{who} was not found ({status}): {detail}. Check the model name "
             f"(LiteLLM format 'provider/model', e.g. 'openai/gpt-4o-mini').{_name_hint(model)}"
         )
-    if isinstance(exc, oa.RateLimitError | oa.APIConnectionError) or (
+    if _is_openai(exc, "RateLimitError", "APIConnectionError") or (
         status is not None and (status == 429 or status >= 500)
     ):
         limit = call.retry.max_retry_after
@@ -160,7 +162,7 @@ def _classify_provider_error(
             "model's requests with swarmcore.limit_model().",
             retryable=True,
         )
-    if bad_request or isinstance(exc, oa.UnprocessableEntityError) or status == 422:
+    if bad_request or _is_openai(exc, "UnprocessableEntityError") or status == 422:
         if "LLM Provider NOT provided" in str(exc):
             return error(
                 f"{who}: LiteLLM does not know this provider. Model strings look like "
@@ -170,16 +172,19 @@ def _classify_provider_error(
             f"{who} rejected the request ({status}): {detail}. Check the agent's model "
             "settings and tools."
         )
-    if isinstance(exc, oa.OpenAIError) or type(exc).__module__.startswith(("litellm", "openai")):
+    if isinstance(exc, EndpointError) or _is_openai(exc, "OpenAIError"):
         return error(f"{who} failed ({type(exc).__name__}, status {status}): {detail}")
     return None
 
 
+def _is_openai(exc: BaseException, *names: str) -> bool:
+    """Whether ``exc`` is one of the ``openai`` SDK's exceptions ``names`` (never imports it)."""
+    return isinstance(exc, _loaded(*(("openai", n) for n in names)))
+
+
 def _is_litellm(exc: Exception, name: str) -> bool:
     """Whether ``exc`` is LiteLLM's exception ``name`` (never imports LiteLLM to find out)."""
-    lit = sys.modules.get("litellm")
-    kind = getattr(lit, name, None) if lit is not None else None
-    return isinstance(kind, type) and isinstance(exc, kind)
+    return isinstance(exc, _loaded(("litellm", name)))
 
 
 # What providers say of an overlong prompt (LiteLLM's list, which it maps to its own error).
@@ -209,6 +214,8 @@ def _provider_text(exc: Exception) -> str:
     LiteLLM's exceptions carry the message in their text; the SDK's put the
     whole body there ("Error code: 429 - {...}"), so its ``message`` is read.
     """
+    if isinstance(exc, EndpointError):
+        return exc.message
     body: Any = getattr(exc, "body", None)
     if type(exc).__module__.startswith("openai") and isinstance(body, dict):
         fields: dict[str, object] = body  # pyright: ignore[reportUnknownVariableType]
@@ -228,6 +235,8 @@ def _retry_after(exc: Exception) -> float | None:
     headers: Any = getattr(exc, "litellm_response_headers", None)
     if not headers:
         headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers and isinstance(exc, EndpointError):
+        headers = exc.headers
     if not headers:
         return None
     try:
@@ -415,12 +424,12 @@ def _connection_failure(exc: BaseException) -> tuple[str | None, str] | None:
     LiteLLM reports a refused connection as a 500 ``InternalServerError``; the
     connection error is further down the chain (``__cause__``/``__context__``).
     A timeout is not a connection failure here, unless the socket's own error
-    is in the chain: httpx-aiohttp reports a refused connection as a
-    ``ConnectTimeout``.
+    is in the chain (some transports report a refused connection as a
+    timeout). The native backend's ``EndpointUnreachable`` carries its URL.
     """
-    import httpx
-    import openai
-
+    timeouts = _loaded(("openai", "APITimeoutError"), ("httpx", "TimeoutException"))
+    failures = _loaded(("openai", "APIConnectionError"), ("httpx", "ConnectError"))
+    requests = _loaded(("openai", "APIConnectionError"), ("httpx", "RequestError"))
     url: str | None = None
     found = refused = timed = False
     reason = ""
@@ -428,23 +437,36 @@ def _connection_failure(exc: BaseException) -> tuple[str | None, str] | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+        if isinstance(current, (*timeouts, TimeoutError)):
             timed = True
-        elif isinstance(current, openai.APIConnectionError | httpx.ConnectError | ConnectionError):
+        elif isinstance(current, (*failures, ConnectionError)):
             found = True
             refused = refused or isinstance(current, ConnectionError)
             if isinstance(current, ConnectionRefusedError):
                 reason = "connection refused"
             reason = reason or _first_line(str(current), 120)
-        if url is None and isinstance(current, openai.APIConnectionError | httpx.RequestError):
+        if url is None and isinstance(current, EndpointUnreachable):
+            url = current.url
+        elif url is None and isinstance(current, requests):
             try:
-                url = str(current.request.url)
+                failed: Any = current
+                url = str(failed.request.url)
             except RuntimeError:  # httpx: no request attached
                 url = None
         current = current.__cause__ or current.__context__
     if timed and not refused:
         return None
     return (url, reason) if found else None
+
+
+def _loaded(*names: tuple[str, str]) -> tuple[type, ...]:
+    """The classes ``(module, name)`` of those modules already imported: none imports one."""
+    found: list[type] = []
+    for module, name in names:
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type):
+            found.append(kind)
+    return tuple(found)
 
 
 def _could_not_connect(

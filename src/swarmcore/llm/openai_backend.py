@@ -1,49 +1,69 @@
-"""The native backend: one attempt at an OpenAI-protocol endpoint through the ``openai`` SDK.
+"""The native backend: one attempt at an OpenAI-protocol endpoint, spoken over aiohttp.
 
 OpenAI itself and every server that speaks its protocol (vLLM, llama.cpp,
 Ollama, LM Studio, Groq, Together, OpenRouter...) are reached without LiteLLM:
 less CPU per call, a third of the memory, and a first call that does not wait
-seconds for LiteLLM's import. No SDK type leaves this module: a response
-becomes an ``LLMReply``, an exception a ``ModelError`` (classified by
-``errors.classify``, as LiteLLM's are, since LiteLLM's exceptions are the
-SDK's subclasses).
+seconds for LiteLLM's import. A response becomes an ``LLMReply``; a failure an
+``EndpointError`` or ``EndpointUnreachable``, which ``errors.classify`` turns
+into the same ``ModelError`` as LiteLLM's.
 
-Clients are cached per event loop, one per endpoint, key and organization, and
-all the clients of a loop share one HTTP connection pool. The pool is bound to
-its loop (its connections are), so a new ``asyncio.run`` gets its own, and
-the old one is closed when its loop shuts down (``asyncio.run`` closes the
-loop's async generators, and the pool's closer is one).
+The protocol is one request (``POST {base}/chat/completions``, JSON in, JSON
+or server-sent events out), so it is spoken here rather than through the
+``openai`` SDK: importing the SDK 2.x (the one LiteLLM allows) takes 0.9 s on
+our 2-core machine, most of it building its API types, and the first call
+had to stay under a second (benchmarks/run.py, "first call"). The body is
+sent as built and a reply read as JSON, as the SDK-based version of this
+module did to save a third of its CPU per call.
 
-The pool is aiohttp's, through the SDK's ``DefaultAioHttpClient``: httpx's own
-pool walks every pooled connection on each request, so with 200 calls in
-flight it cost five times the CPU per call (benchmarks/peers.py, 50 concurrent
-diamonds: 11-12 ms against 2.3 ms per call); LiteLLM uses aiohttp for the
-same reason.
+Sessions are cached per event loop (a session's connections belong to its
+loop), one per loop, shared by every endpoint and key; a new ``asyncio.run``
+gets its own, and the old one is closed when its loop shuts down
+(``asyncio.run`` closes the loop's async generators, and the session's closer
+is one). aiohttp's pool, not httpx's: httpx's walks every pooled connection on
+each request, so with 200 calls in flight it cost five times the CPU per call.
 
-The SDK's own retries are off (``max_retries=0``): ``complete`` owns the one
-retry policy, and puts its own deadline around each attempt.
+No retries here: ``complete`` owns the one retry policy and puts its own
+deadline around each attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import ssl
 import time
 import weakref
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarmcore import events
 from swarmcore.errors import ModelError
 from swarmcore.llm import price_data
 from swarmcore.llm.errors import classify
-from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest, ToolCall, usage_of
+from swarmcore.llm.types import (
+    CallSpec,
+    EndpointError,
+    EndpointUnreachable,
+    LLMReply,
+    LLMRequest,
+    ToolCall,
+    usage_of,
+)
 from swarmcore.models import TokenUsage
+
+if TYPE_CHECKING:
+    import aiohttp
+    import yarl
 
 __all__ = ["OpenAIBackend", "base_url", "preload"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+# As the openai SDK's defaults: ten minutes for a whole reply, five seconds to connect.
+_TOTAL_SECONDS = 600.0
+_CONNECT_SECONDS = 5.0
 
 # Settings that configure the client or the call, not the request body.
 _CLIENT_SETTINGS = frozenset(
@@ -66,7 +86,7 @@ _CLIENT_SETTINGS = frozenset(
 
 
 class OpenAIBackend:
-    """Calls OpenAI-protocol endpoints through ``openai.AsyncOpenAI``."""
+    """Calls OpenAI-protocol endpoints (``POST /chat/completions``) over aiohttp."""
 
     async def attempt(self, request: LLMRequest, model: str, attempt: int) -> LLMReply:
         """Make one attempt at ``model``, streaming the reply when the request asks.
@@ -77,18 +97,14 @@ class OpenAIBackend:
         call = request.call
         start = time.perf_counter()
         try:
-            response = await _post(await _client(call), request, model)
-            if request.stream:
-                reply = await _streamed(response, request, model)
-            else:
-                reply = _to_reply(call.agent_name, model, response)
+            reply = await _exchange(request, model)
         except Exception as exc:
             error = classify(exc, call, model, attempt)
             if error is None:
                 raise
         else:
             return reply.timed(time.perf_counter() - start, 1)
-        raise error  # outside the except block: the SDK's exception is neither chained nor kept
+        raise error  # outside the except block: the endpoint's exception is not chained
 
 
 def base_url(call: CallSpec) -> str:
@@ -106,89 +122,144 @@ def _api_key(call: CallSpec) -> str | None:
     return str(key) if key else None
 
 
-# --- clients, one pool per event loop ----------------------------------------------------
+# --- sessions, one per event loop ------------------------------------------------------
 
 
 @dataclass
 class _Pool:
-    """One event loop's HTTP connection pool and the OpenAI clients that share it."""
+    """One event loop's HTTP session (its connection pool) and the endpoints it has called."""
 
-    http: Any
-    clients: dict[tuple[str, str | None, str | None, str | None], Any] = field(
-        default_factory=dict[tuple[str, str | None, str | None, str | None], Any]
+    session: aiohttp.ClientSession
+    endpoints: dict[tuple[str, str | None, str | None, str | None], _Endpoint] = field(
+        default_factory=dict[tuple[str, str | None, str | None, str | None], "_Endpoint"]
     )
     closer: AsyncGenerator[None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """Where one endpoint's requests go, and the headers each carries (its key among them)."""
+
+    url: yarl.URL
+    headers: Mapping[str, str]
+    ssl: ssl.SSLContext | bool
+    proxy: str | None
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
 
 
-async def _client(call: CallSpec) -> Any:
-    """The loop's client for the call's endpoint and key, made on first use."""
+async def _pool() -> _Pool:
+    """The running loop's session, made on first use and closed when the loop shuts down."""
     loop = asyncio.get_running_loop()
     pool = _pools.get(loop)
     if pool is None:
-        import openai
+        import aiohttp
 
-        pool = _pools[loop] = _Pool(openai.DefaultAioHttpClient())
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=1000),  # the SDK's: 1,000 connections
+            timeout=aiohttp.ClientTimeout(total=_TOTAL_SECONDS, sock_connect=_CONNECT_SECONDS),
+            # Proxies are read once per endpoint (_endpoint); trust_env would also look
+            # for a ~/.netrc in a thread on every request.
+            trust_env=False,
+        )
+        pool = _pools[loop] = _Pool(session)
         pool.closer = _close_at_shutdown(pool)
         await anext(pool.closer)  # runs to its yield: the loop now knows it, and closes it
-    url, key = base_url(call), _api_key(call)
-    organization = _text(call.settings.get("organization"))
-    project = _text(call.settings.get("project"))
-    ident = (url, key, organization, project)
-    client = pool.clients.get(ident)
-    if client is None:
-        import openai
+    return pool
 
-        client = pool.clients[ident] = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=url,
-            organization=organization,
-            project=project,
-            max_retries=0,  # one retry policy: complete()'s
-            http_client=pool.http,
+
+def _endpoint(pool: _Pool, call: CallSpec) -> _Endpoint:
+    """The call's endpoint: URL and headers, built once per base URL, key and organization."""
+    url, key = base_url(call), _api_key(call)
+    organization = _text(call.settings.get("organization")) or os.environ.get("OPENAI_ORG_ID")
+    project = _text(call.settings.get("project")) or os.environ.get("OPENAI_PROJECT_ID")
+    ident = (url, key, organization, project)
+    endpoint = pool.endpoints.get(ident)
+    if endpoint is None:
+        import yarl
+
+        from swarmcore import __version__
+
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": f"swarmcore/{__version__}",
+        }
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        if organization:
+            headers["OpenAI-Organization"] = organization
+        if project:
+            headers["OpenAI-Project"] = project
+        target = yarl.URL(url.rstrip("/") + "/chat/completions")
+        if target.user is not None and key:  # the key is the protocol's credential
+            target = target.with_user(None)
+        endpoint = pool.endpoints[ident] = _Endpoint(
+            url=target,
+            headers=headers,
+            ssl=_ssl_context() if target.scheme == "https" else True,
+            proxy=_proxy(target),
         )
-    return client
+    return endpoint
+
+
+def _proxy(url: yarl.URL) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``...), if any."""
+    import urllib.request
+
+    if not url.host or urllib.request.proxy_bypass(url.host):
+        return None
+    return urllib.request.getproxies().get(url.scheme)
+
+
+_ssl: ssl.SSLContext | None = None
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """Certificates as the SDK's httpx finds them: certifi's, unless SSL_CERT_FILE/DIR is set."""
+    global _ssl
+    if _ssl is None:
+        if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+            _ssl = ssl.create_default_context()  # OpenSSL reads those variables itself
+        else:
+            import certifi
+
+            _ssl = ssl.create_default_context(cafile=certifi.where())
+    return _ssl
 
 
 async def _close_at_shutdown(pool: _Pool) -> AsyncGenerator[None]:
-    """Closes the pool when the loop shuts its async generators down (``asyncio.run`` does)."""
+    """Closes the session when the loop shuts its async generators down (``asyncio.run`` does)."""
     try:
         yield
     finally:
-        pool.clients.clear()
-        await pool.http.aclose()
+        pool.endpoints.clear()
+        await pool.session.close()
 
 
 def preload() -> None:
-    """Import the SDK and what a call uses of it, ahead of the first call."""
-    from openai.types.chat import ChatCompletionChunk
+    """Import what a call uses (aiohttp), ahead of the first call."""
+    import aiohttp
 
-    del ChatCompletionChunk
+    del aiohttp
 
 
 def _text(value: object) -> str | None:
     return str(value) if value else None
 
 
-# --- the request -------------------------------------------------------------------------
+# --- the exchange ------------------------------------------------------------------------
 
 
-def _request(request: LLMRequest, model: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The body of one chat-completions request for ``model``, and the SDK's request options.
-
-    The body is sent as it is built here (the SDK's ``post``, as its README
-    shows for any endpoint): ``chat.completions.create`` would walk every
-    message and tool schema through its parameter transform, which costs a
-    fifth of the CPU of a call with tools and does nothing to a chat body.
-    """
+def _body(request: LLMRequest, model: str) -> dict[str, Any]:
+    """The body of one chat-completions request for ``model``, as LiteLLM would send it."""
     call = request.call
     body: dict[str, Any] = {}
     for name, value in call.settings.items():
         if name not in _CLIENT_SETTINGS:
             body[name] = value
-    body.update(_mapping(body.pop("extra_body", None)))  # sent as the SDK would merge it
+    body.update(_mapping(body.pop("extra_body", None)))  # merged, as the SDK merges it
     if "max_tokens" in body and price_data.supports(model, "reasoning"):
         # OpenAI's reasoning models refuse max_tokens; LiteLLM renames it too.
         body.setdefault("max_completion_tokens", body.pop("max_tokens"))
@@ -201,37 +272,129 @@ def _request(request: LLMRequest, model: str) -> tuple[dict[str, Any], dict[str,
     if request.stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-    options: dict[str, Any] = {"security": {"bearer_auth": True}}  # the API key's header
+    return body
+
+
+async def _exchange(request: LLMRequest, model: str) -> LLMReply:
+    """Send one request and read its reply: whole, or streamed as server-sent events.
+
+    Raises:
+        EndpointError: The endpoint answered with an error status (or an error event).
+        EndpointUnreachable: No connection, or it was lost before the reply ended.
+    """
+    import aiohttp
+
+    call = request.call
+    pool = await _pool()
+    endpoint = _endpoint(pool, call)
+    body = _body(request, model)
+    query = _mapping(body.pop("extra_query", None))
     headers = {
         **_mapping(call.settings.get("headers")),
         **_mapping(call.settings.get("extra_headers")),
     }
-    if headers:
-        options["headers"] = headers
-    query = _mapping(body.pop("extra_query", None))
+    options: dict[str, Any] = {"ssl": endpoint.ssl, "proxy": endpoint.proxy}
     if query:
-        options["params"] = query
-    if call.call_timeout is not None:
-        options["timeout"] = call.call_timeout
-    return body, options
+        options["params"] = {k: str(v) for k, v in query.items()}
+    if call.call_timeout is not None:  # complete() bounds the attempt too; this frees the socket
+        options["timeout"] = aiohttp.ClientTimeout(
+            total=call.call_timeout, sock_connect=_CONNECT_SECONDS
+        )
+    try:
+        async with pool.session.post(
+            endpoint.url,
+            data=json.dumps(body),
+            headers={**endpoint.headers, **headers} if headers else endpoint.headers,
+            **options,
+        ) as response:
+            if response.status >= 400:
+                raise _status_error(response.status, await response.read(), response.headers)
+            if request.stream:
+                return await _streamed(_events(response.content), request, model)
+            return _to_reply(call.agent_name, model, await response.read())
+    except aiohttp.ClientError as exc:
+        if isinstance(exc, TimeoutError):  # aiohttp's read and connect timeouts are both
+            raise
+        if isinstance(exc, aiohttp.InvalidURL):
+            raise ModelError(
+                f"Agent {call.agent_name!r}: {model}'s endpoint {str(exc)!r} is not a URL; "
+                "check the agent's api_base (e.g. 'http://127.0.0.1:8000/v1').",
+                agent_name=call.agent_name,
+                model=model,
+            ) from None
+        raise EndpointUnreachable(str(exc) or type(exc).__name__, url=str(endpoint.url)) from exc
 
 
-async def _post(client: Any, request: LLMRequest, model: str) -> Any:
-    """The endpoint's response: the HTTP response, or an ``AsyncStream`` of chunks."""
-    import httpx
-    from openai import AsyncStream
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-    body, options = _request(request, model)
-    return await client.post(
-        "/chat/completions",
-        body=body,
-        # A whole reply is read as JSON by _to_reply; a stream as the SDK's chunks.
-        cast_to=ChatCompletion if request.stream else httpx.Response,
-        options=options,
-        stream=request.stream,
-        stream_cls=AsyncStream[ChatCompletionChunk],
+def _status_error(status: int, raw: bytes, headers: Mapping[str, str]) -> EndpointError:
+    """An error status's body as the SDK reads it: its ``error`` object, or its text."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = text
+    error, message = _error_parts(data)
+    return EndpointError(
+        f"Error code: {status} - {data}",
+        message=message or text.strip() or f"HTTP {status}",
+        status_code=status,
+        body=error,
+        headers=dict(headers),
     )
+
+
+def _error_parts(data: object) -> tuple[object, str | None]:
+    """An error body's ``error`` object (else the body) and its message, as the SDK reads them."""
+    fields = _mapping(data)
+    error: object = fields.get("error", data) if fields else data
+    message: object = _mapping(error).get("message")
+    return error, message if isinstance(message, str) and message else None
+
+
+async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[str]:
+    """The stream's lines, however long: aiohttp's own line reader refuses one over 64 KiB."""
+    rest = b""
+    async for piece in content.iter_any():
+        lines = (rest + piece).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield line.decode("utf-8").removesuffix("\r")
+    if rest:
+        yield rest.decode("utf-8").removesuffix("\r")
+    yield ""  # the stream's end ends its last event
+
+
+async def _events(content: aiohttp.StreamReader) -> AsyncIterator[Any]:
+    """The JSON of each server-sent event, up to ``[DONE]``; an ``error`` event raises.
+
+    Raises:
+        EndpointError: The stream carried an error instead of a chunk.
+    """
+    data: list[str] = []
+    kind = ""
+    async for line in _lines(content):
+        if line:
+            field_name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field_name == "data":
+                data.append(value)
+            elif field_name == "event":
+                kind = value
+            continue  # a comment (": ping") or a field we do not use
+        if not data:
+            continue
+        payload, data, event_kind, kind = "\n".join(data), [], kind, ""
+        if payload == "[DONE]":
+            return
+        chunk: Any = json.loads(payload)
+        fields = _mapping(chunk)
+        if "error" in fields or (fields and event_kind == "error"):
+            error, message = _error_parts(fields)
+            raise EndpointError(
+                f"Error in the stream - {payload}",
+                message=message or payload,
+                body=error,
+            )
+        yield chunk
 
 
 def native_name(model: str) -> str:
@@ -249,7 +412,7 @@ def _mapping(value: object) -> dict[str, Any]:
 # --- the reply ---------------------------------------------------------------------------
 
 
-async def _streamed(stream: Any, request: LLMRequest, model: str) -> LLMReply:
+async def _streamed(chunks: AsyncIterator[Any], request: LLMRequest, model: str) -> LLMReply:
     """Publish each text delta, then build the whole reply (usage included) from the chunks."""
     agent_name = request.call.agent_name
     texts: list[str] = []
@@ -257,25 +420,26 @@ async def _streamed(stream: Any, request: LLMRequest, model: str) -> LLMReply:
     finish: str | None = None
     usage: Any = None
     tier: object = None
-    async with stream:
-        async for chunk in stream:
-            if chunk.usage is not None:
-                usage = chunk.usage
-            tier = getattr(chunk, "service_tier", None) or tier
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            delta = choice.delta
-            if delta.content:
-                texts.append(delta.content)
-                events.emit(events.TextDelta, agent_name=agent_name, text=delta.content)
-            for part in delta.tool_calls or ():
-                slot = calls.setdefault(part.index, ["", "", ""])
-                slot[0] = part.id or slot[0]
-                if part.function is not None:
-                    slot[1] += part.function.name or ""
-                    slot[2] += part.function.arguments or ""
-            finish = choice.finish_reason or finish
+    async for chunk in chunks:
+        usage = chunk.get("usage") or usage
+        tier = chunk.get("service_tier") or tier
+        choices: Any = chunk.get("choices")
+        if not choices:
+            continue
+        choice: Any = choices[0]
+        delta: Any = choice.get("delta") or {}
+        text: Any = delta.get("content")
+        if text:
+            texts.append(text)
+            events.emit(events.TextDelta, agent_name=agent_name, text=text)
+        for part in delta.get("tool_calls") or ():
+            slot = calls.setdefault(part.get("index", 0), ["", "", ""])
+            slot[0] = part.get("id") or slot[0]
+            function: Any = part.get("function")
+            if function:
+                slot[1] += function.get("name") or ""
+                slot[2] += function.get("arguments") or ""
+        finish = choice.get("finish_reason") or finish
     used = usage_of(usage)
     return LLMReply(
         text="".join(texts) if texts else None,
@@ -288,14 +452,10 @@ async def _streamed(stream: Any, request: LLMRequest, model: str) -> LLMReply:
     )
 
 
-def _to_reply(agent_name: str, model: str, response: Any) -> LLMReply:
-    """A chat completion's JSON body as our reply.
-
-    Read as JSON, not as the SDK's ``ChatCompletion``: building that model costs
-    a sixth of a call's CPU, and the reply is read once, here.
-    """
+def _to_reply(agent_name: str, model: str, raw: bytes) -> LLMReply:
+    """A chat completion's JSON body as our reply."""
     try:
-        data: Any = response.json()
+        data: Any = json.loads(raw)
         choice: Any = data["choices"][0]
         message: Any = choice["message"]
         calls: list[Any] = message.get("tool_calls") or []

@@ -13,7 +13,16 @@ from typing import Any, Literal, Required, TypedDict
 from swarmcore.models import TokenUsage
 from swarmcore.policies import RetryPolicy
 
-__all__ = ["CallSpec", "LLMReply", "LLMRequest", "Message", "ToolCall", "usage_of"]
+__all__ = [
+    "CallSpec",
+    "EndpointError",
+    "EndpointUnreachable",
+    "LLMReply",
+    "LLMRequest",
+    "Message",
+    "ToolCall",
+    "usage_of",
+]
 
 
 class Message(TypedDict, total=False):
@@ -129,6 +138,38 @@ class LLMReply:
 
 
 _REPLY_FIELDS = tuple(f.name for f in fields(LLMReply))
+
+
+class EndpointError(Exception):
+    """What an OpenAI-protocol endpoint answered instead of a reply (the native backend's).
+
+    ``errors.classify`` reads it as it reads the ``openai`` SDK's status errors:
+    ``str()`` is the SDK's ``"Error code: 429 - {...}"``, ``message`` the
+    provider's own, ``body`` its ``error`` object.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        message: str,
+        status_code: int | None = None,
+        body: object = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(text)
+        self.message = message
+        self.status_code = status_code
+        self.body = body
+        self.headers = headers
+
+
+class EndpointUnreachable(ConnectionError):
+    """The native backend could not reach ``url``, or lost the connection mid-reply."""
+
+    def __init__(self, text: str, *, url: str) -> None:
+        super().__init__(text)
+        self.url = url
 
 
 def usage_of(usage: Any) -> TokenUsage:
