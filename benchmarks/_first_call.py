@@ -46,7 +46,7 @@ def main() -> None:
         imported = time.perf_counter()
 
         async def plain_openai() -> Any:
-            # As swarmcore's native backend builds its client: aiohttp's pool, no retries.
+            # The SDK at its fastest, on aiohttp's pool as the native backend is; no retries.
             http = openai.DefaultAioHttpClient()
             async with openai.AsyncOpenAI(
                 base_url=api_base, api_key=API_KEY, max_retries=0, http_client=http

@@ -14,13 +14,13 @@ A local OpenAI-compatible server (``benchmarks/_server.py``, its own process, on
 through four sides (``SIDES``):
 
 * ``native``: swarmcore as it comes: ``openai/...`` models on its native backend
-  (``openai.AsyncOpenAI``), never importing litellm;
+  (the protocol spoken over aiohttp), never importing litellm or the openai SDK;
 * ``litellm``: swarmcore with every call on LiteLLM (``SWARMCORE_MODEL_BACKEND=litellm``
   in a worker; ``model_settings={"backend": "litellm"}`` in this process);
 * ``floor``: the LiteLLM floor, plain ``litellm.acompletion``;
 * ``openai``: the openai floor, one ``openai.AsyncOpenAI(base_url=..., api_key=...,
-  max_retries=0, http_client=openai.DefaultAioHttpClient())`` reused (the native
-  backend's transport), plain ``await client.chat.completions.create(...)``.
+  max_retries=0, http_client=openai.DefaultAioHttpClient())`` reused (aiohttp's
+  pool, as the native backend's), plain ``await client.chat.completions.create(...)``.
 
 Both floors send byte-identical requests (the server records swarmcore's payloads once,
 untimed, and the floors replay them: same messages, same tools, the same timeout, and
@@ -341,9 +341,9 @@ class OpenAIFloor(Replay):
 
     The body is what swarmcore's native backend sends (the model's name without
     LiteLLM's ``openai/`` prefix, the messages, the tools) and the same per-call
-    timeout; the client is built as the backend builds its own: no SDK retries, and
-    the SDK's ``DefaultAioHttpClient`` (aiohttp's pool, not httpx's, whose pool costs
-    several times the CPU per call at a hundred calls in flight).
+    timeout; the client is the SDK at its fastest: no SDK retries, and the SDK's
+    ``DefaultAioHttpClient`` (aiohttp's pool, as the native backend's, not httpx's,
+    whose pool costs several times the CPU per call at a hundred calls in flight).
     """
 
     def __init__(self, api_base: str, payloads: Payloads) -> None:

@@ -193,11 +193,16 @@ FAST = RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.02, jitter=0, 
             False,
             1,
         ),
-        (Fail(500, "boom"), r"failed on attempt 2 of 2 \(\w+, status 500\): .*boom", True, 2),
+        (
+            Fail(500, "boom"),
+            r"failed on attempt 2 of 2 \(InternalServerError, status 500\): .*boom",
+            True,
+            2,
+        ),
         (Fail(503, "overloaded"), r"status 503\): .*overloaded.* This is transient", True, 2),
         (
             Fail(429, "Slow down", headers={"retry-after-ms": "60000"}),
-            r"status 429\): .*Slow down\. The provider asked to wait 60s, longer than max_",
+            r"\(RateLimitError, status 429\): .*Slow down\. The provider asked to wait 60s, longer than max_",
             True,
             1,  # asked to wait longer than allowed: not retried
         ),

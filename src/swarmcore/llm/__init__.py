@@ -1,4 +1,4 @@
-"""The model seam: the only package that imports litellm or openai, and only on first use.
+"""The model seam: the only package that imports litellm or aiohttp, and only on first use.
 
 ``complete(request) -> LLMReply`` is the one coroutine the rest of swarmcore
 calls. Requests and replies are swarmcore-owned dataclasses; no litellm type
@@ -14,8 +14,8 @@ Modules, by concern:
   ``model_settings["backend"]``), known without importing either library;
 * ``backends``: the ``Backend`` protocol an attempt goes through, dispatching by
   that choice;
-* ``openai_backend``: the native attempt at OpenAI-protocol endpoints on the
-  ``openai`` SDK (clients and a connection pool per event loop);
+* ``openai_backend``: the native attempt at OpenAI-protocol endpoints, the
+  protocol spoken over aiohttp (a connection pool per event loop);
 * ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
   response to reply), with ``loader`` importing LiteLLM on first use;
 * ``errors``: provider exceptions classified into ``ModelError`` (their text

@@ -157,7 +157,7 @@ def _classify_provider_error(
             wait += f", longer than max_retry_after={limit:g}s." if retry_after > limit else "."
         return error(
             f"{who} failed on attempt {attempt} of {call.retry.max_retries + 1} "
-            f"({type(exc).__name__}, status {status}): {detail}.{wait} This is transient: "
+            f"({_kind(exc, status)}, status {status}): {detail}.{wait} This is transient: "
             "retry later, raise the agent's retry, add fallback_models, or limit the "
             "model's requests with swarmcore.limit_model().",
             retryable=True,
@@ -173,8 +173,21 @@ def _classify_provider_error(
             "settings and tools."
         )
     if isinstance(exc, EndpointError) or _is_openai(exc, "OpenAIError"):
-        return error(f"{who} failed ({type(exc).__name__}, status {status}): {detail}")
+        return error(f"{who} failed ({_kind(exc, status)}, status {status}): {detail}")
     return None
+
+
+# The openai SDK's names for a status, which the native backend's errors are shown by.
+_STATUS_KINDS = {409: "ConflictError", 422: "UnprocessableEntityError", 429: "RateLimitError"}
+
+
+def _kind(exc: Exception, status: int | None) -> str:
+    """The error's class name; for the native backend's, the SDK's name for its status."""
+    if not isinstance(exc, EndpointError):
+        return type(exc).__name__
+    if status is not None and status >= 500:
+        return "InternalServerError"
+    return _STATUS_KINDS.get(status or 0, "APIError")
 
 
 def _is_openai(exc: BaseException, *names: str) -> bool:

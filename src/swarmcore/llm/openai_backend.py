@@ -42,6 +42,7 @@ from swarmcore import events
 from swarmcore.errors import ModelError
 from swarmcore.llm import price_data
 from swarmcore.llm.errors import classify
+from swarmcore.llm.redaction import redact
 from swarmcore.llm.types import (
     CallSpec,
     EndpointError,
@@ -169,7 +170,7 @@ async def _pool() -> _Pool:
     return pool
 
 
-def _endpoint(pool: _Pool, call: CallSpec) -> _Endpoint:
+def _endpoint(pool: _Pool, call: CallSpec, model: str) -> _Endpoint:
     """The call's endpoint: URL and headers, built once per base URL, key and organization."""
     url, key = base_url(call), _api_key(call)
     organization = _text(call.settings.get("organization")) or os.environ.get("OPENAI_ORG_ID")
@@ -193,6 +194,13 @@ def _endpoint(pool: _Pool, call: CallSpec) -> _Endpoint:
         if project:
             headers["OpenAI-Project"] = project
         target = yarl.URL(url.rstrip("/") + "/chat/completions")
+        if target.scheme not in ("http", "https") or not target.host:
+            raise ModelError(
+                f"Agent {call.agent_name!r}: {model}'s endpoint {redact(url)!r} is not a URL; "
+                "check the agent's api_base (e.g. 'http://127.0.0.1:8000/v1').",
+                agent_name=call.agent_name,
+                model=model,
+            )
         if target.user is not None and key:  # the key is the protocol's credential
             target = target.with_user(None)
         endpoint = pool.endpoints[ident] = _Endpoint(
@@ -286,7 +294,7 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
 
     call = request.call
     pool = await _pool()
-    endpoint = _endpoint(pool, call)
+    endpoint = _endpoint(pool, call, model)
     body = _body(request, model)
     query = _mapping(body.pop("extra_query", None))
     headers = {
@@ -315,13 +323,6 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
     except aiohttp.ClientError as exc:
         if isinstance(exc, TimeoutError):  # aiohttp's read and connect timeouts are both
             raise
-        if isinstance(exc, aiohttp.InvalidURL):
-            raise ModelError(
-                f"Agent {call.agent_name!r}: {model}'s endpoint {str(exc)!r} is not a URL; "
-                "check the agent's api_base (e.g. 'http://127.0.0.1:8000/v1').",
-                agent_name=call.agent_name,
-                model=model,
-            ) from None
         raise EndpointUnreachable(str(exc) or type(exc).__name__, url=str(endpoint.url)) from exc
 
 
