@@ -202,7 +202,7 @@ FAST = RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.02, jitter=0, 
         (Fail(503, "overloaded"), r"status 503\): .*overloaded.* This is transient", True, 2),
         (
             Fail(429, "Slow down", headers={"retry-after-ms": "60000"}),
-            r"\(RateLimitError, status 429\): .*Slow down\. The provider asked to wait 60s, longer than max_",
+            r"\(RateLimitError, status 429\): .*Slow down\. The provider asked to wait 60s, longer",
             True,
             1,  # asked to wait longer than allowed: not retried
         ),
