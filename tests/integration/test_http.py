@@ -1,4 +1,4 @@
-"""Each backend (native openai SDK, LiteLLM) -> real HTTP -> MockOpenAIServer on 127.0.0.1."""
+"""Each backend (native, LiteLLM) -> real HTTP -> MockOpenAIServer on 127.0.0.1."""
 
 from __future__ import annotations
 

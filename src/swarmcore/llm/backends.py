@@ -57,7 +57,7 @@ def preload(calls: Iterable[CallSpec]) -> None:
 
     A long-lived process (a worker) calls it before taking work, so its first
     runs do not wait for an import while holding the CPU its other runs need:
-    LiteLLM's takes seconds, the ``openai`` SDK's about one.
+    LiteLLM's takes seconds, aiohttp's (the native backend's) a fifth of one.
     """
     for call in calls:
         for model in (call.model, *call.fallback_models):
