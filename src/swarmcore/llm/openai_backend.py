@@ -62,9 +62,10 @@ __all__ = ["OpenAIBackend", "base_url", "preload"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-# As the openai SDK's defaults: ten minutes for a whole reply, five seconds to connect.
-_TOTAL_SECONDS = 600.0
+# As the openai SDK's defaults: five seconds to connect, then ten minutes for each read
+# (not for the whole reply: a long stream may take longer, a silent server may not).
 _CONNECT_SECONDS = 5.0
+_READ_SECONDS = 600.0
 
 # Settings that configure the client or the call, not the request body.
 _CLIENT_SETTINGS = frozenset(
@@ -159,7 +160,9 @@ async def _pool() -> _Pool:
 
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=1000),  # the SDK's: 1,000 connections
-            timeout=aiohttp.ClientTimeout(total=_TOTAL_SECONDS, sock_connect=_CONNECT_SECONDS),
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=_CONNECT_SECONDS, sock_read=_READ_SECONDS
+            ),
             # Proxies are read once per endpoint (_endpoint); trust_env would also look
             # for a ~/.netrc in a thread on every request.
             trust_env=False,
