@@ -35,7 +35,11 @@ def serving(respond: Respond) -> Iterator[tuple[str, list[tuple[str, dict[str, s
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            headers: dict[str, str] = {}
+            for name, value in self.headers.items():  # a header sent twice reads "a, b"
+                key = name.lower()
+                headers[key] = f"{headers[key]}, {value}" if key in headers else value
+            seen.append((self.path, headers))
             respond(self, body)
 
         def log_message(self, *args: object) -> None:
@@ -188,6 +192,18 @@ async def test_every_request_carries_the_key_and_who_sent_it(
     assert headers["openai-project"] == "proj-2"
     assert headers["content-type"] == "application/json"
     assert headers["user-agent"].startswith("swarmcore/")
+
+
+async def test_a_header_the_agent_sets_replaces_ours_whatever_its_case() -> None:
+    def respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        send(handler, 200, completion("ok"), "application/json")
+
+    with serving(respond) as (base, seen):
+        settings = {"extra_headers": {"authorization": "Token gateway-1", "user-agent": "mine"}}
+        assert (await agent(base, model_settings=settings).run("go")).output == "ok"
+    headers = seen[0][1]
+    assert headers["authorization"] == "Token gateway-1"  # one header, the agent's
+    assert headers["user-agent"] == "mine"
 
 
 async def test_a_proxy_from_the_environment_is_used_and_no_proxy_honoured(

@@ -315,7 +315,7 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
         async with pool.session.post(
             endpoint.url,
             data=json.dumps(body),
-            headers={**endpoint.headers, **headers} if headers else endpoint.headers,
+            headers=_merged(endpoint.headers, headers) if headers else endpoint.headers,
             **options,
         ) as response:
             if response.status >= 400:
@@ -327,6 +327,13 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
         if isinstance(exc, TimeoutError):  # aiohttp's read and connect timeouts are both
             raise
         raise EndpointUnreachable(str(exc) or type(exc).__name__, url=str(endpoint.url)) from exc
+
+
+def _merged(ours: Mapping[str, str], theirs: Mapping[str, Any]) -> dict[str, str]:
+    """Our headers with the agent's over them, names compared without case (HTTP's rule)."""
+    given = {name.lower() for name in theirs}
+    kept = {name: value for name, value in ours.items() if name.lower() not in given}
+    return {**kept, **{name: str(value) for name, value in theirs.items()}}
 
 
 def _status_error(status: int, raw: bytes, headers: Mapping[str, str]) -> EndpointError:
