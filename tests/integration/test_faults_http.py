@@ -331,10 +331,8 @@ async def test_a_trickling_reply_is_bounded_by_call_timeout() -> None:
             call_timeout=0.5,
             retry=0,
         )
-        start = time.perf_counter()
+        # Without swarmcore's bound the whole body would arrive (~35 s) and the call succeed.
         with pytest.raises(ModelError, match=r"did not answer within 0\.5s"):
             await agent.run("go")
-        # Far below the ~35 s body, with room for LiteLLM's import (seconds on a busy machine).
-        assert time.perf_counter() - start < 15
     finally:
         server.close()

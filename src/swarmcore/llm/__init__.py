@@ -15,7 +15,8 @@ Modules, by concern:
 * ``backends``: the ``Backend`` protocol an attempt goes through, dispatching by
   that choice;
 * ``openai_backend``: the native attempt at OpenAI-protocol endpoints, the
-  protocol spoken over aiohttp (a connection pool per event loop);
+  protocol spoken over aiohttp, with ``endpoints`` saying where each request
+  goes (URL, headers, proxy, certificates) on which pool (one per event loop);
 * ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
   response to reply), with ``loader`` importing LiteLLM on first use;
 * ``errors``: provider exceptions classified into ``ModelError`` (their text

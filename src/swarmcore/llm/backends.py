@@ -62,9 +62,9 @@ def preload(calls: Iterable[CallSpec]) -> None:
     for call in calls:
         for model in (call.model, *call.fallback_models):
             if is_native(call, model):
-                from swarmcore.llm import openai_backend, price_data
+                from swarmcore.llm import endpoints, price_data
 
-                openai_backend.preload()
+                endpoints.preload()
                 price_data.is_priced(model)
             else:
                 from swarmcore.llm.loader import load_litellm

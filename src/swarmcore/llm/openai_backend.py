@@ -15,12 +15,8 @@ had to stay under a second (benchmarks/run.py, "first call"). The body is
 sent as built and a reply read as JSON, as the SDK-based version of this
 module did to save a third of its CPU per call.
 
-Sessions are cached per event loop (a session's connections belong to its
-loop), one per loop, shared by every endpoint and key; a new ``asyncio.run``
-gets its own, and the old one is closed when its loop shuts down
-(``asyncio.run`` closes the loop's async generators, and the session's closer
-is one). aiohttp's pool, not httpx's: httpx's walks every pooled connection on
-each request, so with 200 calls in flight it cost five times the CPU per call.
+Where a request goes, with which headers, on which connection pool is
+``endpoints``'s: this module is the exchange itself.
 
 No retries here: ``complete`` owns the one retry policy and puts its own
 deadline around each attempt.
@@ -28,23 +24,16 @@ deadline around each attempt.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import ssl
 import time
-import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from swarmcore import events
 from swarmcore.errors import ModelError
-from swarmcore.llm import price_data
+from swarmcore.llm import endpoints, price_data
 from swarmcore.llm.errors import classify
-from swarmcore.llm.redaction import redact
 from swarmcore.llm.types import (
-    CallSpec,
     EndpointError,
     EndpointUnreachable,
     LLMReply,
@@ -56,16 +45,8 @@ from swarmcore.models import TokenUsage
 
 if TYPE_CHECKING:
     import aiohttp
-    import yarl
 
-__all__ = ["OpenAIBackend", "base_url", "preload"]
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-# As the openai SDK's defaults: five seconds to connect, then ten minutes for each read
-# (not for the whole reply: a long stream may take longer, a silent server may not).
-_CONNECT_SECONDS = 5.0
-_READ_SECONDS = 600.0
+__all__ = ["OpenAIBackend"]
 
 # Settings that configure the client or the call, not the request body.
 _CLIENT_SETTINGS = frozenset(
@@ -109,157 +90,6 @@ class OpenAIBackend:
         raise error  # outside the except block: the endpoint's exception is not chained
 
 
-def base_url(call: CallSpec) -> str:
-    """Where ``call`` goes: its ``api_base``, its settings', the environment's, or OpenAI's."""
-    for value in (call.api_base, call.settings.get("api_base"), call.settings.get("base_url")):
-        if isinstance(value, str) and value:
-            return value
-    return (
-        os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or DEFAULT_BASE_URL
-    )
-
-
-def _api_key(call: CallSpec) -> str | None:
-    key = call.api_key or call.settings.get("api_key") or os.environ.get("OPENAI_API_KEY")
-    return str(key) if key else None
-
-
-# --- sessions, one per event loop ------------------------------------------------------
-
-
-@dataclass
-class _Pool:
-    """One event loop's HTTP session (its connection pool) and the endpoints it has called."""
-
-    session: aiohttp.ClientSession
-    endpoints: dict[tuple[str, str | None, str | None, str | None], _Endpoint] = field(
-        default_factory=dict[tuple[str, str | None, str | None, str | None], "_Endpoint"]
-    )
-    closer: AsyncGenerator[None] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    """Where one endpoint's requests go, and the headers each carries (its key among them)."""
-
-    url: yarl.URL
-    headers: Mapping[str, str]
-    ssl: ssl.SSLContext | bool
-    proxy: str | None
-
-
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
-
-
-async def _pool() -> _Pool:
-    """The running loop's session, made on first use and closed when the loop shuts down."""
-    loop = asyncio.get_running_loop()
-    pool = _pools.get(loop)
-    if pool is None:
-        import aiohttp
-
-        session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=1000),  # the SDK's: 1,000 connections
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=_CONNECT_SECONDS, sock_read=_READ_SECONDS
-            ),
-            # Proxies are read once per endpoint (_endpoint); trust_env would also look
-            # for a ~/.netrc in a thread on every request.
-            trust_env=False,
-        )
-        pool = _pools[loop] = _Pool(session)
-        pool.closer = _close_at_shutdown(pool)
-        await anext(pool.closer)  # runs to its yield: the loop now knows it, and closes it
-    return pool
-
-
-def _endpoint(pool: _Pool, call: CallSpec, model: str) -> _Endpoint:
-    """The call's endpoint: URL and headers, built once per base URL, key and organization."""
-    url, key = base_url(call), _api_key(call)
-    organization = _text(call.settings.get("organization")) or os.environ.get("OPENAI_ORG_ID")
-    project = _text(call.settings.get("project")) or os.environ.get("OPENAI_PROJECT_ID")
-    ident = (url, key, organization, project)
-    endpoint = pool.endpoints.get(ident)
-    if endpoint is None:
-        import yarl
-
-        from swarmcore import __version__
-
-        headers = {
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-            "User-Agent": f"swarmcore/{__version__}",
-        }
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        if organization:
-            headers["OpenAI-Organization"] = organization
-        if project:
-            headers["OpenAI-Project"] = project
-        target = yarl.URL(url.rstrip("/") + "/chat/completions")
-        if target.scheme not in ("http", "https") or not target.host:
-            raise ModelError(
-                f"Agent {call.agent_name!r}: {model}'s endpoint {redact(url)!r} is not a URL; "
-                "check the agent's api_base (e.g. 'http://127.0.0.1:8000/v1').",
-                agent_name=call.agent_name,
-                model=model,
-            )
-        if target.user is not None and key:  # the key is the protocol's credential
-            target = target.with_user(None)
-        endpoint = pool.endpoints[ident] = _Endpoint(
-            url=target,
-            headers=headers,
-            ssl=_ssl_context() if target.scheme == "https" else True,
-            proxy=_proxy(target),
-        )
-    return endpoint
-
-
-def _proxy(url: yarl.URL) -> str | None:
-    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``...), if any."""
-    import urllib.request
-
-    if not url.host or urllib.request.proxy_bypass(url.host):
-        return None
-    return urllib.request.getproxies().get(url.scheme)
-
-
-_ssl: ssl.SSLContext | None = None
-
-
-def _ssl_context() -> ssl.SSLContext:
-    """Certificates as the SDK's httpx finds them: certifi's, unless SSL_CERT_FILE/DIR is set."""
-    global _ssl
-    if _ssl is None:
-        if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-            _ssl = ssl.create_default_context()  # OpenSSL reads those variables itself
-        else:
-            import certifi
-
-            _ssl = ssl.create_default_context(cafile=certifi.where())
-    return _ssl
-
-
-async def _close_at_shutdown(pool: _Pool) -> AsyncGenerator[None]:
-    """Closes the session when the loop shuts its async generators down (``asyncio.run`` does)."""
-    try:
-        yield
-    finally:
-        pool.endpoints.clear()
-        await pool.session.close()
-
-
-def preload() -> None:
-    """Import what a call uses (aiohttp), ahead of the first call."""
-    import aiohttp
-
-    del aiohttp
-
-
-def _text(value: object) -> str | None:
-    return str(value) if value else None
-
-
 # --- the exchange ------------------------------------------------------------------------
 
 
@@ -296,8 +126,8 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
     import aiohttp
 
     call = request.call
-    pool = await _pool()
-    endpoint = _endpoint(pool, call, model)
+    pool = await endpoints.pool()
+    endpoint = endpoints.endpoint(pool, call, model)
     body = _body(request, model)
     query = _mapping(body.pop("extra_query", None))
     headers = {
@@ -309,7 +139,7 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
         options["params"] = {k: str(v) for k, v in query.items()}
     if call.call_timeout is not None:  # complete() bounds the attempt too; this frees the socket
         options["timeout"] = aiohttp.ClientTimeout(
-            total=call.call_timeout, sock_connect=_CONNECT_SECONDS
+            total=call.call_timeout, sock_connect=endpoints.CONNECT_SECONDS
         )
     try:
         async with pool.session.post(
