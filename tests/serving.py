@@ -1,12 +1,16 @@
-"""A real server for tests: uvicorn on 127.0.0.1, a free port, in a thread."""
+"""A real server for tests: uvicorn on 127.0.0.1, a free port, in a thread; or a CLI's."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Literal
 
 import uvicorn
@@ -60,3 +64,29 @@ def serve(
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+@contextmanager
+def serving_command(*args: str, cwd: Path | None = None) -> Generator[str]:
+    """``python -m swarmcore.cli ARGS`` as a process of its own; yields the line it prints first.
+
+    A serving command prints its URL once it listens; the process is terminated
+    and reaped when the block ends, whatever happened in it.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "swarmcore.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -15,6 +12,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 
 from swarmcore.cli import main
 from swarmcore.store import SQLiteStore
+from tests.serving import serving_command
 
 ROOT = Path(__file__).parents[2]
 
@@ -32,42 +30,23 @@ async def ask(url: str) -> Task:
 
 def test_serve_answers_a_message_and_stores_the_run_under_the_task_id(tmp_path: Path) -> None:
     store = tmp_path / "runs.db"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "swarmcore.cli",
-            "serve",
-            "tests/a2a/flows.py:flow",
-            "--a2a",
-            "--port",
-            "0",
-            "--store",
-            str(store),
-            "--name",
-            "summarizer",
-        ],
+    with serving_command(
+        "serve",
+        "tests/a2a/flows.py:flow",
+        "--a2a",
+        "--port",
+        "0",
+        "--store",
+        str(store),
+        "--name",
+        "summarizer",
         cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+    ) as line:
         assert line.startswith(
             "swarmcore serve: A2A agent tests/a2a/flows.py:flow at http://127.0.0.1:"
         )
         url = line.split(" at ")[1].split(",")[0].strip()
         task = asyncio.run(ask(url))
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
-        if process.stderr is not None:
-            process.stderr.close()
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert [a.artifact_id for a in task.artifacts] == ["output"]
     runs = SQLiteStore(store)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from swarmcore.cli import main
+from tests.serving import serving_command
 from tests.ui.runs import StoredRuns
 
 
@@ -43,25 +41,7 @@ def test_reaching_beyond_this_machine_needs_a_flag_and_a_token(
 
 
 def test_it_serves_the_store_on_loopback_and_prints_the_url(stored_runs: StoredRuns) -> None:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "swarmcore.cli",
-            "ui",
-            "--store",
-            str(stored_runs.path),
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+    with serving_command("ui", "--store", str(stored_runs.path), "--port", "0") as line:
         assert line.startswith(f"swarmcore ui: serving {stored_runs.path} at http://127.0.0.1:")
         url = line.split(" at ")[1].strip()
         page = httpx.get(f"{url}runs/{stored_runs.diamond}", timeout=30)
@@ -69,10 +49,3 @@ def test_it_serves_the_store_on_loopback_and_prints_the_url(stored_runs: StoredR
         assert "swarmcore-flow" in page.text
         assert "swarmcore-timeline" in page.text
         assert httpx.post(f"{url}runs/{stored_runs.diamond}/delete", timeout=30).status_code == 403
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
-        if process.stderr is not None:
-            process.stderr.close()
