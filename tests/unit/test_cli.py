@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import os
 import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -383,6 +384,40 @@ def test_runs_show_a_failed_run(flaky_file: Path, capsys: pytest.CaptureFixture[
     assert f"resume with: swarmcore runs resume {run_id}" in out
 
 
+def test_the_resume_hints_name_the_store_the_run_was_made_with(
+    flaky_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = tmp_path / "my runs" / "team.db"  # not the default store; a space to quote
+    assert main(["run", f"{flaky_file}:flow", "what is tea", "--store", str(elsewhere)]) == 1
+    err = capsys.readouterr().err
+    hint = re.search(r"^resume with: (.+)$", err, re.MULTILINE)
+    assert hint, err
+    argv = shlex.split(hint.group(1))
+    run_id = argv[3]
+    assert argv == ["swarmcore", "runs", "resume", run_id, "--store", str(elsewhere)]
+    assert main(["runs", "show", run_id, "--store", str(elsewhere)]) == 0
+    shown = capsys.readouterr().out
+    assert f"resume with: {hint.group(1)}" in shown
+    # the hint's command, as printed, resumes the run
+    flaky_file.with_name("fail_c").unlink()
+    assert main([*argv[1:], "--quiet"]) == 0
+    assert capsys.readouterr().out == "d says hi\nmore text\n"
+
+
+def test_a_run_not_in_the_default_store_says_to_name_its_store(
+    flaky_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = tmp_path / "team.db"
+    assert main(["run", f"{flaky_file}:flow", "tea", "--quiet", "--store", str(elsewhere)]) == 1
+    run_id = re.findall(r"runs resume ([0-9a-f]{32})", capsys.readouterr().err)[0]
+    assert main(["run", f"{flaky_file}:flow", "tea", "--quiet"]) == 1  # the default store exists
+    capsys.readouterr()
+    assert main(["runs", "resume", run_id]) == 2
+    err = capsys.readouterr().err
+    assert f"no run {run_id!r} in " in err
+    assert "--store PATH" in err
+
+
 def test_runs_resume_runs_only_the_unfinished_agents(
     flaky_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -564,7 +599,8 @@ def test_runs_show_without_a_store_is_a_usage_error(
     assert main(["runs", "show", "abc"]) == 2
     assert capsys.readouterr().err == (
         f"swarmcore: error: no run store at {store_path} "
-        "(runs are stored there by `swarmcore run`)\n"
+        "(runs are stored there by `swarmcore run`); a run stored elsewhere: name its "
+        "store with --store PATH\n"
     )
     assert not store_path.exists()  # reading never creates a store
 

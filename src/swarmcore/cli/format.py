@@ -16,6 +16,7 @@ __all__ = [
     "local_time",
     "one_line",
     "preview",
+    "resume_command",
     "run_metadata",
     "run_origin",
     "shorten",
@@ -83,3 +84,15 @@ def ui_command(store: Path) -> str:
     if store == default_store_path():
         return "swarmcore ui"
     return shlex.join(["swarmcore", "ui", "--store", str(store)])
+
+
+def resume_command(run_id: str, store: Path) -> str:
+    """The command that resumes ``run_id`` from ``store``, with ``--store`` unless it is the default.
+
+    The store is the one option a resume needs: the target, ``--model``,
+    ``--context-mode``, the budget and the ``--var`` values are kept with the run.
+    """
+    command = ["swarmcore", "runs", "resume", run_id]
+    if store != default_store_path():
+        command += ["--store", str(store)]
+    return shlex.join(command)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from swarmcore.agent import Agent
 from swarmcore.checks import check_number
 from swarmcore.cli.errors import CLIError
-from swarmcore.cli.format import one_line, shorten, ui_command
+from swarmcore.cli.format import one_line, resume_command, shorten, ui_command
 from swarmcore.cli.targets import as_flow, load_target, on_model
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Event, Hook, RunStarted
@@ -164,7 +164,7 @@ def _fail(error: object, run_id: str | None, store_path: Path | None) -> None:
     print(f"swarmcore: error: {one_line(str(error))}", file=sys.stderr)
     if run_id and store_path is not None:
         if _recorded(store_path, run_id):
-            print(f"resume with: swarmcore runs resume {run_id}", file=sys.stderr)
+            print(f"resume with: {resume_command(run_id, store_path)}", file=sys.stderr)
         else:  # the store failed before the run's start was written: nothing to resume
             print("the run was not recorded: run it again", file=sys.stderr)
 

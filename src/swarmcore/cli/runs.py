@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from swarmcore.cli.format import (
     duration,
     local_time,
     preview,
+    resume_command,
     run_metadata,
     run_origin,
     shorten,
@@ -26,7 +28,7 @@ from swarmcore.cli.shape import agent_order
 from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
 from swarmcore.flow import Flow
 from swarmcore.models import Decision, failure_status, format_cost, sum_cost
-from swarmcore.store import RunRecord, RunSummary, SQLiteStore
+from swarmcore.store import RunRecord, RunSummary, SQLiteStore, default_store_path
 from swarmcore.swarm import ContextMode, Swarm
 
 __all__ = ["command_runs_list", "command_runs_prune", "command_runs_resume", "command_runs_show"]
@@ -45,7 +47,10 @@ def _count(option: str, value: int, least: int) -> int:
 def _open_store(path: Path) -> SQLiteStore:
     """The store at ``path``, which must exist (reading never creates one)."""
     if not path.exists():
-        raise CLIError(f"no run store at {path} (runs are stored there by `swarmcore run`)")
+        raise CLIError(
+            f"no run store at {path} (runs are stored there by `swarmcore run`); a run "
+            "stored elsewhere: name its store with --store PATH"
+        )
     return SQLiteStore(path)
 
 
@@ -54,8 +59,16 @@ def _get_run(store: SQLiteStore, run_id: str, path: Path) -> RunRecord:
         raise CLIError("RUN_ID is empty; list the runs with `swarmcore runs list`")
     record = store.get_run(run_id.strip())
     if record is None:
-        raise CLIError(f"no run {run_id!r} in {path}; list them with `swarmcore runs list`")
+        raise CLIError(
+            f"no run {run_id!r} in {path}; a run stored elsewhere: name its store with "
+            f"--store PATH; list the runs with `swarmcore runs list{_store_option(path)}`"
+        )
     return record
+
+
+def _store_option(path: Path) -> str:
+    """`` --store PATH`` for a store other than the default one, else nothing."""
+    return "" if path == default_store_path() else f" --store {shlex.quote(str(path))}"
 
 
 def command_runs_list(args: argparse.Namespace) -> int:
@@ -126,6 +139,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
                 "not unique); list them with `swarmcore runs list --database-url`"
             )
         record = found
+        path = None
     else:
         waiting = []
         path = store_location(args)
@@ -161,8 +175,12 @@ def command_runs_show(args: argparse.Namespace) -> int:
         for request in waiting:
             arguments = shorten(json.dumps(request.arguments), 120)
             print(f"  {request.call_id}  {request.agent_name}: {request.tool_name}({arguments})")
-    if record.status not in ("succeeded", "incomplete") and origin:
-        print(f"\nresume with: swarmcore runs resume {record.run_id}")
+    if path is None:  # the engine's workers take it back, whoever started it
+        if record.status in ("failed", "cancelled"):
+            command = shlex.join(["swarmcore", "runs", "resume", record.run_id, "--database-url"])
+            print(f'\nresume with: {command} "$SWARMCORE_DATABASE_URL"')
+    elif record.status not in ("succeeded", "incomplete") and origin:
+        print(f"\nresume with: {resume_command(record.run_id, path)}")
     return 0
 
 
