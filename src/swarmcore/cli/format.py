@@ -87,7 +87,7 @@ def ui_command(store: Path) -> str:
 
 
 def resume_command(run_id: str, store: Path) -> str:
-    """The command that resumes ``run_id`` from ``store``, with ``--store`` unless it is the default.
+    """The command that resumes ``run_id``, naming ``store`` unless it is the default one.
 
     The store is the one option a resume needs: the target, ``--model``,
     ``--context-mode``, the budget and the ``--var`` values are kept with the run.

@@ -175,13 +175,22 @@ def command_runs_show(args: argparse.Namespace) -> int:
         for request in waiting:
             arguments = shorten(json.dumps(request.arguments), 120)
             print(f"  {request.call_id}  {request.agent_name}: {request.tool_name}({arguments})")
-    if path is None:  # the engine's workers take it back, whoever started it
-        if record.status in ("failed", "cancelled"):
-            command = shlex.join(["swarmcore", "runs", "resume", record.run_id, "--database-url"])
-            print(f'\nresume with: {command} "$SWARMCORE_DATABASE_URL"')
-    elif record.status not in ("succeeded", "incomplete") and origin:
-        print(f"\nresume with: {resume_command(record.run_id, path)}")
+    hint = _resume_hint(record, path, origin)
+    if hint:
+        print(f"\nresume with: {hint}")
     return 0
+
+
+def _resume_hint(record: RunRecord, path: Path | None, origin: str) -> str:
+    """The command that resumes ``record`` from its store (``path``) or, if None, its engine."""
+    if path is None:  # the engine's workers take it back, whoever started it
+        if record.status not in ("failed", "cancelled"):
+            return ""
+        command = shlex.join(["swarmcore", "runs", "resume", record.run_id, "--database-url"])
+        return f'{command} "$SWARMCORE_DATABASE_URL"'
+    if record.status in ("succeeded", "incomplete") or not origin:
+        return ""
+    return resume_command(record.run_id, path)
 
 
 def command_runs_approve(args: argparse.Namespace) -> int:
