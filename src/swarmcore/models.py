@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from swarmcore._table import text_table
@@ -112,6 +113,34 @@ class ToolCallRecord(_Record):
     started_at: float | None = None
     """When the call started, in ``time.time()`` seconds; None in records made before
     swarmcore kept start times."""
+
+    @property
+    def parsed_arguments(self) -> dict[str, Any]:
+        """``arguments`` as a dict: ``call.parsed_arguments["query"]``.
+
+        A new dict on each read (``arguments`` stays the record of what was
+        sent); empty text is ``{}``, as when the tool was called. Not stored:
+        a record's JSON holds ``arguments`` only.
+
+        Raises:
+            ValueError: The model's arguments are not a JSON object, so the tool
+                never ran (``error`` says so); ``arguments`` holds the raw text.
+        """
+        try:
+            value = pydantic_core.from_json(self.arguments.strip() or "{}")
+        except ValueError as exc:
+            raise ValueError(
+                f"Tool call {self.call_id} to {self.tool_name!r}: the model's arguments are "
+                f"not valid JSON ({exc}), so the tool did not run. Check the record's "
+                "error first; arguments holds the raw text."
+            ) from exc
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"Tool call {self.call_id} to {self.tool_name!r}: the model's arguments are "
+                "JSON but not an object, so the tool did not run. Check the record's error "
+                "first; arguments holds the raw text."
+            )
+        return cast("dict[str, Any]", value)
 
 
 class LLMCallRecord(_Record):
