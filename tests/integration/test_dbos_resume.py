@@ -142,3 +142,30 @@ async def test_runs_resume_hands_a_failed_run_back_to_the_workers(engine: DBOSEn
     result = await asyncio.wait_for((await engine.handle("handed")).result(), WAIT)
     assert result.output == "d did it"
     assert flaky.asked() == {"a": 1, "b": 1, "c": 2, "d": 1}
+
+
+async def test_runs_resume_refuses_a_run_no_live_worker_would_take(engine: DBOSEngine) -> None:
+    flaky = Flaky("c")
+    swarm = Swarm(diamond(flaky.model.model), engine=engine)  # run here: no worker serves it
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="orphan")
+    flaky.failing.clear()
+
+    command = [sys.executable, "-m", "swarmcore.cli", "runs", "resume", "orphan"]
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [*command, "--database-url", engine.database_url],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout
+    assert done.stdout == ""
+    assert done.stderr.startswith("swarmcore: error: No live worker serves flow version ")
+    assert "so the run would wait for ever; it is left as it was" in done.stderr
+    assert "swarmcore worker FILE:NAME --database-url URL" in done.stderr
+    assert (await statuses(engine.database_url, "orphan"))["orphan"] == "ERROR"  # untouched
+
+    result = await swarm.resume("orphan")  # still resumable, here, with its flow
+    assert result.output == "d did it"

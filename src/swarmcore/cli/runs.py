@@ -332,7 +332,7 @@ def _requeue(database_url: str, run_id: str) -> int:
     async def hand_back() -> int:
         client = await asyncio.to_thread(DBOSClient, system_database_url=database_url)
         try:
-            was = await requeue(client, run_id, "swarmcore")
+            was = await requeue(client, run_id, "swarmcore", database_url)
         finally:
             await asyncio.to_thread(client.destroy)
         print(

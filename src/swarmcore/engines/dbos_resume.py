@@ -14,11 +14,13 @@ change, so a resumed run that crashes replays the same way.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOSClient, EnqueueOptions
 
+from swarmcore.engines.dbos_workers import LIVE_WITHIN, live_workers
 from swarmcore.errors import UserError
 
 __all__ = ["Reopened", "agent_workflow_id", "reopen", "requeue"]
@@ -54,6 +56,13 @@ async def reopen(client: DBOSClient, run_id: str, version: str | None) -> Reopen
         UserError: No such run; it is still running or already succeeded; or
             it was made by another version of the flow.
     """
+    was = await _resumable(client, run_id, version)
+    await client.delete_workflow_async(run_id)  # recorded nothing but its input and its error
+    return was
+
+
+async def _resumable(client: DBOSClient, run_id: str, version: str | None) -> Reopened:
+    """Run ``run_id``'s inputs, the generation it resumes as; raises as :func:`reopen`."""
     found = await client.list_workflows_async(workflow_ids=[run_id], name="swarmcore.run")
     if not found:
         raise UserError(
@@ -79,19 +88,36 @@ async def reopen(client: DBOSClient, run_id: str, version: str | None) -> Reopen
             f"Run {run_id} was made by flow version {made_by}, and this Swarm's flow is "
             f"version {version}; resume it with the same flow (agents, models, tools)."
         )
-    await client.delete_workflow_async(run_id)  # recorded nothing but its input and its error
     again = dict(about) | {"generation": int(about.get("generation", 0)) + 1}
     return Reopened(again, str(task), dict(variables), dict(metadata))
 
 
-async def requeue(client: DBOSClient, run_id: str, app_name: str) -> Reopened:
-    """Hand the failed run ``run_id`` back to the workers of its flow version, resumed.
+async def requeue(client: DBOSClient, run_id: str, app_name: str, database_url: str) -> Reopened:
+    """Hand the failed run ``run_id`` back to the live workers of its flow version, resumed.
+
+    Args:
+        client: A DBOS client on the engine's database.
+        run_id: The run.
+        app_name: The DBOS application name of the engine's workers.
+        database_url: The engine's database, where the workers' heartbeats are.
 
     Raises:
-        UserError: As :func:`reopen`.
+        UserError: As :func:`reopen`; or no live worker serves the run's flow
+            version (a run handed to it would wait for ever), the run left as it was.
     """
-    was = await reopen(client, run_id, None)
+    was = await _resumable(client, run_id, None)
     version = str(was.about.get("version") or "")
+    live = await asyncio.to_thread(live_workers, database_url, app_name, version)
+    if not live:
+        raise UserError(
+            f"No live worker serves flow version {version} (the version that made run "
+            f"{run_id}: {was.about.get('flow', '?')}), so the run would wait for ever; it is "
+            "left as it was. Start a worker with the flow that made it (`swarmcore worker "
+            "FILE:NAME --database-url URL`) and resume again, or resume it from Python with "
+            f"that flow: Swarm(flow, engine=DBOSEngine(url)).resume({run_id!r}). A worker "
+            f"counts as live when its heartbeat is under {LIVE_WITHIN:g} s old."
+        )
+    await client.delete_workflow_async(run_id)  # recorded nothing but its input and its error
     options: EnqueueOptions = {
         "queue_name": f"swarmcore-{version}",
         "workflow_name": "swarmcore.run",

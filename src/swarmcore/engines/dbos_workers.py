@@ -45,11 +45,13 @@ if TYPE_CHECKING:
     from swarmcore.engines.dbos import DBOSEngine
 
 __all__ = [
+    "LIVE_WITHIN",
     "TABLE",
     "Watch",
     "checked",
     "claim",
     "create_table",
+    "live_workers",
     "own_queues",
     "private_queue",
     "stop",
@@ -57,6 +59,10 @@ __all__ = [
 ]
 
 TABLE = "swarmcore_workers"
+
+LIVE_WITHIN = 60.0
+"""Seconds since its last heartbeat within which a worker counts as live (the default
+heartbeat is 5 s, the default ``adopt_after`` 30 s)."""
 
 _log = logging.getLogger("swarmcore.workers")
 
@@ -122,6 +128,30 @@ def create_table(conn: psycopg.Connection[tuple[object, ...]]) -> None:
         # One creator at a time: concurrent CREATE TABLE IF NOT EXISTS can collide.
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (TABLE,))
         conn.execute(_CREATE)
+
+
+_LIVE = f"""
+SELECT worker_id FROM {TABLE}
+WHERE app_name = %(app)s AND app_version = %(version)s AND adopted_by IS NULL
+  AND seen_at > now() - make_interval(secs => %(within)s)
+ORDER BY seen_at DESC
+"""
+
+
+def live_workers(
+    database_url: str, app_name: str, app_version: str, within: float = LIVE_WITHIN
+) -> list[str]:
+    """The workers of ``app_version`` whose heartbeat is under ``within`` seconds old.
+
+    A worker launched with ``adopt_after=None`` keeps no heartbeat and is not
+    seen; no worker ever started leaves no table, and so no live worker.
+    """
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        found = conn.execute("SELECT to_regclass(%s)", (TABLE,)).fetchone()
+        if found is None or found[0] is None:
+            return []
+        params = {"app": app_name, "version": app_version, "within": within}
+        return [str(row[0]) for row in conn.execute(_LIVE, params).fetchall()]
 
 
 def claim(
