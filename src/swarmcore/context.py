@@ -1,9 +1,9 @@
 """SharedContext: what earlier agents produced, in full and as one-line summaries.
 
 Entries are kept in flow order whatever order parallel agents finish in. Agents
-are asked to end their answer with ``<summary>...</summary>``; the tag is parsed
-out of the output, and without it the full output stands for both (shown
-shortened wherever a summary appears in a prompt).
+are asked to end their answer with ``<summary>...</summary>``; a block on its own
+lines is parsed out of the output wherever it sits, and without one the full
+output stands for both (shown shortened wherever a summary appears in a prompt).
 
 Outputs are model text, so nothing here trusts them: wherever the context is
 rendered for a prompt or a tool result, each agent's words are framed by a
@@ -34,10 +34,12 @@ __all__ = [
     "shorten",
 ]
 
-_CLOSE_TAG = "</summary>"
-# Greedy, so it backtracks from the end to the last opening tag: one linear pass.
-_LAST_OPEN = re.compile(r".*<summary>", re.IGNORECASE | re.DOTALL)
-_ANY_CLOSE = re.compile(re.escape(_CLOSE_TAG), re.IGNORECASE)
+_OPENING_LINE = re.compile(r"[ \t]*<summary>", re.IGNORECASE)
+_CLOSING = re.compile(r"</summary>", re.IGNORECASE)
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# Greedy, so it backtracks to the last newline of the run: every blank line goes,
+# the next line's indentation stays.
+_BLANK_LINES = re.compile(r"\s*\n")
 
 SEARCH_MAX_HITS = 20
 """Lines ``search`` returns at most, so a broad pattern cannot flood a prompt."""
@@ -61,24 +63,60 @@ _V = TypeVar("_V")
 def parse_summary(text: str) -> tuple[str, str | None]:
     """Split a model's answer into its body and its ``<summary>`` (None when absent).
 
-    Only a well-formed ``<summary>...</summary>`` block that ends the answer
-    (trailing whitespace aside) is the summary; it is collapsed to one line.
-    Any other mention of the tag (prose about HTML, an unclosed or a mid-answer
-    tag) is part of the body, which is never cut. One linear pass, whatever the
-    text holds.
+    The summary is a ``<summary>...</summary>`` block that stands on its own
+    lines: its opening tag starts a line and its closing tag ends one (spaces
+    aside). It may come first, last or between paragraphs; with several, the
+    last one counts. It is collapsed to one line, and that block, and nothing
+    else, leaves the body. A tag inside a sentence (prose about the HTML
+    element), an unclosed block and a block inside a fenced code sample are
+    text. One linear pass, whatever the text holds.
     """
-    body = text.strip()
-    close = len(body) - len(_CLOSE_TAG)
-    if close < 0 or body[close:].lower() != _CLOSE_TAG:
-        return body, None
-    opening = _LAST_OPEN.match(body, 0, close)
-    if opening is None or _ANY_CLOSE.search(body, opening.end(), close):
-        return body, None  # no opening, or a stray closing tag inside: not a block
-    summary = " ".join(body[opening.end() : close].split())
-    before = body[: opening.end() - len("<summary>")].strip()
+    block = _last_summary_block(text)
+    if block is None:
+        return text.strip(), None
+    start, end, words_start, words_end = block
+    summary = " ".join(text[words_start:words_end].split())
+    before = text[:start].rstrip()
+    gap = _BLANK_LINES.match(text, end)  # None only when the block ends the text
+    after = text[gap.end() :] if gap else ""
+    if before and after.strip():
+        # A blank line around the block keeps the paragraphs apart; else one line break.
+        blank = text.count("\n", len(before), start) > 1 or (gap and gap.group().count("\n") > 1)
+        body = before + ("\n\n" if blank else "\n") + after
+    else:
+        body = before or after
+    body = body.strip()
     if not summary:  # an empty block says nothing: drop it, keep the rest
-        return (before or body), None
-    return (before or summary), summary
+        return (body or text.strip()), None
+    return (body or summary), summary
+
+
+def _last_summary_block(text: str) -> tuple[int, int, int, int] | None:
+    """The last summary block: where it starts and ends, and where its words do."""
+    found: tuple[int, int, int, int] | None = None
+    fence = ""  # the fence character while inside a fenced code sample
+    opened: tuple[int, int] | None = None  # an open block's start and its words' start
+    start, length = 0, len(text)
+    while start <= length:
+        end = text.find("\n", start)
+        end = length if end < 0 else end
+        marker = _FENCE.match(text, start, end)
+        if marker is not None and (not fence or marker.group(1)[0] == fence):
+            fence = "" if fence else marker.group(1)[0]
+            opened = None  # a code sample is never inside a summary
+        elif not fence:
+            tag = _OPENING_LINE.match(text, start, end)
+            if tag is not None:  # a later opening line starts the block afresh
+                opened = (start, tag.end())
+            if opened is not None:
+                close = _CLOSING.search(text, max(start, opened[1]), end)
+                if close is not None:
+                    # Closed mid-line (text follows the tag): a sentence, not a block.
+                    if not text[close.end() : end].strip():
+                        found = (opened[0], end, opened[1], close.start())
+                    opened = None
+        start = end + 1
+    return found
 
 
 def shorten(text: str, limit: int = 120) -> str:
@@ -330,6 +368,8 @@ class SharedContext:
     ) -> str:
         """Render the context for a prompt: a legend line, then one frame per agent.
 
+        An empty context (no outputs, no failures) renders as ``""``.
+
         Args:
             expand: Names to show in full; every other entry shows its summary
                 (shortened to one line) in a frame marked ``kind="summary"``.
@@ -337,6 +377,8 @@ class SharedContext:
             framing: The frames to use (:meth:`framing` when None); pass one
                 to share its nonce with tools that read the same context.
         """
+        if not self._entries and not self._failures:
+            return ""  # nothing to frame: no legend for frames that never come
         frame = framing or self.framing()
         full = None if expand is None else set(expand)
         sections = [frame.legend()]

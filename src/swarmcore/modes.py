@@ -259,8 +259,8 @@ def push_hint(view: SharedContext, previous: Sequence[str], framing: Framing | N
     note = ""
     if _summarises(view, previous):  # failures are shown whole already
         note = (
-            '\n\nFrames marked kind="summary" are shortened; '
-            "expand_context(agent_name) reads one in full."
+            '\n\nA frame marked kind="summary" holds a one-line summary of that agent\'s '
+            "output, not the output itself; expand_context(agent_name) reads it in full."
         )
     return f"# Context from earlier agents\n\n{text}{note}"
 

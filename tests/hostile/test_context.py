@@ -258,7 +258,7 @@ def _one_entry() -> SharedContext:
     return context
 
 
-# --- point 8: only a final, well-formed summary block is the summary ------------------
+# --- point 8: a summary block on its own lines is the summary; a tag in a sentence is text ---
 
 HTML_ANSWER = (
     "Use the <summary> element inside <details> to label a collapsible block. "
@@ -272,15 +272,51 @@ SUMMARIES = [
         "Explains the HTML summary element.",
         id="prose-about-the-tag-then-a-summary",
     ),
+    pytest.param(
+        f"<summary>Explains the HTML summary element.</summary>\n{HTML_ANSWER}",
+        HTML_ANSWER,
+        "Explains the HTML summary element.",
+        id="a-summary-then-prose-about-the-tag",
+    ),
     pytest.param(HTML_ANSWER, HTML_ANSWER, None, id="prose-about-the-tag-only"),
     pytest.param(
-        "Start.\n<summary>Not the end.</summary>\nMore text after it.",
-        "Start.\n<summary>Not the end.</summary>\nMore text after it.",
+        "Start.\n<summary>Between paragraphs.</summary>\nMore text after it.",
+        "Start.\nMore text after it.",
+        "Between paragraphs.",
+        id="summary-between-paragraphs",
+    ),
+    pytest.param(
+        "Close it with <summary>x</summary> then more words.",
+        "Close it with <summary>x</summary> then more words.",
         None,
-        id="summary-mid-answer-stays-in-output",
+        id="a-whole-tag-pair-inside-a-sentence",
+    ),
+    pytest.param(
+        "<summary>x</summary> is how a label is written.",
+        "<summary>x</summary> is how a label is written.",
+        None,
+        id="a-sentence-that-starts-with-the-tags",
+    ),
+    pytest.param(
+        "Write the label as\n<summary>Click me</summary>, inside details.",
+        "Write the label as\n<summary>Click me</summary>, inside details.",
+        None,
+        id="closing-tag-followed-by-text",
+    ),
+    pytest.param(
+        "A label:\n```html\n<details>\n<summary>Click me</summary>\n</details>\n```",
+        "A label:\n```html\n<details>\n<summary>Click me</summary>\n</details>\n```",
+        None,
+        id="a-block-inside-a-code-sample",
     ),
     pytest.param(
         "Cut off answer <summary>partial", "Cut off answer <summary>partial", None, id="unclosed"
+    ),
+    pytest.param(
+        "Body.\n<summary>cut off\nand never closed",
+        "Body.\n<summary>cut off\nand never closed",
+        None,
+        id="unclosed-on-its-own-line",
     ),
     pytest.param(
         "Body <summary>a</summary> b </summary>",
@@ -293,9 +329,21 @@ SUMMARIES = [
     ),
     pytest.param(
         "<summary>" * 50_000 + "x</summary>",
-        "<summary>" * 49_999,
+        "<summary>" * 49_999 + "x",
+        "<summary>" * 49_999 + "x",
+        id="many-openings-on-one-line",
+    ),
+    pytest.param(
+        "<summary>\n" * 50_000 + "x</summary>",
+        ("<summary>\n" * 49_999).strip(),
         "x",
-        id="many-openings",
+        id="many-opening-lines",
+    ),
+    pytest.param(
+        "<summary>x</summary>\n" * 50_000 + "end",
+        "<summary>x</summary>\n" * 49_999 + "end",
+        "x",
+        id="many-blocks-the-last-leaves",
     ),
     pytest.param("</summary>" * 50_000, "</summary>" * 50_000, None, id="many-closings-no-opening"),
     pytest.param(
@@ -304,11 +352,14 @@ SUMMARIES = [
         None,
         id="many-openings-never-closed",
     ),
+    pytest.param(
+        "```\n" * 50_000 + "<summary>x</summary>", ("```\n" * 50_000).strip(), "x", id="many-fences"
+    ),
 ]
 
 
 @pytest.mark.parametrize(("text", "output", "summary"), SUMMARIES)
-def test_only_a_final_summary_block_is_the_summary(
+def test_a_block_on_its_own_lines_is_the_summary_and_a_tag_in_a_sentence_is_text(
     text: str, output: str, summary: str | None
 ) -> None:
     assert parse_summary(text) == (output, summary)

@@ -4,34 +4,136 @@ import time
 
 import pytest
 
-from swarmcore import SharedContext
+from swarmcore import Agent, SharedContext, Swarm
 from swarmcore.context import SEARCH_MAX_HITS, parse_summary, shorten
-from tests.helpers import framed
+from swarmcore.testing import Call, Reply, ScriptedModel
+from tests.helpers import framed, nonce_of
 
 
 @pytest.mark.parametrize(
     ("text", "body", "summary"),
     [
         ("Body.\n<summary>One line.</summary>", "Body.", "One line."),
+        ("<summary>One line.</summary>\nBody.", "Body.", "One line."),
+        (
+            "First paragraph.\n\n<summary>One line.</summary>\n\nSecond paragraph.",
+            "First paragraph.\n\nSecond paragraph.",
+            "One line.",
+        ),
+        (
+            "First line.\n<summary>One line.</summary>\nSecond line.",
+            "First line.\nSecond line.",
+            "One line.",
+        ),
+        (
+            "<summary>Early.</summary>\nBody.\n\n<summary>Late.</summary>\n\nEnd.",
+            "<summary>Early.</summary>\nBody.\n\nEnd.",
+            "Late.",
+        ),
         (
             "Body.\n<SUMMARY>\n  spread\n  over lines </SUMMARY>\n",
             "Body.",
             "spread over lines",
         ),
         (
+            "Steps:\n\n<summary>Setup.</summary>\n\n    indented code\n",
+            "Steps:\n\n    indented code",
+            "Setup.",
+        ),
+        (
             "a <summary>first</summary> b <summary>last</summary>",
-            "a <summary>first</summary> b",
-            "last",
+            "a <summary>first</summary> b <summary>last</summary>",
+            None,
+        ),
+        (
+            "The HTML <summary> element labels a <details> block.",
+            "The HTML <summary> element labels a <details> block.",
+            None,
         ),
         ("Truncated answer <summary>cut off", "Truncated answer <summary>cut off", None),
         ("No tag at all.", "No tag at all.", None),
-        ("Empty <summary> </summary>", "Empty", None),
+        ("Empty\n<summary> </summary>", "Empty", None),
         ("<summary>only a summary</summary>", "only a summary", "only a summary"),
     ],
-    ids=["plain", "multiline", "last-wins", "unclosed", "none", "empty", "only"],
+    ids=[
+        "last",
+        "first",
+        "between-paragraphs",
+        "between-lines",
+        "several-the-last-wins",
+        "multiline",
+        "indentation-after-kept",
+        "inline-pairs",
+        "inline-mention",
+        "unclosed",
+        "none",
+        "empty",
+        "only",
+    ],
 )
 def test_parse_summary(text: str, body: str, summary: str | None) -> None:
     assert parse_summary(text) == (body, summary)
+
+
+RESEARCH = (
+    "<summary>Tea began in China.</summary>\n\n"
+    "Tea was first drunk in southwest China.\n\nIt reached Europe in the 1600s."
+)
+ANALYSIS = "Trade spread it.\n\n<summary>Trade routes explain the spread.</summary>\n\nThen taste."
+
+
+async def test_a_summary_anywhere_reaches_the_next_agents_as_a_summary_in_pull_mode() -> None:
+    researcher, analyst = ScriptedModel([RESEARCH]), ScriptedModel([ANALYSIS])
+    writer = ScriptedModel(
+        [Reply(tool_calls=[Call("get_context", {"agent_name": "researcher"})]), "Report."]
+    )
+    flow = (
+        Agent("researcher", "Research.", model=researcher.model)
+        >> Agent("analyst", "Analyse.", model=analyst.model)
+        >> Agent("writer", "Write.", model=writer.model)
+    )
+    result = await Swarm(flow, context_mode="pull").run("tea")
+    assert result["researcher"].summary == "Tea began in China."
+    assert result["researcher"].output == (
+        "Tea was first drunk in southwest China.\n\nIt reached Europe in the 1600s."
+    )
+    assert result["analyst"].output == "Trade spread it.\n\nThen taste."
+    hint = writer.requests[0].system
+    assert framed(hint) == [
+        ("researcher", None, "Tea began in China."),
+        ("analyst", None, "Trade routes explain the spread."),
+    ]
+    [read] = writer.requests[1].tool_results
+    assert framed(str(read["content"]), nonce_of(hint)) == [
+        ("researcher", None, result["researcher"].output)
+    ]
+
+
+async def test_a_summary_anywhere_reaches_the_next_agents_as_a_summary_in_push_mode() -> None:
+    researcher, analyst = ScriptedModel([RESEARCH]), ScriptedModel([ANALYSIS])
+    writer = ScriptedModel(["Report."])
+    flow = (
+        Agent("researcher", "Research.", model=researcher.model)
+        >> Agent("analyst", "Analyse.", model=analyst.model)
+        >> Agent("writer", "Write.", model=writer.model)
+    )
+    await Swarm(flow, context_mode="push").run("tea")
+    pushed = writer.requests[0].system
+    assert framed(pushed) == [
+        ("researcher", "summary", "Tea began in China."),
+        ("analyst", None, "Trade spread it.\n\nThen taste."),
+    ]
+    context = pushed[: pushed.index("End your answer with")]
+    assert "<summary>" not in context.lower()  # the tags never reach the next agent
+    assert "holds a one-line summary of that agent's output" in context  # said in words
+
+
+def test_an_empty_context_renders_as_nothing() -> None:
+    assert SharedContext().format_for_prompt() == ""
+    assert SharedContext().format_for_prompt(expand=[]) == ""
+    failed = SharedContext()
+    failed.set_failure("a", "boom")
+    assert framed(failed.format_for_prompt()) == [("a", "failed", "boom")]
 
 
 def test_entries_keep_flow_order_whatever_order_they_are_set() -> None:
