@@ -222,4 +222,5 @@ def _to_reply(model: str, response: Any, duration: float) -> LLMReply:
         finish_reason=choice.finish_reason,
         duration_seconds=duration,
         model=model,
+        response_model=response.model or None,
     )

@@ -261,9 +261,11 @@ async def _streamed(chunks: AsyncIterator[Any], request: LLMRequest, model: str)
     finish: str | None = None
     usage: Any = None
     tier: object = None
+    named: object = None
     async for chunk in chunks:
         usage = chunk.get("usage") or usage
         tier = chunk.get("service_tier") or tier
+        named = chunk.get("model") or named
         choices: Any = chunk.get("choices")
         if not choices:
             continue
@@ -290,6 +292,7 @@ async def _streamed(chunks: AsyncIterator[Any], request: LLMRequest, model: str)
         finish_reason=finish,
         duration_seconds=0.0,
         model=model,
+        response_model=_text(named),
     )
 
 
@@ -319,7 +322,12 @@ def _to_reply(agent_name: str, model: str, raw: bytes) -> LLMReply:
         finish_reason=choice.get("finish_reason"),
         duration_seconds=0.0,
         model=model,
+        response_model=_text(data.get("model")),
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _tool_call(call: Any) -> ToolCall:

@@ -106,6 +106,8 @@ class LLMReply:
     """Attempts made across every model tried."""
     started_at: float | None = None
     """When the whole call started, in ``time.time()`` seconds."""
+    response_model: str | None = None
+    """The model the provider's reply names (its ``model`` field), when it names one."""
 
     def timed(
         self, duration_seconds: float, attempts: int, started_at: float | None = None
@@ -121,12 +123,14 @@ class LLMReply:
             self.model,
             attempts,
             started_at,
+            self.response_model,
         )
 
     def __setstate__(self, state: Sequence[Any]) -> None:
-        # A pickle made before started_at existed (a DBOS workflow's recorded model
-        # step) has one value fewer: the missing start is None.
-        for name, value in zip(_REPLY_FIELDS, (*state, None), strict=False):
+        # A pickle made before started_at or response_model existed (a DBOS workflow's
+        # recorded model step) has fewer values: the missing ones are None.
+        missing = (None,) * (len(_REPLY_FIELDS) - len(state))
+        for name, value in zip(_REPLY_FIELDS, (*state, *missing), strict=False):
             object.__setattr__(self, name, value)
 
     def as_message(self) -> Message:
