@@ -32,7 +32,8 @@ __all__ = [
 ]
 
 SUMMARY_INSTRUCTION = (
-    "End your answer with a one-line summary of it inside <summary></summary> tags."
+    "End your answer with a one-line summary of it, on a line of its own, "
+    "inside <summary></summary> tags."
 )
 """Appended to every system prompt; the summary is what later agents see first."""
 
