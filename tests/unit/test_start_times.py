@@ -153,7 +153,8 @@ class _OldPickler(pickle.Pickler):
             fields = {k: v for k, v in state["__dict__"].items() if k != "started_at"}
             return copyreg.__newobj__, (type(obj),), {**state, "__dict__": fields}
         if isinstance(obj, LLMReply):
-            return copyreg.__newobj__, (LLMReply,), obj.__getstate__()[:-1]  # started_at is last
+            # started_at and response_model (newer still) are the last two
+            return copyreg.__newobj__, (LLMReply,), obj.__getstate__()[:-2]
         return NotImplemented
 
 
@@ -206,4 +207,5 @@ def test_start_times_survive_pickles_and_old_pickles_load_with_none() -> None:
     old_reply = pickle.loads(old_pickle(reply))
     assert isinstance(old_reply, LLMReply)
     assert old_reply.started_at is None
+    assert old_reply.response_model is None
     assert (old_reply.text, old_reply.duration_seconds, old_reply.attempts) == ("hi", 1.5, 3)
