@@ -833,3 +833,57 @@ def test_runs_show_lists_decisions_and_iterations(
     assert "route  route: -> quick (by predicate)" in out
     assert "loop   loop: 1 iterations (ended by j): good enough" in out
     assert "6 done" in out
+
+
+# --- a missing extra -------------------------------------------------------------------
+
+# Loaded at start-up through PYTHONPATH: the named top-level modules cannot be imported,
+# as in an environment where the extra that brings them was never installed.
+BLOCKER = """
+import os
+import sys
+
+BLOCKED = set(os.environ["BLOCK_MODULES"].split(","))
+
+
+class Missing:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Missing())
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["worker", "{flows}:flow", "--database-url", "postgresql://127.0.0.1:9/x"], "worker"),
+        (["runs", "list", "--database-url", "postgresql://127.0.0.1:9/x"], "runs list"),
+        (["runs", "resume", "r1", "--database-url", "postgresql://127.0.0.1:9/x"], "runs resume"),
+    ],
+    ids=["worker", "runs-list", "runs-resume"],
+)
+@pytest.mark.parametrize("missing", ["dbos", "psycopg"])
+def test_a_command_without_the_dbos_extra_names_it(
+    flow_file: Path, tmp_path: Path, argv: list[str], command: str, missing: str
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    env = {**os.environ, "PYTHONPATH": str(blocker), "BLOCK_MODULES": missing}
+    done = subprocess.run(
+        [sys.executable, "-m", "swarmcore.cli", *(a.format(flows=flow_file) for a in argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"swarmcore: error: swarmcore {command}{' --database-url' * (command != 'worker')} "
+        f"needs the [dbos] extra ({missing} is missing): pip install 'swarmcore[dbos]'\n"
+    )

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from swarmcore._table import text_table
 from swarmcore.agent import Agent
-from swarmcore.cli.errors import CLIError
+from swarmcore.cli.errors import CLIError, require_dbos
 from swarmcore.cli.format import (
     duration,
     local_time,
@@ -75,6 +75,7 @@ def command_runs_list(args: argparse.Namespace) -> int:
     """``swarmcore runs list``: the newest stored runs, one line each."""
     limit = _count("--limit", args.limit, 1)
     if args.database_url:
+        require_dbos("swarmcore runs list --database-url")
         from swarmcore.engines.dbos_history import DBOSHistory
 
         history = DBOSHistory(args.database_url)
@@ -125,6 +126,7 @@ def _print_runs(runs: Sequence[RunSummary], unreadable: Sequence[str], path: str
 def command_runs_show(args: argparse.Namespace) -> int:
     """``swarmcore runs show``: one run, its agents, its decisions."""
     if args.database_url:
+        require_dbos("swarmcore runs show --database-url")
         from swarmcore.engines.dbos_history import DBOSHistory
 
         history = DBOSHistory(args.database_url)
@@ -195,6 +197,7 @@ def _resume_hint(record: RunRecord, path: Path | None, origin: str) -> str:
 
 def command_runs_approve(args: argparse.Namespace) -> int:
     """``swarmcore runs approve``: decide a call a durable run waits on."""
+    require_dbos("swarmcore runs approve")
     from dbos import DBOSClient
 
     from swarmcore.engines.dbos_approvals import send_decision
@@ -288,6 +291,7 @@ def _agent_table(record: RunRecord) -> str:
 def command_runs_resume(args: argparse.Namespace) -> int:
     """``swarmcore runs resume``: continue a run, its flow loaded again as the CLI started it."""
     if args.database_url:
+        require_dbos("swarmcore runs resume --database-url")
         return _requeue(args.database_url, args.run_id)
     path = store_location(args)
     store = _open_store(path)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarmcore.cli.errors import CLIError
+from swarmcore.cli.errors import CLIError, require_dbos
 from swarmcore.cli.listen import bind_socket, check_access, url_of
 from swarmcore.cli.run import store_location
 
@@ -111,6 +111,7 @@ def _reader(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.database_url:
         if args.store:
             raise CLIError("give --store or --database-url, not both")
+        require_dbos("swarmcore ui --database-url")
         from swarmcore.engines.dbos_history import DBOSHistory
 
         return DBOSHistory(args.database_url), None

@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import Any
 
-from swarmcore.cli.errors import CLIError
+from swarmcore.cli.errors import CLIError, require_dbos
 from swarmcore.cli.targets import as_flow, load_target
 from swarmcore.llm.types import CallSpec
 from swarmcore.swarm import Swarm
@@ -26,7 +26,8 @@ def add_worker_parser(commands: Any) -> None:
         "Ctrl-C, and recover the runs this worker id left in flight. Runs in flight when "
         "it stops stay pending, and a worker restarted with the same --worker-id goes on "
         "with them, without repeating a finished agent or a recorded call; if none comes "
-        "back within --adopt-after seconds, a live worker of the same flow adopts them.",
+        "back within --adopt-after seconds, a live worker of the same flow adopts them. "
+        "Needs the [dbos] extra: pip install 'swarmcore[dbos]'.",
     )
     worker.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
     worker.add_argument(
@@ -68,6 +69,7 @@ def add_worker_parser(commands: Any) -> None:
 
 def command_worker(args: argparse.Namespace) -> int:
     """Serve the target's runs until a signal stops the worker."""
+    require_dbos("swarmcore worker")
     from swarmcore.engines.dbos import DBOSEngine
 
     target = load_target(args.target)
