@@ -119,7 +119,7 @@ class Agent(FlowNode):
     model_settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Extra arguments for the model call: ``temperature``, ``max_tokens``, ``seed``...
     Copied when the agent is built; change them with :meth:`clone`, not in place (its
-    runs keep the call arguments they built from them)."""
+    runs keep the call arguments they built from them). None means none, the default."""
     api_base: str | None = None
     """The provider endpoint, for OpenAI-compatible servers."""
     api_key: str | None = field(default=None, repr=False)
@@ -139,11 +139,18 @@ class Agent(FlowNode):
                 f"{DEFAULT_MODEL!r}, got {self.model!r}.{_model_name_hint(self.model)}"
             )
         owner = f"Agent {self.name!r}"
-        # None means the default for these two: a spelling many users carry over.
+        # None means the default for these three: a spelling many users carry over.
         if cast(object, self.max_turns) is None:
             object.__setattr__(self, "max_turns", DEFAULT_MAX_TURNS)
         if cast(object, self.tools) is None:
             object.__setattr__(self, "tools", ())
+        if cast(object, self.model_settings) is None:
+            object.__setattr__(self, "model_settings", {})
+        if not isinstance(cast(object, self.model_settings), Mapping):
+            raise UserError(
+                f"Agent {self.name!r}: model_settings must be a dict of call arguments such "
+                f"as {{'temperature': 0.2}}, or None for none; got {self.model_settings!r}."
+            )
         check_number(owner, "max_turns", self.max_turns, whole=True)
         default = "the Swarm's default"
         check_settings(owner, self, none=default)

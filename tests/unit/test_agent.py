@@ -404,6 +404,9 @@ async def test_a_model_call_does_not_carry_the_run_in_its_context() -> None:
     [
         pytest.param({"tools": None}, "tools", (), id="tools=None-means-no-tools"),
         pytest.param({"max_turns": None}, "max_turns", 10, id="max_turns=None-means-the-default"),
+        pytest.param(
+            {"model_settings": None}, "model_settings", {}, id="model_settings=None-means-none"
+        ),
     ],
 )
 def test_none_means_the_default_for_common_spellings(
@@ -411,6 +414,20 @@ def test_none_means_the_default_for_common_spellings(
 ) -> None:
     agent = Agent("a", "x", **spelling)
     assert getattr(agent, attribute) == means
+
+
+async def test_model_settings_none_runs_as_the_default_and_clones() -> None:
+    model = ScriptedModel([Reply(text="one"), Reply(text="two")])
+    agent = Agent("a", "x", model=model.model, model_settings=None)
+    assert (await Swarm(agent).run("go")).output == "one"
+    warm = Agent("a", "x", model=model.model, model_settings={"temperature": 0.3})
+    assert warm.clone(model_settings=None).model_settings == {}
+    assert (await Swarm(warm.clone(model_settings=None)).run("go")).output == "two"
+
+
+def test_model_settings_that_are_not_a_mapping_say_what_to_pass() -> None:
+    with pytest.raises(UserError, match=r"model_settings must be a dict of call arguments"):
+        Agent("a", "x", model_settings=[("temperature", 0.2)])  # pyright: ignore[reportArgumentType]
 
 
 async def test_swarm_hooks_none_means_no_hooks() -> None:
