@@ -32,6 +32,7 @@ from swarmcore.engines.dbos import (
     RUN_WORKFLOW,
     AgentMisplaced,
     DBOSEngine,
+    RecordedOutcome,
     flow_version,
 )
 from swarmcore.errors import ModelError
@@ -197,9 +198,10 @@ async def test_a_route_a_loop_and_structured_output_behave_as_in_process(
     assert result["router"].parsed.branch == "deep"  # the router's own type, not a dict
 
     # Recorded: the same run id again answers from DBOS, output_type values rebuilt.
-    again = await Swarm(control_flow(model.model), engine=engine).run(
-        "answer the ticket", run_id="control"
-    )
+    with pytest.warns(RecordedOutcome, match=r"returned the outcome recorded for it \(succeeded\)"):
+        again = await Swarm(control_flow(model.model), engine=engine).run(
+            "answer the ticket", run_id="control"
+        )
     assert len(model.requests) == 8
     assert again["grader"].parsed == Verdict(title="the answer", score=7)
     assert [r.agent_name for r in again.history] == [r.agent_name for r in result.history]
@@ -215,9 +217,10 @@ async def test_the_same_run_id_again_returns_the_recorded_result_without_a_model
     )
     calls = len(model.requests)
     assert calls > 0
-    second = await Swarm(diamond(model.model, word_count), engine=engine).run(
-        "plan the trip", run_id="again"
-    )
+    with pytest.warns(RecordedOutcome, match="Run 'again' was already in the engine's database"):
+        second = await Swarm(diamond(model.model, word_count), engine=engine).run(
+            "plan the trip", run_id="again"
+        )
     assert len(model.requests) == calls
     assert second.run_id == "again"
     assert second.output == first.output  # the very same run, random ids included
@@ -322,7 +325,10 @@ async def test_a_failing_agent_fails_the_run_as_in_process(engine: DBOSEngine) -
     assert [r.system.split()[0] for r in model.requests] == ["a", "b"]  # c never ran
 
     # Again under the same id: the error DBOS recorded (pickled), with no model call.
-    with pytest.raises(ModelError) as recorded:
+    with (
+        pytest.raises(ModelError) as recorded,
+        pytest.warns(RecordedOutcome, match=r"recorded for it \(failed\)"),
+    ):
         await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="failing")
     again = recorded.value
     assert again is not error

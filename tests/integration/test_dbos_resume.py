@@ -11,7 +11,7 @@ import pytest
 from dbos import DBOSClient
 
 from swarmcore import Agent, Flow, Swarm
-from swarmcore.engines.dbos import DBOSEngine
+from swarmcore.engines.dbos import DBOSEngine, RecordedOutcome
 from swarmcore.errors import ModelError, UserError
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
 
@@ -169,3 +169,27 @@ async def test_runs_resume_refuses_a_run_no_live_worker_would_take(engine: DBOSE
 
     result = await swarm.resume("orphan")  # still resumable, here, with its flow
     assert result.output == "d did it"
+
+
+async def test_running_a_failed_run_id_again_after_a_fix_says_it_returned_the_recorded_failure(
+    engine: DBOSEngine,
+) -> None:
+    flaky = Flaky("c")
+    swarm = Swarm(diamond(flaky.model.model), engine=engine)
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="fixed")
+    flaky.failing.clear()  # fixed; run again under the same id
+    with (
+        pytest.raises(ModelError, match="c is broken today"),
+        pytest.warns(RecordedOutcome) as said,
+    ):
+        await swarm.run("plan the trip", run_id="fixed")
+    assert flaky.asked() == {"a": 1, "b": 1, "c": 1}  # nothing ran again
+    message = str(said[0].message)
+    assert "returned the outcome recorded for it (failed) and ran nothing again" in message
+    assert "give a new run id" in message
+    assert "swarm.resume('fixed')" in message
+    assert said[0].filename == __file__  # pointed at the caller's line
+
+    anew = await swarm.run("plan the trip")  # as the warning says: a new id runs
+    assert anew.output == "d did it"

@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import json
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ __all__ = [
     "RUN_WORKFLOW",
     "AgentMisplaced",
     "DBOSEngine",
+    "RecordedOutcome",
     "RunHandle",
     "flow_version",
 ]
@@ -242,9 +244,11 @@ class DBOSEngine:
             except SwarmError:
                 if live.outcome and isinstance(live.outcome[0], SwarmError):
                     raise live.outcome[0] from None
+                _say_recorded(run.run_id, "failed")  # the walk never ran here
                 raise
             if live.outcome and not isinstance(live.outcome[0], SwarmError):
                 return live.outcome[0]
+            _say_recorded(run.run_id, "succeeded")
             return reparsed_run(recorded, setup.flow)  # recorded earlier: its parsed values as JSON
         finally:
             self._live.pop(run.run_id, None)
@@ -399,6 +403,29 @@ class DBOSEngine:
                 "start a worker with that flow."
             )
         return swarm
+
+
+class RecordedOutcome(UserWarning):
+    """``swarm.run(run_id=...)`` on a run id the engine already ran: its recorded outcome came back.
+
+    The run id is the run's idempotency key, so nothing ran again; a run
+    re-started after a fix needs a new run id (or ``swarm.resume`` for a failed
+    run). Silence it where re-using ids is deliberate with
+    ``warnings.filterwarnings("ignore", category=RecordedOutcome)``.
+    """
+
+
+def _say_recorded(run_id: str, status: str) -> None:
+    warnings.warn(
+        RecordedOutcome(
+            f"Run {run_id!r} was already in the engine's database: this returned the outcome "
+            f"recorded for it ({status}) and ran nothing again, since a run id is the run's "
+            "idempotency key. To run the flow anew (after a fix, say), give a new run id "
+            "(swarm.run(task) makes one); to continue a failed run without re-running its "
+            f"finished agents, swarm.resume({run_id!r})."
+        ),
+        stacklevel=5,  # swarm.run's caller, past run, _execute and execute
+    )
 
 
 def _current() -> DBOSEngine:
