@@ -1,8 +1,8 @@
 """Swarm: the facade that runs a flow, over a fresh SharedContext per run.
 
-``run``, ``run_sync``, ``stream``, ``map``, ``resume`` and ``dry_run`` set a run
-up (its context, budget meter, MCP connections, event bus and store record) and
-hand it to :class:`~swarmcore.walk.Walk`, which walks the flow. How agents see
+``run``, ``run_sync``, ``stream``, ``map``, ``resume``, ``resume_sync`` and ``dry_run``
+set a run up (its context, budget meter, MCP connections, event bus and store
+record) and hand it to :class:`~swarmcore.walk.Walk`, which walks the flow. How agents see
 earlier outputs is the context mode's business (:mod:`swarmcore.modes`).
 """
 
@@ -380,6 +380,23 @@ class Swarm:
         )
         restore(run, record, self._setup, self._agents)
         return await self._execute(run)
+
+    def resume_sync(self, run_id: str) -> SwarmResult:
+        """:meth:`resume` for scripts and notebooks: blocks until the resumed run is over.
+
+        As :meth:`run_sync`: on a new event loop, or inside a running loop (a
+        notebook cell) on a new loop in a worker thread. Async code should
+        ``await swarm.resume``.
+
+        Args:
+            run_id: The stored run's id (or a unique prefix of it).
+
+        Raises:
+            UserError: As :meth:`resume`: no store, no such run, a run that
+                already succeeded, or a flow of another shape.
+            StoreError: The store or the run's record cannot be read.
+        """
+        return run_sync(lambda: self.resume(run_id))
 
     async def map(
         self,
