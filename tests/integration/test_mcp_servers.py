@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from swarmcore import Agent, Swarm, events
+from swarmcore import Agent, Swarm, UserError, events
 from swarmcore.mcp import MCPError, MCPServer
 from swarmcore.testing import Call, FunctionModel, RecordedRequest, Reply, ScriptedModel
 
@@ -107,6 +107,31 @@ async def test_an_agent_uses_a_stdio_server_end_to_end(tmp_path: Path) -> None:
     ]
     # The run closed its connection, which ends the server process.
     await wait_gone(started(pid_file))
+
+
+async def test_async_with_lists_a_stdio_servers_tools_outside_a_run(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pids"
+    server = calc(pid_file)
+    async with server:
+        tools = await server.tools()
+        assert [t.name for t in tools] == [
+            "add",
+            "echo",
+            "point",
+            "fail",
+            "sleep",
+            "block",
+            "hog",
+            "crash",
+            "pid",
+        ]
+        assert [t.name for t in await server.select("pid").tools()] == ["pid"]
+        pid = next(t for t in tools if t.name == "pid")
+        assert started(pid_file) == [int(await pid.invoke("{}"))]  # one process, still up
+    await wait_gone(started(pid_file))  # the block's end stopped it
+    with pytest.raises(UserError, match="has been closed"):
+        await pid.invoke("{}")
+    assert len(started(pid_file)) == 1  # and a late call started no other
 
 
 async def test_a_call_stuck_behind_a_timed_out_one_is_told_why_not_to_simplify(
@@ -310,9 +335,14 @@ def http_url() -> Iterator[str]:
             process.stdout.close()
 
 
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
+
+
 async def test_an_agent_uses_a_streamable_http_server_with_headers(http_url: str) -> None:
     server = MCPServer.http(http_url, headers={"Authorization": f"Bearer {TOKEN}"})
-    assert server.name == "mcp_127_0_0_1"
+    name = f"mcp_127_0_0_1_{port_of(http_url)}"  # the address and port, readable
+    assert server.name == name
 
     def answer(request: RecordedRequest) -> Reply:
         if not request.tool_results:
@@ -325,8 +355,17 @@ async def test_an_agent_uses_a_streamable_http_server_with_headers(http_url: str
     add, auth = result.history[0].tool_calls
     assert json.loads(add.result) == {"result": 42}
     assert auth.result == f"Bearer {TOKEN}"  # the header reached the server
-    assert {add.server, auth.server} == {"mcp_127_0_0_1"}
+    assert {add.server, auth.server} == {name}
     assert model.requests[0].tool_names == ["add", "authorization", "refuse"]
+
+
+async def test_async_with_lists_an_http_servers_tools_outside_a_run(http_url: str) -> None:
+    server = MCPServer.http(http_url, headers={"Authorization": f"Bearer {TOKEN}"})
+    async with server:
+        tools = await server.tools()
+        assert [t.name for t in tools] == ["add", "authorization", "refuse"]
+        auth = next(t for t in tools if t.name == "authorization")
+        assert await auth.invoke("{}") == f"Bearer {TOKEN}"
 
 
 async def test_an_http_server_refusing_the_credentials_is_an_mcp_error(http_url: str) -> None:

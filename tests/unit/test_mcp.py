@@ -19,7 +19,7 @@ from mcp.types import Tool as SpecTool
 from pydantic import BaseModel
 
 from swarmcore import Agent, Swarm, UserError, events
-from swarmcore.mcp import MCPError, MCPServer
+from swarmcore.mcp import MCPError, MCPServer, MCPTool
 from swarmcore.testing import Call, FunctionModel, RecordedRequest, Reply, ScriptedModel
 
 
@@ -142,15 +142,82 @@ def test_servers_are_named_after_what_they_run() -> None:
     assert MCPServer.stdio("npx", ["-y", "@modelcontextprotocol/server-memory"]).name == "npx"
     assert MCPServer.stdio(sys.executable, [script]).name == "weather_server"
     assert MCPServer.stdio("node", ["build/index.js"], name="files").name == "files"
-    assert MCPServer.http("http://localhost:8000/mcp").name == "localhost"
-    assert MCPServer.http("http://127.0.0.1:8000/mcp").name == "mcp_127_0_0_1"
     assert MCPServer.in_process(Calc()).name == "calc"
     assert MCPServer.in_process(Calc(), name="maths").select("add").name == "maths"
 
 
-async def test_tools_outside_a_run_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="outside a run"):
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("http://127.0.0.1:8931/mcp", "mcp_127_0_0_1_8931"),
+        ("http://192.168.1.20/mcp", "mcp_192_168_1_20"),
+        ("http://[::1]:8931/mcp", "mcp_ipv6_1_8931"),
+        ("https://[2001:db8::1]/mcp", "mcp_ipv6_2001_db8_1"),
+        ("http://localhost:8931/mcp", "localhost_8931"),
+        ("https://mcp.example.com/mcp", "mcp_example_com"),
+        ("https://Tools.Example.com:8443/v1/mcp", "tools_example_com_8443"),
+        ("http://files-01.internal/mcp", "files-01_internal"),
+        ("http://alice:hunter2@10.0.0.5/mcp", "mcp_10_0_0_5"),  # never the user name
+    ],
+)
+def test_an_http_server_is_named_after_its_host_and_port(url: str, name: str) -> None:
+    assert MCPServer.http(url).name == name
+    assert MCPServer.http(url, name="web").name == "web"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["127.0.0.1:8931/mcp", "ftp://files.example.com/mcp", "http:///mcp", "http://[::1/mcp"],
+)
+def test_an_url_that_is_no_http_endpoint_says_what_to_give(url: str) -> None:
+    with pytest.raises(UserError, match=r"http:// or https:// URL with a host.*127\.0\.0\.1"):
+        MCPServer.http(url)
+
+
+def test_a_bad_url_keeps_its_password_out_of_the_error() -> None:
+    with pytest.raises(UserError) as caught:
+        MCPServer.http("http://alice:hunter2@example.com:99999/mcp")
+    assert "hunter2" not in str(caught.value)
+    assert "Port out of range" in str(caught.value)
+
+
+async def test_tools_outside_a_run_and_outside_async_with_is_a_user_error() -> None:
+    with pytest.raises(UserError, match=r"outside a run.*async with server"):
         await MCPServer.in_process(Calc()).tools()
+
+
+async def test_async_with_lists_the_tools_outside_a_run() -> None:
+    calc = Calc()
+    server = MCPServer.in_process(calc, prefix="calc_")
+    async with server:
+        tools = await server.tools()
+        assert [t.name for t in tools] == [
+            "calc_add",
+            "calc_echo",
+            "calc_point",
+            "calc_refuse",
+            "calc_crash",
+            "calc_long_text",
+        ]
+        assert [t.name for t in await server.select("echo").tools()] == ["calc_echo"]
+        assert {t.server for t in tools if isinstance(t, MCPTool)} == {"calc"}
+        add = tools[0]
+        assert json.loads(await add.invoke('{"a": 2, "b": 40}')) == {"result": 42}
+    assert calc.opened == calc.closed == 1
+    assert calc.list_calls == 1
+    # The block's connection is gone: the listed tool says so and starts no new one.
+    with pytest.raises(UserError, match=r"has been closed.*list the tools again"):
+        await add.invoke('{"a": 1, "b": 1}')
+    assert calc.opened == 1
+    assert calc.calls == [("add", {"a": 2, "b": 40})]
+
+
+async def test_a_select_entered_alone_lists_its_tools_outside_a_run() -> None:
+    calc = Calc()
+    echo = MCPServer.in_process(calc).select("echo")
+    async with echo:
+        assert [t.name for t in await echo.tools()] == ["echo"]
+    assert calc.opened == calc.closed == 1
 
 
 async def test_a_paginated_tool_list_is_followed_to_the_end() -> None:

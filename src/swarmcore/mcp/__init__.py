@@ -11,7 +11,8 @@ Connections follow the run: a server is connected the first time an agent of
 the run needs its tools, shared by every agent of that run (parallel ones
 included), and closed when the run ends, fails or is cancelled. Open the
 server yourself (``async with files: ...``) to share one connection across
-runs. The tool list is fetched once per connection.
+runs, or to list its tools (``await files.tools()``) outside any run. The tool
+list is fetched once per connection.
 
 Each connection lives in a task of its own, because the SDK's transports must
 be entered and exited by the same task; agents in any task call through it. A

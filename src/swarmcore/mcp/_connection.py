@@ -86,6 +86,9 @@ class Connection:
         self._abandoned: list[str] = []
         self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
         self._transport: Any = None
+        # Closed for good (its run or `async with` block ended): a tool listed over it
+        # and called later must not start a server nobody would stop.
+        self._closed = False
 
     @classmethod
     async def open(
@@ -134,13 +137,13 @@ class Connection:
             async with asyncio.timeout(self._connect_timeout):
                 await self._ready.wait()
         except TimeoutError:
-            await self.close()
+            await self._shutdown()
             raise MCPError(
                 f"MCP server {self.name!r} did not connect within {self._connect_timeout:g}s; "
                 "check its command or URL."
             ) from None
         except BaseException:  # cancelled while connecting: end the half-open connection
-            await self.close()
+            await self._shutdown()
             raise
         if self._failure is not None:
             failure, self._owner = self._failure, None
@@ -195,7 +198,12 @@ class Connection:
             self._ready.set()
 
     async def close(self) -> None:
-        """Close the session and end the server process, if any; idempotent."""
+        """Close the session and end the server process, if any, for good; idempotent."""
+        self._closed = True
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        """End the session and the server process (to close, or to restart)."""
         owner, self._owner = self._owner, None
         if owner is None:
             return
@@ -268,6 +276,12 @@ class Connection:
             MCPError: The server had stopped and could not be restarted.
         """
         async with self._lock:
+            if self._closed:
+                raise UserError(
+                    f"Tool {shown!r} was listed over a connection to MCP server {self.name!r} "
+                    "that has been closed (its run or `async with` block ended); call it "
+                    "inside the block, or list the tools again."
+                )
             if self._broken or self._client is None:
                 await self._restart(shown)
             client: Any = self._client
@@ -311,7 +325,7 @@ class Connection:
 
     async def _restart(self, shown: str) -> None:
         logger.warning("MCP server %s stopped; restarting it", self.name)
-        await self.close()
+        await self._shutdown()
         try:
             await self._start()
         except MCPError as exc:

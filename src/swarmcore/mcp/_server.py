@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -134,21 +137,26 @@ class MCPServer:
         Args:
             url: The endpoint.
             headers: Sent with every request (an ``Authorization`` header, say).
-            name: The server's name; defaults to the URL's host.
+            name: The server's name; defaults to the URL's host and port as one
+                identifier (``localhost:8931`` -> ``localhost_8931``; an IP address
+                gets ``mcp_`` before it: ``127.0.0.1:8931`` -> ``mcp_127_0_0_1_8931``).
             **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``.
 
         Returns:
             The server, not yet connected.
+
+        Raises:
+            UserError: ``url`` is not an http(s) URL with a host and a valid port.
         """
+        host, port = _endpoint(url)
         fixed = dict(headers or {})
 
         def target() -> Any:
             return StreamableTransport(url, fixed) if fixed else url
 
-        host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
         # Every header value counts as a credential: a server may quote it in an error.
         secrets = secret_values(settings={"headers": fixed})
-        return cls(target, name=name or _identifier(host), _secrets=secrets, **options)
+        return cls(target, name=name or _http_name(host, port), _secrets=secrets, **options)
 
     @classmethod
     def in_process(cls, server: Any, *, name: str | None = None, **options: Any) -> MCPServer:
@@ -228,27 +236,34 @@ class MCPServer:
         return await Connection.open(self.name, self._target, self.timeout, self._secrets)
 
     async def _connection(self) -> Connection:
-        """The run's connection to this (origin) server, or the one ``async with`` opened."""
+        """The connection ``async with`` opened, else the run's one to this (origin) server."""
+        if self._shared is not None:  # in a run or not: the block's connection serves both
+            return self._shared
         scope = current_scope()
         if scope is None:
             raise UserError(
-                f"MCP server {self.name!r} was used outside a run; call agent.run() or swarm.run()."
+                f"MCP server {self.name!r} was used outside a run and with no connection open: "
+                "open it first (async with server: tools = await server.tools()), or use it "
+                "in an agent's tools and call agent.run() or swarm.run()."
             )
-        if self._shared is not None:
-            return self._shared
         return await scope.get(self, self._open)
 
     # --- tools -----------------------------------------------------------------------
 
     async def tools(self) -> list[Tool]:
-        """This server's tools (after include/exclude/prefix), over the run's connection.
+        """This server's tools (after include/exclude/prefix).
+
+        Inside ``async with server:`` (in a run or not) they come over that
+        block's connection; else over the run's, so outside both there is none.
+        A listed tool calls through its connection, and only while it is open.
 
         Returns:
             The tools to offer the model.
 
         Raises:
             MCPError: The server could not be started, connected or listed.
-            UserError: A selected tool does not exist, or a tool's name is one models refuse.
+            UserError: A selected tool does not exist, a tool's name is one models refuse,
+                or no connection is open (outside a run and outside ``async with``).
         """
         connection = await self._origin_server()._connection()
         listed = await connection.list_tools()
@@ -405,6 +420,43 @@ def _clash(owner: str, tool: str, first: str, second: str) -> str:
 
 def _stem(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1].split(".")[0]
+
+
+def _endpoint(url: str) -> tuple[str, int | None]:
+    """The host and port (None when the URL gives none) of an MCP server's URL.
+
+    Raises:
+        UserError: ``url`` is not an http(s) URL with a host and a valid port.
+    """
+    shown = re.sub(r"//[^/@]*@", "//***@", url)  # a user:password in the URL stays out
+    problem = f"MCP server URL {shown!r} is not an http:// or https:// URL with a host"
+    example = "such as http://127.0.0.1:8000/mcp"
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except (ValueError, TypeError) as exc:  # a bad IPv6 literal, a port out of range
+        raise UserError(f"{problem} ({exc}); give one {example}.") from None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise UserError(f"{problem}; give one {example}.")
+    return host, port
+
+
+def _http_name(host: str, port: int | None) -> str:
+    """A readable default name for a server at ``host`` and ``port``, as an identifier.
+
+    A host name keeps its words (``mcp.example.com`` -> ``mcp_example_com``); an IP
+    address gets ``mcp_`` (``mcp_ipv6_`` for v6) before its numbers, as a name starts
+    with a letter. The port, when the URL gives one, tells apart servers on one machine.
+    """
+    try:
+        version: int | None = ipaddress.ip_address(host).version
+    except ValueError:
+        version = None
+    words = [w for w in re.split(r"[^0-9A-Za-z-]+", host) if w]
+    if port is not None:
+        words.append(str(port))
+    lead = {None: "", 4: "mcp_", 6: "mcp_ipv6_"}[version]
+    return _identifier(lead + "_".join(words)) if words else "mcp"
 
 
 def _identifier(text: str) -> str:
