@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from dbos import DBOSClient
@@ -193,3 +194,74 @@ async def test_running_a_failed_run_id_again_after_a_fix_says_it_returned_the_re
 
     anew = await swarm.run("plan the trip")  # as the warning says: a new id runs
     assert anew.output == "d did it"
+
+
+# docs/durable-runs.md: "fix what failed (a model, a key, a tool) and resume". On the run
+# store, the model may change; on the DBOS engine the flow version (models, instructions,
+# tool names) may not, and what is outside it (settings, keys, a tool's code) may.
+
+
+def on_model(flow: Flow, model: str) -> Flow:
+    return flow.map_agents(
+        lambda node: node.clone(model=model) if isinstance(node, Agent) else node
+    )
+
+
+async def test_change_the_model_and_resume_on_the_run_store(tmp_path: Path) -> None:
+    broken, fixed = Flaky("c"), Flaky()
+    swarm = Swarm(diamond(broken.model.model), store=tmp_path / "runs.db")
+    with pytest.raises(ModelError) as failed:
+        await swarm.run("plan the trip")
+    assert failed.value.partial is not None
+    run_id = failed.value.partial.run_id
+
+    moved = Swarm(on_model(diamond(broken.model.model), fixed.model.model), store=swarm.store)
+    result = await moved.resume(run_id)
+
+    assert result.output == "d did it"
+    assert fixed.asked() == {"c": 1, "d": 1}  # the new model ran what was left
+    assert broken.asked() == {"a": 1, "b": 1, "c": 1}
+
+
+async def test_change_the_model_and_resume_is_refused_on_the_dbos_engine(
+    engine: DBOSEngine,
+) -> None:
+    broken, fixed = Flaky("c"), Flaky()
+    swarm = Swarm(diamond(broken.model.model), engine=engine)
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="moved")
+
+    moved = Swarm(on_model(diamond(broken.model.model), fixed.model.model), engine=engine)
+    with pytest.raises(UserError, match=r"made by flow version .* resume it with the same flow"):
+        await moved.resume("moved")
+    assert fixed.asked() == {}
+    assert (await statuses(engine.database_url, "moved"))["moved"] == "ERROR"  # left as it was
+
+
+async def test_change_the_model_settings_and_resume_on_the_dbos_engine(
+    engine: DBOSEngine,
+) -> None:
+    asked: list[dict[str, object]] = []
+
+    def answer(request: RecordedRequest) -> Reply | Fail:
+        asked.append(request.params)
+        who = request.system.split()[0]
+        if who == "c" and request.params.get("temperature") == 2.5:
+            return Fail(400, "temperature must be at most 2")
+        return Reply(text=f"{who} did it\n<summary>{who} did it</summary>")
+
+    model = FunctionModel(answer)
+    hot = diamond(model.model).map_agents(
+        lambda node: (
+            node.clone(model_settings={"temperature": 2.5})
+            if isinstance(node, Agent) and node.name == "c"
+            else node
+        )
+    )
+    with pytest.raises(ModelError, match="temperature must be at most 2"):
+        await Swarm(hot, engine=engine).run("plan the trip", run_id="settings")
+
+    result = await Swarm(diamond(model.model), engine=engine).resume("settings")
+
+    assert result.output == "d did it"
+    assert len(asked) == 3 + 2  # a, b, c; then c and d
