@@ -175,7 +175,7 @@ class AgentResult(_Record):
     agent_name: str
     """The agent's name."""
     output: str
-    """The final text, with the ``<summary>`` tag parsed out."""
+    """The final text, with its ``<summary>`` block (on lines of its own, anywhere) taken out."""
     summary: str
     """The one-line summary; the full output when the model gave none."""
     model: str
