@@ -37,6 +37,7 @@ from swarmcore.errors import (
     OutputValidationError,
     UserError,
 )
+from swarmcore.llm.target import target
 from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.settings import AgentDefaults
 from swarmcore.tools import Approver, Decided, Tool, ask, run_tool_call, to_tools
@@ -265,13 +266,19 @@ class RunState:
     async def turn(self) -> Turn:
         """One model call, recorded, and what it means for the run."""
         agent = self.agent
+        started: dict[str, object] = {"messages": len(self.messages), "tools": len(self.tools)}
+        if events.listening() is not None:  # where the call goes: worked out for a listener only
+            goes = target(self.call, agent.model)
+            started.update(
+                provider=goes.provider, provider_model=goes.model, endpoint=goes.endpoint
+            )
         with events.span(
             events.ModelCallStarted,
             events.ModelCallFinished,
             agent_name=agent.name,
             model=agent.model,
             turn=len(self.llm_calls) + 1,
-            started={"messages": len(self.messages), "tools": len(self.tools)},
+            started=started,
         ) as span:
             stream = span.bus is not None and span.bus.text_deltas
             reply = await llm.complete(llm.LLMRequest(self.call, self.messages, stream))
@@ -284,6 +291,7 @@ class RunState:
                 finish_reason=reply.finish_reason,
                 attempts=reply.attempts,
                 tool_calls=len(calls),
+                response_model=reply.response_model,
             )
         self._record(reply, calls)
         if calls:

@@ -370,6 +370,9 @@ class AgentStarted(Event):
     agent_name: str
     model: str
     attempt: int = 1
+    remote: str | None = None
+    """The URL of the remote agent this step calls (an A2A ``RemoteAgent``); None
+    for an agent that runs in this process."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -396,6 +399,15 @@ class ModelCallStarted(Event):
     """Messages sent."""
     tools: int
     """Tools offered."""
+    provider: str | None = None
+    """The provider the call goes to, as LiteLLM names it (``openai``, ``gemini``...);
+    None when unknown. Worked out only while someone listens."""
+    provider_model: str | None = None
+    """The model's name at the provider: without the routing prefix (``gpt-4o-mini``
+    for ``openai/gpt-4o-mini``)."""
+    endpoint: str | None = None
+    """The base URL the call goes to, when the settings say (or the provider has one
+    default); None otherwise."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -414,6 +426,8 @@ class ModelCallFinished(Event):
     attempts: int = 1
     tool_calls: int = 0
     error: BaseException | None = None
+    response_model: str | None = None
+    """The model the provider's reply names (often a dated version), when it names one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

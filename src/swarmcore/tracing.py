@@ -13,7 +13,7 @@ run starts), named after the GenAI semantic conventions::
     invoke_workflow a >> (b | c) >> d
     ├── step a
     │   └── invoke_agent a
-    │       ├── chat openai/gpt-4o
+    │       ├── chat gpt-4o
     │       └── execute_tool search
     ├── step b | c
     │   ├── invoke_agent b
@@ -23,9 +23,20 @@ run starts), named after the GenAI semantic conventions::
 
 Retries and model fallbacks are span events on the span they happened in.
 Prompts, tool arguments and streamed text are left out unless
-``capture_content=True``. The attribute names are our own constants, taken
-from the (still "Development") ``gen_ai.*`` semantic conventions; there is no
-dependency on the semantic-conventions package.
+``capture_content=True``. The attribute names and values are our own
+constants, taken from the (still "Development") ``gen_ai.*`` semantic
+conventions: ``gen_ai.provider.name`` takes the conventions' well-known values
+(``PROVIDER_NAMES``), ``gen_ai.request.model`` the model's name at its provider
+(no routing prefix), ``gen_ai.response.model`` the name the provider's reply
+gives, and model calls carry ``server.address``/``server.port``. A remote (A2A)
+agent's ``invoke_agent`` span is a CLIENT span. There is no dependency on the
+semantic-conventions package.
+
+With ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (read when
+the tracer is made, as the conventions prescribe) the run span follows the
+conventions' first standalone release (v0.1.0) instead: ``invoke_agent {flow}``
+with ``gen_ai.agent.name``, where the default is ``invoke_workflow {flow}``
+with ``gen_ai.workflow.name``.
 
 Needs ``opentelemetry-api`` (``pip install 'swarmcore[otel]'``); importing this
 module does not.
@@ -35,7 +46,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, TypeAlias
+import os
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, TypeAlias
+from urllib.parse import urlsplit
 
 from swarmcore.errors import UserError
 from swarmcore.events import (
@@ -58,6 +72,7 @@ from swarmcore.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from swarmcore.llm.target import model_target
 from swarmcore.models import SwarmResult, TokenUsage
 
 if TYPE_CHECKING:
@@ -86,6 +101,8 @@ TOOL_TYPE = "gen_ai.tool.type"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 ERROR_TYPE = "error.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
 
 OP_INVOKE_WORKFLOW = "invoke_workflow"
 OP_INVOKE_AGENT = "invoke_agent"
@@ -111,6 +128,41 @@ RUN_FAILURES = "swarmcore.failures"
 CANCELLED = "swarmcore.cancelled"
 TOOL_RESULT_CHARS = "swarmcore.tool.result_chars"
 TOOL_TRUNCATED_FROM = "swarmcore.tool.truncated_from"
+
+OPT_IN_VARIABLE = "OTEL_SEMCONV_STABILITY_OPT_IN"
+LATEST_EXPERIMENTAL = "gen_ai_latest_experimental"
+"""The opt-in value for the conventions' newest names (their first standalone release, v0.1.0)."""
+
+PROVIDER_NAMES: Final = MappingProxyType(
+    {
+        "openai": "openai",
+        "text-completion-openai": "openai",
+        "azure": "azure.ai.openai",
+        "azure_text": "azure.ai.openai",
+        "azure_ai": "azure.ai.inference",
+        "anthropic": "anthropic",
+        "anthropic_text": "anthropic",
+        "gemini": "gcp.gemini",
+        "vertex_ai": "gcp.vertex_ai",
+        "vertex_ai_beta": "gcp.vertex_ai",
+        "bedrock": "aws.bedrock",
+        "mistral": "mistral_ai",
+        "codestral": "mistral_ai",
+        "xai": "x_ai",
+        "cohere": "cohere",
+        "cohere_chat": "cohere",
+        "deepseek": "deepseek",
+        "groq": "groq",
+        "perplexity": "perplexity",
+        "watsonx": "ibm.watsonx.ai",
+        "watsonx_text": "ibm.watsonx.ai",
+    }
+)
+"""LiteLLM's provider names and the conventions' well-known ``gen_ai.provider.name`` for each.
+
+A provider the conventions name no value for (Ollama, OpenRouter, a custom
+provider...) keeps LiteLLM's name, as the conventions allow a custom value.
+"""
 
 EVENT_RETRY = "swarmcore.retry"
 EVENT_FALLBACK = "swarmcore.fallback"
@@ -166,6 +218,9 @@ class OpenTelemetryTracer:
 
         self._tracer: Tracer = trace.get_tracer("swarmcore", __version__, tracer_provider)
         self._capture_content = capture_content
+        opted_in = os.environ.get(OPT_IN_VARIABLE, "")
+        self._latest = LATEST_EXPERIMENTAL in {v.strip() for v in opted_in.split(",")}
+        """The conventions' newest names (v0.1.0): read once, when the tracer is made."""
         self._runs: dict[str, dict[int, Span]] = {}
         """Open spans per run, by span id; dropped when the run finishes."""
 
@@ -213,16 +268,20 @@ class OpenTelemetryTracer:
     # --- the run ----------------------------------------------------------------------
 
     def _run_started(self, event: RunStarted) -> None:
+        # v0.1.0 merged the workflow span into invoke_agent, named by gen_ai.agent.name.
+        operation, name = (
+            (OP_INVOKE_AGENT, AGENT_NAME) if self._latest else (OP_INVOKE_WORKFLOW, WORKFLOW_NAME)
+        )
         attributes: _Attributes = {
-            OPERATION_NAME: OP_INVOKE_WORKFLOW,
-            WORKFLOW_NAME: event.flow,
+            OPERATION_NAME: operation,
+            name: event.flow,
             RUN_ID: event.run_id,
             CONTEXT_MODE: event.context_mode,
             AGENTS: list(event.agents),
         }
         # context=None: the span that is current now (a user's own span) is the parent.
         span = self._tracer.start_span(
-            f"{OP_INVOKE_WORKFLOW} {event.flow}",
+            f"{operation} {event.flow}",
             attributes=attributes,
             start_time=_ns(event.timestamp),
         )
@@ -280,20 +339,29 @@ class OpenTelemetryTracer:
                 attributes = {
                     OPERATION_NAME: OP_INVOKE_AGENT,
                     AGENT_NAME: event.agent_name,
-                    REQUEST_MODEL: event.model,
                     ATTEMPT: event.attempt,
                 }
-                _set_provider(attributes, event.model)
-                return f"{OP_INVOKE_AGENT} {event.agent_name}", SpanKind.INTERNAL, attributes
+                name = f"{OP_INVOKE_AGENT} {event.agent_name}"
+                if event.remote is not None:  # a call to another server: no model of ours
+                    _set_server(attributes, event.remote)
+                    return name, SpanKind.CLIENT, attributes
+                goes = model_target(event.model)
+                attributes[REQUEST_MODEL] = goes.model
+                _set_provider(attributes, goes.provider)
+                return name, SpanKind.INTERNAL, attributes
             case ModelCallStarted():
+                model = event.provider_model or model_target(event.model).model
+                provider = event.provider or model_target(event.model).provider
                 attributes = {
                     OPERATION_NAME: OP_CHAT,
                     AGENT_NAME: event.agent_name,
-                    REQUEST_MODEL: event.model,
+                    REQUEST_MODEL: model,
                     TURN: event.turn,
                 }
-                _set_provider(attributes, event.model)
-                return f"{OP_CHAT} {event.model}", SpanKind.CLIENT, attributes
+                _set_provider(attributes, provider)
+                if event.endpoint is not None:
+                    _set_server(attributes, event.endpoint)
+                return f"{OP_CHAT} {model}", SpanKind.CLIENT, attributes
             case ToolCallStarted():
                 attributes = {
                     OPERATION_NAME: OP_EXECUTE_TOOL,
@@ -317,7 +385,6 @@ class OpenTelemetryTracer:
                     span.set_attribute(STEP_FAILED, list(event.failed))
                 self._outcome(span, event.error, end)
             case AgentFinished():
-                span.set_attribute(RESPONSE_MODEL, event.model)
                 self._outcome(span, event.error, end)
             case ModelCallFinished():
                 _set_model_call(span, event)
@@ -434,15 +501,31 @@ def _type_name(error: BaseException) -> str:
     )
 
 
-def _set_provider(attributes: _Attributes, model: str) -> None:
-    """Set ``gen_ai.provider.name`` to LiteLLM's prefix (``openai/gpt-4o``: ``openai``), if any."""
-    provider, slash, _ = model.partition("/")
-    if slash and provider:
-        attributes[PROVIDER_NAME] = provider
+def _set_provider(attributes: _Attributes, provider: str | None) -> None:
+    """Set ``gen_ai.provider.name``: the conventions' value for LiteLLM's provider, if known."""
+    if provider:
+        attributes[PROVIDER_NAME] = PROVIDER_NAMES.get(provider, provider)
+
+
+_DEFAULT_PORTS: Final = MappingProxyType({"https": 443, "http": 80})
+
+
+def _set_server(attributes: _Attributes, url: str) -> None:
+    """Set ``server.address`` and ``server.port`` from a URL (else its scheme's port)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:  # a port that is not a number: say nothing rather than something wrong
+        return
+    if parts.hostname:
+        attributes[SERVER_ADDRESS] = parts.hostname
+        if port is not None:
+            attributes[SERVER_PORT] = port
 
 
 def _set_model_call(span: Span, event: ModelCallFinished) -> None:
-    span.set_attribute(RESPONSE_MODEL, event.model)
+    if event.response_model:
+        span.set_attribute(RESPONSE_MODEL, event.response_model)
     span.set_attribute(ATTEMPTS, event.attempts)
     if event.usage is not None:
         span.set_attribute(USAGE_INPUT_TOKENS, event.usage.prompt_tokens)

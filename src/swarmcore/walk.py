@@ -110,6 +110,16 @@ class RunsItsStep(Protocol):
         ...
 
 
+@runtime_checkable
+class RunsElsewhere(Protocol):
+    """An Agent that runs on a server of its own (an A2A ``RemoteAgent``), reached at ``url``."""
+
+    @property
+    def url(self) -> str:
+        """Where the agent is reached."""
+        ...
+
+
 async def run_in_process(step: AgentStep) -> AgentResult:
     """The default runner: the agent's tool-calling loop, here, in this process."""
     if isinstance(step.agent, RunsItsStep):  # through the seam all the same: engines wrap it
@@ -320,6 +330,7 @@ class Walk:
             agent_name=agent.name,
             model=agent.model,
             attempt=step.attempt,
+            started={"remote": agent.url if isinstance(agent, RunsElsewhere) else None},
         ) as span:
             try:
                 result = await self.runner(step)

@@ -1,13 +1,20 @@
-"""Streaming, prices and cost budgets over real HTTP (MockOpenAIServer), on both backends."""
+"""Streaming, prices, cost budgets and trace values over real HTTP (MockOpenAIServer), on both
+backends."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from swarmcore import Agent, BudgetExceeded, Swarm
 from swarmcore.events import RunFinished, TextDelta
 from swarmcore.llm import load_litellm
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply
+from swarmcore.tracing import OpenTelemetryTracer
 
 # Once per model backend: the native OpenAI one and LiteLLM must behave the same.
 pytestmark = pytest.mark.usefixtures("each_backend")
@@ -86,3 +93,26 @@ async def test_cost_budget_refuses_calls_once_spent() -> None:
     assert list(error.partial.context) == ["a", "b"]
     assert error.partial.cost == pytest.approx(error.spent_cost)
     assert len(server.requests) == 2
+
+
+async def test_chat_spans_name_the_server_and_the_model_that_answered() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # A real endpoint answers with the dated version it ran, not the name asked for.
+    reply = Reply(text="Tea.\n<summary>Tea.</summary>", model="gpt-4o-mini-2024-07-18")
+    with MockOpenAIServer([reply, reply]) as server:
+        port = urlsplit(server.url).port
+        swarm = Swarm(priced(server, "writer"), hooks=[OpenTelemetryTracer(provider)])
+        await swarm.run("tea")
+        async for _ in swarm.stream("tea", text=True):  # the streamed reply names it too
+            pass
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    assert [s.name for s in chats] == ["chat gpt-4o-mini"] * 2
+    for chat in chats:
+        assert chat.attributes is not None
+        assert chat.attributes["gen_ai.provider.name"] == "openai"
+        assert chat.attributes["gen_ai.request.model"] == "gpt-4o-mini"
+        assert chat.attributes["gen_ai.response.model"] == "gpt-4o-mini-2024-07-18"
+        assert chat.attributes["server.address"] == "127.0.0.1"
+        assert chat.attributes["server.port"] == port

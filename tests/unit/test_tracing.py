@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 
 import pytest
@@ -25,6 +26,7 @@ from swarmcore import (
     loop,
     route,
 )
+from swarmcore.a2a import RemoteAgent
 from swarmcore.events import (
     AgentStarted,
     ModelCallFinished,
@@ -36,7 +38,8 @@ from swarmcore.events import (
 )
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from swarmcore.testing import offline_model as shared_offline_model
-from swarmcore.tracing import OpenTelemetryTracer
+from swarmcore.tracing import PROVIDER_NAMES, OpenTelemetryTracer
+from tests.a2a.servers import a2a_server
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
 
@@ -101,6 +104,11 @@ def trace_id(span: ReadableSpan) -> int:
     return span.context.trace_id
 
 
+def chat_name(model: str) -> str:
+    """A chat span's name: the model's name at its provider (``swarmcore-test/x``: ``chat x``)."""
+    return f"chat {model.partition('/')[2]}"
+
+
 def of_agent(spans: Sequence[ReadableSpan], prefix: str, agent: str) -> list[ReadableSpan]:
     return [s for s in spans if s.name.startswith(prefix) and attr(s, "gen_ai.agent.name") == agent]
 
@@ -155,15 +163,17 @@ async def test_diamond_flow_gives_a_correct_span_tree(
     assert attr(steps["a"], "swarmcore.step.parallel") is False
     assert attr(agents["b"], "gen_ai.operation.name") == "invoke_agent"
     assert attr(agents["b"], "gen_ai.agent.name") == "b"
-    assert attr(agents["b"], "gen_ai.request.model") == model
+    provider_name, _, name = model.partition("/")  # "swarmcore-test/offline": LiteLLM's route
+    assert attr(agents["b"], "gen_ai.request.model") == name
     assert attr(agents["b"], "swarmcore.attempt") == 1
+    assert agents["b"].kind.name == "INTERNAL"
     chat = of_agent(spans, "chat ", "a")[0]
-    assert chat.name == f"chat {model}"
+    assert chat.name == f"chat {name}"
     assert chat.kind.name == "CLIENT"
     assert attr(chat, "gen_ai.operation.name") == "chat"
-    assert attr(chat, "gen_ai.provider.name") == "swarmcore-test"
-    assert attr(chat, "gen_ai.request.model") == model
-    assert attr(chat, "gen_ai.response.model") == result["a"].llm_calls[0].model
+    assert attr(chat, "gen_ai.provider.name") == provider_name  # no well-known value: LiteLLM's
+    assert attr(chat, "gen_ai.request.model") == name
+    assert attr(chat, "gen_ai.response.model") == name  # what LiteLLM's response names
     assert attr(chat, "gen_ai.response.finish_reasons") == ("tool_calls",)
     assert attr(chat, "swarmcore.turn") == 1
     assert attr(chat, "swarmcore.attempts") == 1
@@ -286,7 +296,7 @@ async def test_a_failing_agent_gives_error_status_and_the_exception(
         await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go")
     spans = exporter.get_finished_spans()
     assert len(spans) == 4  # run, step, agent, chat: all ended
-    for name in ("invoke_workflow a", "step a", "invoke_agent a", f"chat {model.model}"):
+    for name in ("invoke_workflow a", "step a", "invoke_agent a", chat_name(model.model)):
         span = by_name(spans, name)
         assert span.status.status_code is StatusCode.ERROR, name
         assert span.status.description == str(raised.value), name
@@ -302,7 +312,7 @@ async def test_model_retries_are_span_events_on_the_chat_span(
     model = ScriptedModel([Fail(503), Reply(text="ok")])
     agent = Agent("a", "a x", model=model.model, retry=FAST)
     await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go")
-    chat = by_name(exporter.get_finished_spans(), f"chat {model.model}")
+    chat = by_name(exporter.get_finished_spans(), chat_name(model.model))
     (retry,) = chat.events
     assert retry.name == "swarmcore.retry"
     assert retry.attributes is not None
@@ -368,7 +378,7 @@ async def test_a_cancelled_run_ends_every_span(
         await task
     spans = exporter.get_finished_spans()
     assert sorted(s.name for s in spans) == sorted(
-        ["invoke_workflow a", "step a", "invoke_agent a", f"chat {model.model}"]
+        ["invoke_workflow a", "step a", "invoke_agent a", chat_name(model.model)]
     )
     assert by_name(spans, "invoke_workflow a").status.status_code is StatusCode.ERROR
     assert attr(by_name(spans, "invoke_agent a"), "swarmcore.cancelled") is True
@@ -428,7 +438,7 @@ def test_spans_left_open_are_ended_with_the_run(
         RunFinished(run_id="r", span_id=1, parent_id=None, duration_seconds=2.0, timestamp=102.0)
     )
     spans = exporter.get_finished_spans()
-    assert [s.name for s in spans] == [f"chat {model}", "invoke_agent a", "invoke_workflow a"]
+    assert [s.name for s in spans] == ["chat gpt-4o", "invoke_agent a", "invoke_workflow a"]
     chat, agent, run = spans
     assert (run.start_time, run.end_time) == (100_000_000_000, 102_000_000_000)
     assert (chat.start_time, chat.end_time) == (101_000_000_000, 102_000_000_000)
@@ -544,3 +554,135 @@ async def test_routes_and_loops_are_span_events_on_their_step(
         "invoke_agent w#1",
         "invoke_agent w#2",
     ]
+
+
+def well_known_providers() -> set[str]:
+    """``gen_ai.provider.name``'s well-known values, from OpenTelemetry's own package."""
+    with warnings.catch_warnings():  # 0.66b2 marks the GenAI enums deprecated (moved repos)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from opentelemetry.semconv._incubating.attributes import (  # pyright: ignore[reportMissingTypeStubs]
+            gen_ai_attributes as names,
+        )
+
+        values = names.GenAiProviderNameValues  # pyright: ignore[reportDeprecated]
+        return {v.value for v in values}
+
+
+def test_every_provider_name_swarmcore_maps_to_is_a_well_known_value() -> None:
+    known = well_known_providers()
+    assert set(PROVIDER_NAMES.values()) <= known, set(PROVIDER_NAMES.values()) - known
+    # The providers the conventions name, each reached from LiteLLM's name for it.
+    assert {"openai", "anthropic", "gcp.gemini", "gcp.vertex_ai", "mistral_ai", "x_ai"} <= set(
+        PROVIDER_NAMES.values()
+    )
+    assert {"azure.ai.openai", "aws.bedrock", "cohere", "groq", "deepseek"} <= set(
+        PROVIDER_NAMES.values()
+    )
+
+
+# model, its agent's api_base, then gen_ai.provider.name, gen_ai.request.model, server.address
+CALLS = [
+    (
+        "gemini/gemini-2.0-flash",
+        None,
+        "gcp.gemini",
+        "gemini-2.0-flash",
+        "generativelanguage.googleapis.com",
+    ),
+    ("vertex_ai/gemini-2.0-flash", None, "gcp.vertex_ai", "gemini-2.0-flash", None),
+    ("mistral/mistral-large-latest", None, "mistral_ai", "mistral-large-latest", "api.mistral.ai"),
+    ("xai/grok-2", None, "x_ai", "grok-2", "api.x.ai"),
+    (
+        "azure/my-deploy",
+        "https://acme.openai.azure.com",
+        "azure.ai.openai",
+        "my-deploy",
+        "acme.openai.azure.com",
+    ),
+    (
+        "bedrock/anthropic.claude-3-sonnet-20240229-v1:0",
+        None,
+        "aws.bedrock",
+        "anthropic.claude-3-sonnet-20240229-v1:0",
+        None,
+    ),
+    ("anthropic/claude-opus-4-6", None, "anthropic", "claude-opus-4-6", "api.anthropic.com"),
+    ("gpt-4o-mini", None, "openai", "gpt-4o-mini", "api.openai.com"),
+]
+
+
+@pytest.mark.parametrize(("model", "api_base", "provider_name", "name", "address"), CALLS)
+async def test_model_calls_carry_the_conventions_provider_model_and_server(
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    api_base: str | None,
+    provider_name: str,
+    name: str,
+    address: str | None,
+) -> None:
+    for variable in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "GEMINI_API_BASE", "MISTRAL_API_BASE"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable in ("XAI_API_BASE", "ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    # LiteLLM's own path to each provider, answered by its mock_response: no network.
+    settings = {"mock_response": "done"}
+    agent = Agent(
+        "a", "a works.", model=model, api_key="sk-x", api_base=api_base, model_settings=settings
+    )
+    await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("go")
+    spans = exporter.get_finished_spans()
+
+    chat = by_name(spans, f"chat {name}")
+    assert attr(chat, "gen_ai.provider.name") == provider_name
+    assert provider_name in well_known_providers()
+    assert attr(chat, "gen_ai.request.model") == name
+    assert attr(chat, "gen_ai.response.model") == name  # what LiteLLM's mock response names
+    assert attr(chat, "server.address") == address
+    assert attr(chat, "server.port") == (443 if address else None)
+    agent_span = by_name(spans, "invoke_agent a")
+    assert agent_span.kind.name == "INTERNAL"
+    assert attr(agent_span, "gen_ai.provider.name") == provider_name
+    assert attr(agent_span, "gen_ai.request.model") == name
+    assert attr(agent_span, "gen_ai.response.model") is None  # the chat spans say who answered
+
+
+async def test_a_remote_agent_is_a_client_span_to_its_server(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    with a2a_server() as remote:
+        agent = RemoteAgent(remote.url, name="r")
+        await Swarm(agent, hooks=[OpenTelemetryTracer(provider)]).run("shout")
+    span = by_name(exporter.get_finished_spans(), "invoke_agent r")
+    assert span.kind.name == "CLIENT"
+    port = int(remote.url.rsplit(":", 1)[1])
+    assert (attr(span, "server.address"), attr(span, "server.port")) == ("127.0.0.1", port)
+    assert attr(span, "gen_ai.agent.name") == "r"
+    # "a2a:http://..." is neither a provider nor a model
+    assert attr(span, "gen_ai.provider.name") is None
+    assert attr(span, "gen_ai.request.model") is None
+
+
+async def test_the_latest_conventions_opt_in_merges_the_run_span_into_invoke_agent(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = (Agent(n, f"{n} works.", model=shared_offline_model()) for n in "ab")
+    before = OpenTelemetryTracer(provider)  # the variable is read when a tracer is made
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "http, gen_ai_latest_experimental")
+    latest = OpenTelemetryTracer(provider)
+
+    await Swarm(a >> b, hooks=[latest]).run("go")
+    run = by_name(exporter.get_finished_spans(), "invoke_agent a >> b")
+    assert attr(run, "gen_ai.operation.name") == "invoke_agent"
+    assert attr(run, "gen_ai.agent.name") == "a >> b"
+    assert attr(run, "gen_ai.workflow.name") is None
+    assert parent_of(run) is None
+    steps = [s for s in exporter.get_finished_spans() if s.name.startswith("step ")]
+    assert [parent_of(s) for s in steps] == [span_id(run)] * 2  # the tree below is unchanged
+
+    exporter.clear()
+    await Swarm(a >> b, hooks=[before]).run("go")
+    run = by_name(exporter.get_finished_spans(), "invoke_workflow a >> b")
+    assert attr(run, "gen_ai.operation.name") == "invoke_workflow"
+    assert attr(run, "gen_ai.workflow.name") == "a >> b"

@@ -12,6 +12,8 @@ Modules, by concern:
 * ``call``: ``complete()``, retries and fallbacks around one attempt;
 * ``choice``: which backend serves a model (``set_model_backend``,
   ``model_settings["backend"]``), known without importing either library;
+* ``target``: where a call goes (provider, the model's name there, endpoint),
+  for traces;
 * ``backends``: the ``Backend`` protocol an attempt goes through, dispatching by
   that choice;
 * ``openai_backend``: the native attempt at OpenAI-protocol endpoints, the

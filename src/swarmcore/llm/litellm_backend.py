@@ -222,5 +222,12 @@ def _to_reply(model: str, response: Any, duration: float) -> LLMReply:
         finish_reason=choice.finish_reason,
         duration_seconds=duration,
         model=model,
-        response_model=response.model or None,
+        response_model=_response_model(response),
     )
+
+
+def _response_model(response: Any) -> str | None:
+    """The model the provider's reply named (kept aside: a stream's ``model`` is the asked one)."""
+    hidden: Any = getattr(response, "_hidden_params", None) or {}
+    named: Any = hidden.get("provider_response_model") or response.model
+    return named if isinstance(named, str) and named else None

@@ -53,6 +53,8 @@ class Reply:
         reasoning_tokens: Reported reasoning tokens (part of ``completion_tokens``), sent
             as ``usage.completion_tokens_details.reasoning_tokens`` (left out when 0).
         delay: Seconds to wait before answering (to test parallelism and timeouts).
+        model: The model name the reply reports (``MockOpenAIServer``); the
+            request's by default, as a real endpoint may name a dated version.
     """
 
     text: str | None = None
@@ -62,6 +64,7 @@ class Reply:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     delay: float = 0.0
+    model: str | None = None
 
     @classmethod
     def tool(cls, name: str, /, **arguments: Any) -> Reply:

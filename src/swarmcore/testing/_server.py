@@ -221,7 +221,7 @@ def _completion(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": request.model,
+        "model": reply.model or request.model,
         "choices": [
             {"index": 0, "message": reply.as_message(), "finish_reason": reply.finish_reason}
         ],
@@ -236,7 +236,7 @@ def _chunks(
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
-        "model": request.model,
+        "model": reply.model or request.model,
     }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
