@@ -84,6 +84,20 @@ async def test_resume_runs_only_the_failed_agent_and_what_follows_under_the_same
     with pytest.raises(UserError, match="already succeeded; nothing to resume"):
         await swarm.resume("trip")
 
+    from swarmcore.engines.dbos_history import DBOSHistory
+
+    history = DBOSHistory(engine.database_url)  # what runs show and the viewer read
+    try:
+        record = history.get_run("trip")
+    finally:
+        history.close()
+    assert record is not None
+    assert (record.status, record.failures) == ("succeeded", [])
+    (earlier,) = record.earlier  # the failure before the resume stays visible
+    assert earlier.status == "failed"
+    assert [(f.agent_name, f.error_type) for f in earlier.failures] == [("c", "ModelError")]
+    assert "c is broken today" in earlier.failures[0].message
+
 
 async def test_a_run_resumed_twice_keeps_each_generations_work(engine: DBOSEngine) -> None:
     flaky = Flaky("b", "d")

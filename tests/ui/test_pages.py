@@ -16,9 +16,9 @@ import pytest
 from pydantic import BaseModel
 from starlette.testclient import TestClient
 
-from swarmcore import Agent, Swarm
+from swarmcore import Agent, ModelError, Swarm
 from swarmcore.store import RunRecord, SQLiteStore
-from swarmcore.testing import FunctionModel, RecordedRequest, Reply
+from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
 from swarmcore.ui.app import create_app
 from tests.ui.flows import HEALED
 from tests.ui.runs import HOSTILE, SECRET_KEY, StoredRuns, cli_failed_run
@@ -410,3 +410,47 @@ def test_structured_output_and_the_budget_are_shown(tmp_path: Path) -> None:
     assert '"score": 7' in text
     assert "budget (tokens)" in text
     assert f"{result.token_usage.total_tokens:,} of 100,000" in text
+
+
+def test_a_resumed_run_still_shows_its_earlier_failure(tmp_path: Path) -> None:
+    down = [True]
+
+    def answer(request: RecordedRequest) -> Reply | Fail:
+        who = request.system.split()[0]
+        if who == "writer" and down[0]:
+            return Fail(400, "the provider is down today")
+        return Reply(text=f"{who} did it")
+
+    model = FunctionModel(answer)
+    researcher, writer = (
+        Agent(n, f"{n} works.", model=model.model) for n in ("researcher", "writer")
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    swarm = Swarm(researcher >> writer, store=store)
+    with pytest.raises(ModelError) as failed:
+        asyncio.run(swarm.run("write it"))
+    assert failed.value.partial is not None
+    run_id = failed.value.partial.run_id
+    down[0] = False
+    asyncio.run(swarm.resume(run_id))
+
+    with TestClient(create_app(store, store_path=store.path)) as c:
+        p = page(c, f"/runs/{run_id}")
+    store.close()
+    assert p.all("span", id="run-status")[0]["data-status"] == "succeeded"
+    assert graph_statuses(p) == {"researcher": "succeeded", "writer": "succeeded"}
+    assert len(p.all("li", data_status="failed")) == 1  # the attempt before the resume
+    section = p.html[p.html.index('id="earlier-attempts"') :]
+    section = section[: section.index("</section>")]
+    assert "failed, then resumed " in section
+    assert "the provider is down today" in section
+    assert "writer: ModelError: " in section
+    assert "An earlier attempt failed: ModelError: " in agent_box(p, "writer")
+    assert "writer did it" in agent_box(p, "writer")  # beside the output that finished it
+    assert "An earlier attempt" not in agent_box(p, "researcher")
+
+
+def agent_box(p: Page, name: str) -> str:
+    """An agent's part of a run page, up to the end of its first nested box."""
+    box = p.html[p.html.index(f'id="agent-{name}"') :]
+    return box[: box.index("</details>")]

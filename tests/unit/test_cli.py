@@ -431,8 +431,11 @@ def test_runs_resume_runs_only_the_unfinished_agents(
     assert main(["runs", "show", run_id]) == 0
     shown = capsys.readouterr().out
     assert "status    succeeded" in shown
-    assert "pending" not in shown
-    assert "failed" not in shown
+    table = shown.split("\n\n")[1]
+    assert "pending" not in table
+    assert "failed" not in table
+    # the failure before the resume stays on record
+    assert re.search(r"^earlier   failed, then resumed .*: .*c is down", shown, re.MULTILINE), shown
 
 
 def test_runs_resume_applies_the_stored_model(

@@ -28,7 +28,13 @@ from swarmcore.cli.shape import agent_order
 from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
 from swarmcore.flow import Flow
 from swarmcore.models import Decision, failure_status, format_cost, sum_cost
-from swarmcore.store import RunRecord, RunSummary, SQLiteStore, default_store_path
+from swarmcore.store import (
+    EarlierAttempt,
+    RunRecord,
+    RunSummary,
+    SQLiteStore,
+    default_store_path,
+)
 from swarmcore.swarm import ContextMode, Swarm
 
 __all__ = ["command_runs_list", "command_runs_prune", "command_runs_resume", "command_runs_show"]
@@ -161,6 +167,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
     ]
     if record.error:
         header.append(("error", shorten(record.error, 200)))
+    header += [("earlier", _earlier_text(e)) for e in record.earlier]
     origin = run_origin(metadata)
     if origin:
         header.append(("target", origin))
@@ -181,6 +188,18 @@ def command_runs_show(args: argparse.Namespace) -> int:
     if hint:
         print(f"\nresume with: {hint}")
     return 0
+
+
+def _earlier_text(attempt: EarlierAttempt) -> str:
+    """An attempt before a resume, on one line: how it ended and why."""
+    ended = {"cancelled": "was cancelled", "running": "was interrupted"}.get(
+        attempt.status, attempt.status
+    )
+    when = "" if attempt.resumed_at is None else f" {local_time(attempt.resumed_at)}"
+    why = attempt.error or "; ".join(
+        f"{f.agent_name}: {f.message}" for f in attempt.failures if not f.cancelled
+    )
+    return f"{ended}, then resumed{when}" + (f": {shorten(why, 160)}" if why else "")
 
 
 def _resume_hint(record: RunRecord, path: Path | None, origin: str) -> str:

@@ -25,7 +25,7 @@ from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos_approvals import send_decision, waiting
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
-from swarmcore.store.base import RunListing, RunRecord, RunStatus, RunSummary
+from swarmcore.store.base import EarlierAttempt, RunListing, RunRecord, RunStatus, RunSummary
 from swarmcore.tools import Approval, ApprovalRequest
 
 __all__ = ["DBOSHistory"]
@@ -214,6 +214,8 @@ class DBOSHistory:
         )
         results: list[AgentResult] = []
         failures: dict[str, AgentFailure] = {}
+        resumed = _generation(run)
+        earlier: list[list[AgentFailure]] = [[] for _ in range(resumed)]
         for agent in sorted(agents, key=lambda a: a.created_at or 0):
             if isinstance(agent.output, AgentResult):
                 results.append(agent.output)
@@ -221,6 +223,11 @@ class DBOSHistory:
             elif agent.error is not None:
                 name = agent.workflow_id.split("/")[1]
                 failures[name] = _failure(name, agent)
+                # <run>/<agent>/<attempt>~<generation>: a failure before a resume
+                _, _, made_in = agent.workflow_id.rpartition("~")
+                generation = int(made_in) if "~" in agent.workflow_id and made_in.isdigit() else 0
+                if generation < resumed:
+                    earlier[generation].append(failures[name])
         costs = [r.cost for r in results]
         tokens = sum(r.token_usage.total_tokens for r in results)
         summary = _summary(run, len(results), tokens, sum_cost(costs) if costs else 0.0)
@@ -233,6 +240,8 @@ class DBOSHistory:
             results=results,
             failures=list(failures.values()),
             decisions=decisions,
+            # the run's own error before a resume is gone (its workflow was replaced)
+            earlier=[EarlierAttempt(status="failed", failures=f) for f in earlier],
         )
 
     def _agents_done(self, run_ids: list[str]) -> dict[str, tuple[int, int, float | None]]:
@@ -336,6 +345,14 @@ def _shape(run: WorkflowStatus) -> str:
     about: object = args[0] if args else None
     shape = cast("dict[str, Any]", about).get("shape") if isinstance(about, dict) else None
     return shape if isinstance(shape, str) else ""
+
+
+def _generation(run: WorkflowStatus) -> int:
+    """How many times the run was resumed (its ``about``'s generation)."""
+    args = _inputs(run)
+    about: object = args[0] if args else None
+    found = cast("dict[str, Any]", about).get("generation") if isinstance(about, dict) else None
+    return found if isinstance(found, int) and found > 0 else 0
 
 
 def _settings(run: WorkflowStatus) -> dict[str, Any]:

@@ -21,11 +21,20 @@ import os
 from pathlib import Path
 
 from swarmcore.errors import UserError
-from swarmcore.store.base import RunListing, RunReader, RunRecord, RunStatus, RunStore, RunSummary
+from swarmcore.store.base import (
+    EarlierAttempt,
+    RunListing,
+    RunReader,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    RunSummary,
+)
 from swarmcore.store.sqlite import SCHEMA_VERSION, SQLiteStore
 
 __all__ = [
     "SCHEMA_VERSION",
+    "EarlierAttempt",
     "RunListing",
     "RunReader",
     "RunRecord",

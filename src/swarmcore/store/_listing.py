@@ -17,9 +17,10 @@ from pydantic import ValidationError
 
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, Decision, sum_cost
-from swarmcore.store.base import RunListing, RunRecord, RunStatus, RunSummary
+from swarmcore.store.base import EarlierAttempt, RunListing, RunRecord, RunStatus, RunSummary
 
 __all__ = [
+    "EARLIER",
     "count_query",
     "decode_page",
     "like_escape",
@@ -30,6 +31,9 @@ __all__ = [
 ]
 
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
+
+EARLIER = "earlier"
+"""The key of a run's settings under which a resumed run's earlier attempts are kept."""
 
 # Tokens are prompt plus completion (what ``TokenUsage.total_tokens`` computes), read
 # from the fields themselves so a body stored without the computed field still counts.
@@ -200,13 +204,17 @@ def record(
     """A run's rows (``SELECT * FROM runs``, its agents' and decisions' bodies) as a record."""
     results = [AgentResult.model_validate_json(b) for s, b in agents if s == "done"]
     failures = [AgentFailure.model_validate_json(b) for s, b in agents if s == "failed"]
+    # Not a dict (a damaged row): the record's validation below says so.
+    settings = cast("dict[str, Any]", json.loads(run["settings"]))
+    earlier: list[Any] = settings.pop(EARLIER, []) if isinstance(settings, dict) else []  # pyright: ignore[reportUnnecessaryIsInstance] -- read from the file
     return RunRecord(
         **_run_summary(run, results).model_dump(),
         shape=run["shape"],
-        settings=json.loads(run["settings"]),
+        settings=settings,
         results=results,
         failures=failures,
         decisions=[Decision.model_validate_json(b) for (b,) in decided],
+        earlier=[EarlierAttempt.model_validate(e) for e in earlier],
     )
 
 

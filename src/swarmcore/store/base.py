@@ -10,7 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swarmcore.models import AgentFailure, AgentResult, Decision
 
-__all__ = ["RunListing", "RunReader", "RunRecord", "RunStatus", "RunStore", "RunSummary"]
+__all__ = [
+    "EarlierAttempt",
+    "RunListing",
+    "RunReader",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "RunSummary",
+]
 
 RunStatus = Literal["running", "succeeded", "failed", "cancelled", "incomplete"]
 """``running`` also marks a run whose process died: resume it. ``incomplete``: a
@@ -52,6 +60,23 @@ class RunSummary(BaseModel):
         super().__setstate__(state)
 
 
+class EarlierAttempt(BaseModel):
+    """How a resumed run's attempt before a resume ended: its status, error and failed agents."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    status: RunStatus
+    """``failed``, ``cancelled``, or ``running`` (its process died)."""
+    error: str | None = None
+    """The run's error then, if it was recorded."""
+    ended_at: float | None = None
+    """When that attempt ended (Unix time); None if its process died."""
+    resumed_at: float | None = None
+    """When the run was resumed (Unix time), if known."""
+    failures: list[AgentFailure] = Field(default_factory=list[AgentFailure])
+    """The agents that had failed then (a later attempt may have finished them)."""
+
+
 class RunRecord(RunSummary):
     """A stored run: its summary, settings, flow shape and every stored agent result."""
 
@@ -65,6 +90,9 @@ class RunRecord(RunSummary):
     """Agents that failed, as last recorded."""
     decisions: list[Decision] = Field(default_factory=list[Decision])
     """Choices made at routes, loops and plans, in the order they were made."""
+    earlier: list[EarlierAttempt] = Field(default_factory=list[EarlierAttempt])
+    """A resumed run's attempts before each resume, oldest first: how each ended.
+    Empty for a run never resumed."""
 
 
 @runtime_checkable

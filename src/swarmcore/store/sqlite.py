@@ -178,8 +178,14 @@ class SQLiteStore:
     # --- writes ----------------------------------------------------------------------
 
     def start_run(self, record: RunRecord) -> None:
-        """Record a new run, or mark a stored one running again (a resume)."""
+        """Record a new run, or mark a stored one running again (a resume).
+
+        A resume keeps how the attempt before it ended (its status, error and
+        failed agents, which its results may replace) in the run's settings
+        under ``"earlier"``, read back as :attr:`RunRecord.earlier`.
+        """
         with self._write() as db:
+            self._keep_earlier(db, record)
             db.execute(
                 """INSERT INTO runs (run_id, flow, shape, task, status, started_at, ended_at,
                                      error, settings, agents_total)
@@ -199,6 +205,37 @@ class SQLiteStore:
         if self.keep_last is not None or self.keep_days is not None:
             older = None if self.keep_days is None else self.keep_days * 86_400
             self.prune(keep_last=self.keep_last, older_than=older)
+
+    def _keep_earlier(self, db: sqlite3.Connection, record: RunRecord) -> None:
+        """Before a resume overwrites them, add the run's status and failures to its history."""
+        was = db.execute(
+            "SELECT status, error, ended_at, settings FROM runs WHERE run_id = ?",
+            (record.run_id,),
+        ).fetchone()
+        if was is None:  # a new run
+            return
+        status, error, ended_at, stored = was
+        try:
+            settings = json.loads(stored)
+            earlier = settings.setdefault(_listing.EARLIER, [])
+        except (ValueError, AttributeError):  # damaged settings: get_run says so
+            return
+        failed = db.execute(
+            "SELECT body FROM agents WHERE run_id = ? AND status = 'failed' ORDER BY finished_at",
+            (record.run_id,),
+        ).fetchall()
+        earlier.append(
+            {
+                "status": status,
+                "error": error,
+                "ended_at": ended_at,
+                "resumed_at": record.started_at,
+                "failures": [json.loads(body) for (body,) in failed],
+            }
+        )
+        db.execute(
+            "UPDATE runs SET settings = ? WHERE run_id = ?", (json.dumps(settings), record.run_id)
+        )
 
     def save_result(self, run_id: str, result: AgentResult) -> None:
         """Store one finished agent's result (replacing an earlier failure)."""

@@ -18,12 +18,13 @@ from typing import Any
 from swarmcore.cli.format import duration, local_time, run_metadata, run_origin, shorten
 from swarmcore.flow.shape import FlowShape
 from swarmcore.models import AgentFailure, AgentResult, format_cost, sum_cost
-from swarmcore.store.base import RunRecord, RunSummary
+from swarmcore.store.base import EarlierAttempt, RunRecord, RunSummary
 from swarmcore.ui.graph import flow_svg
 from swarmcore.ui.timeline import timeline_svg
 
 __all__ = [
     "AgentView",
+    "EarlierView",
     "RunView",
     "SummaryView",
     "agent_statuses",
@@ -86,6 +87,18 @@ class AgentView:
 
 
 @dataclass(frozen=True, slots=True)
+class EarlierView:
+    """How an attempt of a resumed run ended, before it was resumed."""
+
+    status: str
+    """The attempt's status class: ``failed``, ``cancelled`` or ``running``."""
+    said: str
+    """What happened, in words: ``failed, then resumed 2026-11-27 16:30:02``."""
+    error: str
+    failures: list[AgentFailure]
+
+
+@dataclass(frozen=True, slots=True)
 class RunView:
     """Everything a run page shows."""
 
@@ -107,6 +120,8 @@ class RunView:
     resume: str | None
     """The command that resumes the run; None when it cannot be resumed from the CLI."""
     resume_note: str
+    earlier: list[EarlierView] = field(default_factory=list[EarlierView])
+    """A resumed run's attempts before each resume, oldest first."""
     fields: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
 
 
@@ -144,6 +159,7 @@ def run_view(record: RunRecord, *, store: Path | None = None) -> RunView:
         origin=run_origin(metadata),
         resume=resume,
         resume_note=resume_note,
+        earlier=[_earlier(e) for e in record.earlier],
     )
 
 
@@ -172,9 +188,27 @@ def _graph(record: RunRecord) -> tuple[str | None, str]:
     return flow_svg(shape, statuses), ""
 
 
+_ENDED = {"failed": "failed", "cancelled": "was cancelled", "running": "was interrupted"}
+
+
+def _earlier(attempt: EarlierAttempt) -> EarlierView:
+    ended = _ENDED.get(attempt.status, attempt.status)
+    when = "" if attempt.resumed_at is None else f" {local_time(attempt.resumed_at)}"
+    return EarlierView(
+        status=attempt.status,
+        said=f"{ended}, then resumed{when}",
+        error=attempt.error or "",
+        failures=attempt.failures,
+    )
+
+
 def _agents(record: RunRecord) -> list[AgentView]:
     failures = {f.agent_name: f for f in record.failures}
     results = {r.agent_name: r for r in record.results}
+    for attempt in record.earlier:  # an agent finished on a resume keeps its earlier failure
+        for f in attempt.failures:
+            if f.agent_name in results and f.agent_name not in failures:
+                failures[f.agent_name] = f
     names = list(dict.fromkeys([*results, *failures]))
     timed = {n: _start(results.get(n), failures.get(n)) for n in names}
     views: list[AgentView] = []
