@@ -6,8 +6,10 @@ cost (``charge``). A call that would start once the budget is spent is refused
 with :class:`~swarmcore.errors.BudgetExceeded`, which stops the run and carries
 the finished results. Under a cost budget, a model whose price LiteLLM does not
 know is refused too (fail closed) unless ``allow_unpriced=True``, since its
-calls could not be counted. Calls already in flight when the budget runs out
-finish; the budget bounds what starts, not what is already paid for.
+calls could not be counted; so is every call after a reply that came back
+without a price after all (a priced model whose reply reported no usage).
+Calls already in flight when the budget runs out finish; the budget bounds
+what starts, not what is already paid for.
 """
 
 from __future__ import annotations
@@ -42,17 +44,20 @@ class Meter:
         self.allow_unpriced = allow_unpriced
         self.spent_cost = 0.0
         self.spent_tokens = 0
+        self.uncounted: str | None = None
+        """The model of the first model call under ``max_cost`` whose cost was unknown."""
         self._lock = threading.Lock()
 
     def check(self, agent_name: str, model: str, is_priced: Callable[[str], bool]) -> None:
         """Refuse a call that would start with the budget spent, or unpriced under a cost cap.
 
         Raises:
-            BudgetExceeded: The budget is spent, or ``model`` is unpriced and
-                a cost budget is set without ``allow_unpriced``.
+            BudgetExceeded: The budget is spent, or ``model`` is unpriced (or an
+                earlier call's cost was unknown) and a cost budget is set without
+                ``allow_unpriced``.
         """
         with self._lock:
-            cost, tokens = self.spent_cost, self.spent_tokens
+            cost, tokens, uncounted = self.spent_cost, self.spent_tokens, self.uncounted
         over: list[str] = []
         if self.max_cost is not None and cost >= self.max_cost:
             over.append(f"${cost:.4f} of max_cost=${self.max_cost:g} spent")
@@ -72,13 +77,30 @@ class Meter:
                 "counted), or register the model's price with litellm.register_model().",
                 agent_name,
             )
+        if uncounted is not None and self.max_cost is not None and not self.allow_unpriced:
+            raise self._error(
+                f"Agent {agent_name!r}: an earlier call to {uncounted} came back without a "
+                "price (no token usage and no gateway cost in the reply), so what the run "
+                f"has spent is unknown and the call to {model} was refused under max_cost. "
+                "Pass allow_unpriced=True to the Swarm to go on without counting such calls.",
+                agent_name,
+            )
 
-    def charge(self, tokens: int, cost: float | None) -> None:
-        """Add one reply's tokens and cost (None: unpriced, counted as nothing)."""
+    def charge(self, tokens: int, cost: float | None, *, model: str | None = None) -> None:
+        """Add one reply's tokens and cost (None: unpriced, counted as nothing).
+
+        Args:
+            tokens: The reply's tokens.
+            cost: Its cost in USD; None when unknown.
+            model: For one model call: the model. An unknown cost then fails the
+                budget closed (``check`` refuses later calls) unless ``allow_unpriced``.
+        """
         with self._lock:
             self.spent_tokens += tokens
             if cost is not None:
                 self.spent_cost += cost
+            elif model is not None and self.uncounted is None:
+                self.uncounted = model
 
     def _error(self, message: str, agent_name: str) -> BudgetExceeded:
         return BudgetExceeded(

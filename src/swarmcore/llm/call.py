@@ -60,7 +60,7 @@ async def complete(request: LLMRequest) -> LLMReply:
     reply = await durable.step("model", lambda: _answer(request, models))
     meter = budget.current_meter()
     if meter is not None:
-        meter.charge(reply.usage.total_tokens, reply.cost)
+        meter.charge(reply.usage.total_tokens, reply.cost, model=reply.model)
     return reply
 
 

@@ -210,15 +210,15 @@ def _to_reply(model: str, response: Any, duration: float) -> LLMReply:
     """A LiteLLM ``ModelResponse`` as our reply."""
     choice: Any = response.choices[0]
     message: Any = choice.message
-    usage: Any = getattr(response, "usage", None)
+    usage = usage_of(getattr(response, "usage", None))
     return LLMReply(
         text=message.content,
         tool_calls=tuple(
             ToolCall(id=c.id, name=c.function.name or "", arguments=c.function.arguments or "")
             for c in message.tool_calls or ()
         ),
-        usage=usage_of(usage),
-        cost=cost(model, response),
+        usage=usage,
+        cost=cost(model, response, usage),
         finish_reason=choice.finish_reason,
         duration_seconds=duration,
         model=model,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmcore import events
 from swarmcore.errors import ModelError
-from swarmcore.llm import endpoints, price_data
+from swarmcore.llm import endpoints, price_data, pricing
 from swarmcore.llm.errors import classify
 from swarmcore.llm.types import (
     EndpointError,
@@ -151,8 +151,8 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
             if response.status >= 400:
                 raise _status_error(response.status, await response.read(), response.headers)
             if request.stream:
-                return await _streamed(_events(response.content), request, model)
-            return _to_reply(call.agent_name, model, await response.read())
+                return await _streamed(_events(response.content), request, model, response.headers)
+            return _to_reply(call.agent_name, model, await response.read(), response.headers)
     except aiohttp.ClientError as exc:
         if isinstance(exc, TimeoutError):  # aiohttp's read and connect timeouts are both
             raise
@@ -239,8 +239,15 @@ async def _events(content: aiohttp.StreamReader) -> AsyncIterator[Any]:
 
 
 def native_name(model: str) -> str:
-    """The name the endpoint knows ``model`` by: without LiteLLM's ``openai/`` prefix."""
-    return model.removeprefix("openai/")
+    """The name the endpoint knows ``model`` by: without LiteLLM's ``openai/`` prefix.
+
+    Or its ``litellm_proxy/`` one, LiteLLM's name for a LiteLLM Proxy's models, so the
+    same model string reaches a proxy on either backend.
+    """
+    for prefix in price_data.GATEWAY_PREFIXES:
+        if model.startswith(prefix):
+            return model.removeprefix(prefix)
+    return model
 
 
 def _mapping(value: object) -> dict[str, Any]:
@@ -253,7 +260,9 @@ def _mapping(value: object) -> dict[str, Any]:
 # --- the reply ---------------------------------------------------------------------------
 
 
-async def _streamed(chunks: AsyncIterator[Any], request: LLMRequest, model: str) -> LLMReply:
+async def _streamed(
+    chunks: AsyncIterator[Any], request: LLMRequest, model: str, headers: Mapping[str, str]
+) -> LLMReply:
     """Publish each text delta, then build the whole reply (usage included) from the chunks."""
     agent_name = request.call.agent_name
     texts: list[str] = []
@@ -288,7 +297,7 @@ async def _streamed(chunks: AsyncIterator[Any], request: LLMRequest, model: str)
         text="".join(texts) if texts else None,
         tool_calls=tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in calls.values()),
         usage=used,
-        cost=_cost(model, used, tier) if usage is not None else None,
+        cost=_cost(model, used, tier, headers, has_usage=usage is not None),
         finish_reason=finish,
         duration_seconds=0.0,
         model=model,
@@ -296,7 +305,7 @@ async def _streamed(chunks: AsyncIterator[Any], request: LLMRequest, model: str)
     )
 
 
-def _to_reply(agent_name: str, model: str, raw: bytes) -> LLMReply:
+def _to_reply(agent_name: str, model: str, raw: bytes, headers: Mapping[str, str]) -> LLMReply:
     """A chat completion's JSON body as our reply."""
     try:
         data: Any = json.loads(raw)
@@ -318,7 +327,7 @@ def _to_reply(agent_name: str, model: str, raw: bytes) -> LLMReply:
         text=message.get("content"),
         tool_calls=tool_calls,
         usage=used,
-        cost=_cost(model, used, data.get("service_tier")) if usage is not None else None,
+        cost=_cost(model, used, data.get("service_tier"), headers, has_usage=usage is not None),
         finish_reason=choice.get("finish_reason"),
         duration_seconds=0.0,
         model=model,
@@ -337,12 +346,23 @@ def _tool_call(call: Any) -> ToolCall:
     return ToolCall(id=str(call["id"]), name=str(name), arguments=str(arguments))
 
 
-def _cost(model: str, usage: TokenUsage, tier: object) -> float | None:
-    return price_data.cost(
+def _cost(
+    model: str,
+    usage: TokenUsage,
+    tier: object,
+    headers: Mapping[str, str],
+    *,
+    has_usage: bool,
+) -> float | None:
+    """The reply's cost by ``pricing``'s rule: the gateway's figure, else its usage priced.
+
+    Without usage in the reply (``has_usage`` False) only a gateway's figure counts.
+    """
+    if not has_usage:
+        return pricing.gateway_cost(headers)
+    return pricing.usage_cost(
         model,
-        usage.prompt_tokens,
-        usage.completion_tokens,
-        cached_tokens=usage.cached_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
+        usage,
         service_tier=tier if isinstance(tier, str) else None,  # flex and priority cost otherwise
+        headers=headers,
     )

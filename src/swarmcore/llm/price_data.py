@@ -1,20 +1,28 @@
-"""OpenAI models' prices and capabilities, read from LiteLLM's bundled price map as data.
+"""Models' prices, and OpenAI models' capabilities, read from LiteLLM's bundled price map as data.
 
 The native OpenAI backend must price a call without importing LiteLLM (an
 import costs seconds and a hundred megabytes), yet price it exactly as LiteLLM
 would. So this module finds ``model_prices_and_context_window_backup.json``
-inside the installed ``litellm`` package without importing it, parses it once
-on first need, and keeps only OpenAI's entries and, in them, only the fields
-used here (rates, ``supports_*``, token limits, mode): some 200 small dicts
-out of a 3 MB file. The arithmetic in ``cost`` mirrors LiteLLM's
-``generic_cost_per_token`` for an OpenAI chat completion: cached prompt tokens
-at ``cache_read_input_token_cost``, reasoning tokens at
+inside the installed ``litellm`` package without importing it, parses it on
+first need, and keeps only the fields used here (rates, ``supports_*``, token
+limits, mode). OpenAI's entries (some 200 small dicts out of a 3 MB file) are
+loaded first; every other provider's only when a price is asked of a model
+OpenAI's do not name, e.g. ``anthropic/claude-opus-4-6`` reached through an
+OpenAI-protocol gateway. The arithmetic in ``cost`` mirrors LiteLLM's
+``generic_cost_per_token`` for a chat completion: cached prompt tokens at
+``cache_read_input_token_cost``, reasoning tokens at
 ``output_cost_per_reasoning_token`` (else the output rate), the
 ``*_above_<n>k_tokens`` long-context rates and the ``_flex``/``_priority``
 service-tier rates. ``tests/unit/test_price_data.py`` checks it against
 LiteLLM's own figures for every OpenAI chat model in the map.
 
+A gateway's routing prefix is not part of the priced name: LiteLLM's
+``get_model_info`` gives ``openai/anthropic/claude-opus-4-6`` (a gateway's
+model, spoken to in OpenAI's protocol) a made-up entry priced at $0, while the
+map prices ``claude-opus-4-6``; here it is priced as ``anthropic/claude-opus-4-6``.
+
 A model the map does not price costs ``None``: never a guess, never an error.
+Capabilities (``supports``, ``model_info``, ``is_openai_model``) stay OpenAI's.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from types import MappingProxyType
 from typing import Any, Final, cast
 
 __all__ = [
+    "GATEWAY_PREFIXES",
     "cost",
     "is_openai_model",
     "is_priced",
@@ -40,6 +49,9 @@ __all__ = [
 
 _PRICE_FILE: Final = "model_prices_and_context_window_backup.json"
 _PROVIDERS: Final = frozenset({"openai", "text-completion-openai"})
+# Prefixes that say how a model is reached (an OpenAI-protocol endpoint, a LiteLLM
+# Proxy), not which model it is: ``openai/anthropic/claude-opus-4-6`` is Anthropic's.
+GATEWAY_PREFIXES: Final = ("openai/", "litellm_proxy/")
 _LIMIT_FIELDS: Final = frozenset(
     {"litellm_provider", "mode", "max_tokens", "max_input_tokens", "max_output_tokens"}
 )
@@ -91,16 +103,16 @@ def _kept_field(key: str, value: object) -> bool:
     return key in _LIMIT_FIELDS or key.startswith("supports_") or "cost" in key
 
 
-def _trim(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """``json`` object hook: drop other providers' entries as they are parsed.
+def _trim(obj: dict[str, Any], *, openai: bool) -> dict[str, Any] | None:
+    """``json`` object hook: keep OpenAI's entries (or every other provider's) as parsed.
 
-    Dropping them inside the parser, not after it, keeps the parse's peak
+    Dropping the rest inside the parser, not after it, keeps the parse's peak
     memory near the file's size rather than the whole map's in objects.
     """
     provider = obj.get("litellm_provider")
     if provider is None:
         return obj  # the top-level map, or a nested table of a kept entry
-    if provider not in _PROVIDERS:
+    if (provider in _PROVIDERS) != openai:
         return None
     kept = {k: v for k, v in obj.items() if _kept_field(k, v)}
     aliases: object = obj.get("aliases")
@@ -112,11 +124,23 @@ def _trim(obj: dict[str, Any]) -> dict[str, Any] | None:
 @functools.cache
 def _table() -> Mapping[str, Mapping[str, Any]]:
     """OpenAI's entries of the price map, loaded once on first need; empty without litellm."""
+    return _load(openai=True)
+
+
+@functools.cache
+def _other_table() -> Mapping[str, Mapping[str, Any]]:
+    """Every other provider's entries, loaded once, on the first price asked of one."""
+    return _load(openai=False)
+
+
+def _load(*, openai: bool) -> Mapping[str, Mapping[str, Any]]:
     path = _price_file()
     if path is None:
         return _EMPTY
     try:
-        raw: Any = json.loads(path.read_bytes(), object_hook=_trim)
+        raw: Any = json.loads(
+            path.read_bytes(), object_hook=functools.partial(_trim, openai=openai)
+        )
     except (OSError, ValueError):
         return _EMPTY
     if not isinstance(raw, dict):
@@ -124,7 +148,7 @@ def _table() -> Mapping[str, Mapping[str, Any]]:
     table: dict[str, Mapping[str, Any]] = {}
     for name, entry in cast("dict[str, object]", raw).items():
         fields = cast("dict[str, Any]", entry) if isinstance(entry, dict) else {}
-        if fields.get("litellm_provider") in _PROVIDERS:  # not the map's non-model blocks
+        if isinstance(fields.get("litellm_provider"), str):  # not the map's non-model blocks
             aliases: list[str] = fields.pop("aliases", [])
             table[name] = MappingProxyType(fields)  # a later real entry overwrites an alias
             for alias in aliases:
@@ -153,6 +177,47 @@ def _entry(model: str) -> Mapping[str, Any]:
         if entry is not None:
             return entry
     return _EMPTY
+
+
+def _routed(model: str) -> str:
+    """``model`` without a gateway's routing prefix: the name the gateway serves."""
+    for prefix in GATEWAY_PREFIXES:
+        if model.startswith(prefix):
+            return model.removeprefix(prefix)
+    return model
+
+
+@functools.lru_cache(maxsize=512)
+def _priced_entry(model: str) -> Mapping[str, Any]:
+    """The entry ``model`` is priced by: OpenAI's, else another provider's, as LiteLLM finds it.
+
+    ``anthropic/claude-opus-4-6`` is the map's ``claude-opus-4-6`` (provider
+    ``anthropic``), and so is ``openai/anthropic/claude-opus-4-6``: the model a
+    gateway serves under that name.
+    """
+    entry = _entry(model)
+    if entry:
+        return entry
+    name = _routed(model)
+    if name != model:
+        entry = _entry(name)  # litellm_proxy/gpt-4o-mini is OpenAI's gpt-4o-mini
+        if entry:
+            return entry
+    table = _other_table()
+    entry = table.get(name) or table.get(name.lower())
+    if entry is not None:
+        return entry
+    provider, slash, bare = name.partition("/")
+    entry = (table.get(bare) or table.get(bare.lower())) if slash else None
+    if entry is not None and _provider_is(entry, provider):
+        return entry
+    return _EMPTY
+
+
+def _provider_is(entry: Mapping[str, Any], provider: str) -> bool:
+    """Whether ``entry`` is ``provider``'s (``vertex_ai`` owns ``vertex_ai-language-models``)."""
+    owner = str(entry.get("litellm_provider"))
+    return owner == provider or owner.startswith(f"{provider}-")
 
 
 def model_info(model: str) -> Mapping[str, Any]:
@@ -246,8 +311,12 @@ def _reasoning_rate(info: Mapping[str, Any], suffix: str, output: float) -> floa
 
 
 def is_priced(model: str) -> bool:
-    """Whether the price map gives ``model`` a per-token input rate."""
-    return _number(_entry(model).get("input_cost_per_token")) is not None
+    """Whether the price map gives ``model`` a per-token input rate, whoever's model it is.
+
+    ``openai/gpt-4o-mini``, ``anthropic/claude-opus-4-6`` and a gateway's
+    ``openai/anthropic/claude-opus-4-6`` are priced; ``openai/my-local-model`` is not.
+    """
+    return _number(_priced_entry(model).get("input_cost_per_token")) is not None
 
 
 def cost(
@@ -259,10 +328,12 @@ def cost(
     *,
     service_tier: str | None = None,
 ) -> float | None:
-    """USD for one chat completion from an OpenAI model, as LiteLLM prices it.
+    """USD for one chat completion, as LiteLLM prices it (exactly, for OpenAI's models).
 
     Args:
-        model: ``"openai/gpt-4o-mini"`` or ``"gpt-4o-mini"``.
+        model: ``"openai/gpt-4o-mini"`` or ``"gpt-4o-mini"``; another provider's model
+            (``"anthropic/claude-opus-4-6"``), also behind a gateway's prefix
+            (``"openai/anthropic/claude-opus-4-6"``).
         prompt_tokens: The prompt's tokens, cached ones included (OpenAI's ``prompt_tokens``).
         completion_tokens: The reply's tokens, reasoning included (OpenAI's ``completion_tokens``).
         cached_tokens: ``prompt_tokens_details.cached_tokens``: billed at the cache-read rate.
@@ -275,7 +346,7 @@ def cost(
     Returns:
         The cost in USD, or None when the price map does not price ``model``.
     """
-    info = _entry(model)
+    info = _priced_entry(model)
     if not is_priced(model):
         return None
     suffix = _tier_suffix(service_tier)
@@ -293,7 +364,7 @@ def prompt_cost(model: str, prompt_tokens: int) -> float | None:
     """USD for ``prompt_tokens`` sent to ``model``; None when the price map does not price it."""
     if not is_priced(model):
         return None
-    return _base_rates(_entry(model), prompt_tokens, "")[0] * prompt_tokens
+    return _base_rates(_priced_entry(model), prompt_tokens, "")[0] * prompt_tokens
 
 
 def supports(model: str, capability: str) -> bool | None:

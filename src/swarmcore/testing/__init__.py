@@ -11,6 +11,7 @@
 * :class:`MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the
   OpenAI chat API, for tests of the real HTTP path (either backend). The pytest
   fixture ``mock_openai_server`` (installed with swarmcore) starts one per test.
+  :class:`LiteLLMProxy` makes its steps answer as a LiteLLM Proxy gateway does.
 * :class:`TemporaryPostgres`: a throwaway PostgreSQL server on 127.0.0.1 in a
   temporary folder, for tests of the durable engine (``DBOSEngine``). The
   session fixture ``postgres`` starts one, or skips where PostgreSQL is not
@@ -22,6 +23,7 @@ import litellm.
 """
 
 from swarmcore.testing._choose import choose_model
+from swarmcore.testing._litellm_proxy import LiteLLMProxy
 from swarmcore.testing._models import (
     FunctionModel,
     OfflineModel,
@@ -40,6 +42,7 @@ __all__ = [
     "Call",
     "Fail",
     "FunctionModel",
+    "LiteLLMProxy",
     "MockOpenAIServer",
     "OfflineModel",
     "PostgresNotFound",

@@ -55,6 +55,8 @@ class Reply:
         delay: Seconds to wait before answering (to test parallelism and timeouts).
         model: The model name the reply reports (``MockOpenAIServer``); the
             request's by default, as a real endpoint may name a dated version.
+        headers: ``MockOpenAIServer`` only: extra response headers, e.g. a LiteLLM
+            Proxy's ``x-litellm-response-cost``.
     """
 
     text: str | None = None
@@ -65,6 +67,7 @@ class Reply:
     reasoning_tokens: int = 0
     delay: float = 0.0
     model: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
 
     @classmethod
     def tool(cls, name: str, /, **arguments: Any) -> Reply:
@@ -128,6 +131,8 @@ class Fail:
             message with the key the request carried (its ``Authorization`` bearer
             token, or its ``api-key`` / ``x-api-key`` header), as a provider that
             echoes a rejected key does. For tests of key redaction.
+        error: ``MockOpenAIServer`` only: the whole ``error`` object of the body, for a
+            gateway's own error shapes; built from ``message`` when None.
     """
 
     status_code: int
@@ -135,6 +140,7 @@ class Fail:
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     delay: float = 0.0
     echo_credential: bool = False
+    error: Mapping[str, Any] | None = None
 
 
 Step = Reply | Fail

@@ -24,10 +24,11 @@ class MockOpenAIServer:
     """Serves ``POST /v1/chat/completions`` from a script, recording every request.
 
     It binds a free port on 127.0.0.1 and runs in a background thread. Replies
-    can carry text and tool calls; a ``Fail`` answers with its HTTP status and
-    headers (and, with ``echo_credential=True``, quotes the key the request
-    carried in its message, as some providers do); a request with
-    ``"stream": true`` gets server-sent events.
+    can carry text, tool calls and response headers; a ``Fail`` answers with its
+    HTTP status and headers (and, with ``echo_credential=True``, quotes the key
+    the request carried in its message, as some providers do); a request with
+    ``"stream": true`` gets server-sent events. ``LiteLLMProxy`` makes the steps
+    a LiteLLM Proxy answers with: its error bodies and headers, its cost header.
 
     ```python
     with MockOpenAIServer([Reply(text="hi")]) as server:
@@ -150,15 +151,13 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if step.delay:
                 server._stopping.wait(step.delay)  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if isinstance(step, Fail):
-                message = step.message
-                if step.echo_credential:
-                    message = message.replace("{credential}", _credential(self.headers))
-                error = {"message": message, "type": "error", "code": str(step.status_code)}
+                error = _error(step, self.headers)
                 self._send_json(step.status_code, {"error": error}, step.headers)
             elif body.get("stream"):
                 self._send_stream(request, step.for_request(request), body)
             else:
-                self._send_json(200, _completion(request, step.for_request(request)))
+                reply = step.for_request(request)
+                self._send_json(200, _completion(request, reply), reply.headers)
 
         def _send_json(
             self, status: int, payload: object, headers: Mapping[str, str] | None = None
@@ -178,6 +177,8 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
             self.end_headers()
             options: dict[str, Any] = body.get("stream_options") or {}
             include_usage = bool(options.get("include_usage"))
@@ -189,6 +190,16 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
     return Handler
+
+
+def _error(step: Fail, headers: Message) -> Mapping[str, Any]:
+    """A failure's ``error`` object: its own (a gateway's shape), else OpenAI's, from its text."""
+    if step.error is not None:
+        return step.error
+    message = step.message
+    if step.echo_credential:
+        message = message.replace("{credential}", _credential(headers))
+    return {"message": message, "type": "error", "code": str(step.status_code)}
 
 
 def _credential(headers: Message) -> str:
