@@ -1,8 +1,9 @@
-"""Guards only: no provider keys leak into tests, and litellm never fetches its price map."""
+"""Guards (no provider keys leak into tests, litellm never fetches its price map) and peers."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,21 @@ def each_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     backend = str(request.param)
     monkeypatch.setenv("SWARMCORE_MODEL_BACKEND", "auto" if backend == "native" else "litellm")
     return backend
+
+
+FASTA2A_06 = Path(__file__).parent.parent / ".peers" / "fasta2a-06" / "bin" / "python"
+"""FastA2A 0.6.1's environment (A2A 0.3), which cannot share the project's: .ci/run builds it."""
+
+
+@pytest.fixture
+def fasta2a_06() -> Path:
+    """The Python of FastA2A 0.6.1's environment; its tests skip where it is missing.
+
+    CI sets ``SWARMCORE_REQUIRE_PEERS=1``, where a missing environment fails them instead.
+    """
+    if not FASTA2A_06.exists():
+        why = f"FastA2A 0.6.1's environment is missing ({FASTA2A_06}); .ci/run builds it"
+        if os.environ.get("SWARMCORE_REQUIRE_PEERS") == "1":
+            pytest.fail(f"SWARMCORE_REQUIRE_PEERS=1 but {why}")
+        pytest.skip(why)
+    return FASTA2A_06

@@ -4,7 +4,8 @@ Everything here is the SDK's own server side (its request handler, in-memory
 task store and Starlette routes); only the small :class:`ScriptedExecutor` is
 ours. What it does depends on the text it is sent (see its docstring), so one
 server covers every case. Beside it, ``/bad`` is an agent whose card is real
-but whose endpoint answers garbage, and a bearer token can be required.
+but whose endpoint answers garbage, ``/broken`` one whose endpoint always fails
+with HTTP 500 (a bug of its own), and a bearer token can be required.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class Seen:
     """The ids of the tasks a client cancelled."""
     overloaded: int = 0
     """Requests answered 503."""
+    broken: int = 0
+    """Requests ``/broken`` answered 500."""
 
 
 class ScriptedExecutor(AgentExecutor):
@@ -152,9 +155,19 @@ def _app(
     bad = Starlette(
         routes=[*create_agent_card_routes(bad_card), Route("/", garbage, methods=["POST"])]
     )
+
+    async def crash(request: Request) -> Response:
+        seen.broken += 1
+        return Response("KeyError: 'acceptedOutputModes'", status_code=500)
+
+    broken_card = agent_card(f"{base}/broken/", streaming=True)
+    broken = Starlette(
+        routes=[*create_agent_card_routes(broken_card), Route("/", crash, methods=["POST"])]
+    )
     app = Starlette(
         routes=[
             Mount("/bad", app=bad),
+            Mount("/broken", app=broken),
             *create_agent_card_routes(card),
             *create_jsonrpc_routes(handler, "/"),
         ]

@@ -36,6 +36,9 @@ _FAILED = {
     TaskState.TASK_STATE_REJECTED: "rejected the task",
     TaskState.TASK_STATE_CANCELED: "cancelled the task",
 }
+_PENDING = frozenset(
+    {TaskState.TASK_STATE_UNSPECIFIED, TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+)
 _INTERRUPTED = {
     TaskState.TASK_STATE_INPUT_REQUIRED: "asked for more input",
     TaskState.TASK_STATE_AUTH_REQUIRED: "asked for authentication",
@@ -76,6 +79,11 @@ class Answer:
         self.message_text = None
 
     @property
+    def pending(self) -> bool:
+        """Whether the task is still submitted or working (neither finished nor interrupted)."""
+        return self.message_text is None and self.state in _PENDING
+
+    @property
     def done(self) -> bool:
         """Whether the task reached a final state (or the remote answered a message)."""
         return self.message_text is not None or self.state in (
@@ -106,7 +114,10 @@ class Answer:
             self.task_id = self.task_id or update.task_id
             self._usage(MessageToDict(update.artifact.metadata))
             delta = self._artifact(
-                update.artifact.artifact_id, list(update.artifact.parts), append=update.append
+                update.artifact.artifact_id,
+                list(update.artifact.parts),
+                append=update.append,
+                last_chunk=update.last_chunk,
             )
             bus = events.listening()
             if delta and bus is not None and bus.text_deltas:
@@ -117,6 +128,8 @@ class Answer:
     def _status(self, state: TaskState, text: str) -> None:
         if state == TaskState.TASK_STATE_UNSPECIFIED:
             return
+        if state == self.state and text == self.status_text:
+            return  # the same status again (a task polled while it works): nothing new to say
         self.state = state
         if text:
             self.status_text = text
@@ -128,8 +141,17 @@ class Answer:
             message=text,
         )
 
-    def _artifact(self, artifact_id: str, parts: list[Part], *, append: bool) -> str:
-        """Add an artifact (chunk); the text it added."""
+    def _artifact(
+        self, artifact_id: str, parts: list[Part], *, append: bool, last_chunk: bool = False
+    ) -> str:
+        """Add an artifact (chunk); the text it adds to what was streamed of it.
+
+        A chunk that replaces an artifact adds only what goes past the text it
+        replaces; and as the last chunk, nothing when it is a different text (the
+        whole answer sent again once streamed, as FastA2A and swarmcore's server
+        do, is not said twice).
+        """
+        before = "" if append else self._text_of(artifact_id)
         if not append or artifact_id not in self.artifacts:
             dropped = self.artifacts.pop(artifact_id, [])  # a replaced artifact no longer counts
             self.chars -= sum(len(p.text or "") for p in dropped)
@@ -149,7 +171,15 @@ class Answer:
                 pieces.append(_Piece(data=_whole(MessageToDict(part).get("data"))))
             # files (raw or url parts) are not text a later agent can read: left out
             append = True  # the parts of one chunk follow each other
-        return "".join(added)
+        text = "".join(added)
+        if not before:
+            return text
+        if text.startswith(before):
+            return text[len(before) :]
+        return "" if last_chunk else text
+
+    def _text_of(self, artifact_id: str) -> str:
+        return "".join(p.text or "" for p in self.artifacts.get(artifact_id, []))
 
     def _count(self, text: str) -> str:
         self.chars += len(text)

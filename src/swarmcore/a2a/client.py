@@ -35,6 +35,7 @@ from a2a.client import (
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    GetTaskRequest,
     Message,
     Part,
     Role,
@@ -47,6 +48,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from swarmcore import _loop, events
 from swarmcore.a2a._answer import Answer, Refused, short
 from swarmcore.a2a._http import CappedTransport, Oversized
+from swarmcore.a2a._lenient import LenientTransport
 from swarmcore.agent import Agent
 from swarmcore.checks import check_number
 from swarmcore.errors import AgentError, UserError
@@ -66,6 +68,14 @@ as many bytes (JSON framing and escapes)."""
 CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection: a remote that is down fails fast, and is retried."""
 _CANCEL_TIMEOUT = 5.0
+ACCEPTED_OUTPUT_MODES = ["text/plain", "application/json"]
+"""What a RemoteAgent reads of an answer (text and data parts), sent with every message:
+strict servers (FastA2A 0.6) refuse a message that does not say."""
+_TRANSIENT = frozenset({408, 429, 502, 503, 504})
+"""Statuses that say the request did not get through (busy, or a gateway in the way): retried.
+Any other 5xx is an error inside the agent, which the same request would meet again."""
+_POLL_FIRST, _POLL_MOST = 0.05, 2.0
+"""Seconds between polls of a task the remote answered before finishing (it does not stream)."""
 
 
 class RemoteAgentError(AgentError):
@@ -321,13 +331,18 @@ class RemoteAgent(Agent):
     async def _attempt(self, message: Message, answer: Answer) -> None:
         """One send of the task, its events folded into ``answer`` as they come."""
         limit = self.max_output_chars * 4 + 65_536
-        transport = CappedTransport(httpx.AsyncHTTPTransport(), limit)
+        # Capped as it arrives; then each result's malformed optional fields dropped (_lenient).
+        transport = LenientTransport(CappedTransport(httpx.AsyncHTTPTransport(), limit))
         async with httpx.AsyncClient(
             headers=dict(self.headers),
             timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),  # the task's timeout bounds it
             transport=transport,
         ) as http:
-            factory = ClientFactory(ClientConfig(streaming=True, httpx_client=http))
+            factory = ClientFactory(
+                ClientConfig(
+                    streaming=True, httpx_client=http, accepted_output_modes=ACCEPTED_OUTPUT_MODES
+                )
+            )
             try:
                 if self.card is not None:
                     client = factory.create(self.card)
@@ -339,6 +354,8 @@ class RemoteAgent(Agent):
                     )
                     async for response in stream:
                         answer.take(response)
+                    if answer.task_id and answer.pending:  # it answered before it finished
+                        await self._poll(client, answer)
                     if answer.task_id and not answer.done:  # an interrupted task: do not leave it
                         await self._cancel_with(client, answer.task_id)
                     answer.check_finished()
@@ -350,6 +367,20 @@ class RemoteAgent(Agent):
                 raise
             except Exception as exc:  # the SDK's errors, httpx's, or a parser's
                 self._explain(exc)
+
+    @staticmethod
+    async def _poll(client: Any, answer: Answer) -> None:
+        """Get the task until it is no longer submitted or working (the call's timeout bounds it).
+
+        A remote that does not stream answers a message with the task as it stands,
+        maybe just submitted (FastA2A always does): its end comes by ``GetTask``.
+        """
+        delay = _POLL_FIRST
+        while answer.pending:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _POLL_MOST)
+            task = await client.get_task(GetTaskRequest(id=answer.task_id))
+            answer.take(StreamResponse(task=task))
 
     async def _cancel_quietly(self, answer: Answer) -> None:
         """Ask the remote to cancel a task we gave up on; a failure here changes nothing."""
@@ -388,8 +419,15 @@ class RemoteAgent(Agent):
                 f"refused the request (HTTP {status}): pass its credentials as headers=, "
                 'e.g. headers={"Authorization": "Bearer <token>"}'
             )
-        if status is not None and (status >= 500 or status == 429):
+        if status in _TRANSIENT:
             self._fail(f"answered HTTP {status}; it may be overloaded or down", retryable=True)
+        if status is not None and status >= 500:
+            said = _body_of(exc)
+            self._fail(
+                f"answered HTTP {status}{f': {said}' if said else ''}. That is an error inside "
+                "the agent, so it is not retried (the same request would meet it again): "
+                "its own logs say more"
+            )
         if isinstance(exc, A2AClientTimeoutError) or isinstance(cause, httpx.TimeoutException):
             self._fail("timed out on a request; it may be overloaded", retryable=True)
         if isinstance(cause, httpx.TransportError):
@@ -406,7 +444,7 @@ class RemoteAgent(Agent):
             self._fail(f"answered with an error: {short(str(exc)) or type(exc).__name__}")
         self._fail(
             f"sent a malformed response ({type(exc).__name__}: {short(str(exc))}); "
-            "is it an A2A 1.x agent?"
+            "is it an A2A agent (1.0 or 0.3)?"
         )
 
     def _fail(self, what: str, *, retryable: bool = False, state: str = "") -> NoReturn:
@@ -431,6 +469,17 @@ def _card_url(card: AgentCard, name: str) -> str:
         f"RemoteAgent {name!r}: the agent card {card.name!r} names no URL "
         "(supported_interfaces); pass the agent's URL instead."
     )
+
+
+def _body_of(exc: BaseException) -> str:
+    """What an HTTP error response said, shortened; "" when it said nothing readable."""
+    cause = exc.__cause__
+    if not isinstance(cause, httpx.HTTPStatusError):
+        return ""
+    try:
+        return short(cause.response.text, 300)
+    except (httpx.ResponseNotRead, UnicodeDecodeError):
+        return ""
 
 
 def _status_of(exc: BaseException) -> int | None:

@@ -8,11 +8,15 @@ the flow once per A2A task:
 * **The task id is the run id.** ``swarm.stream(..., run_id=task_id)``, so a
   Swarm with a store records the run under the A2A task's id (and
   ``swarm.resume(task_id)`` continues it).
+* **Two protocol versions.** A2A 1.0 (its requests carry the header
+  ``A2A-Version: 1.0``; without it a request is taken for 0.3, as the protocol
+  says) and A2A 0.3 (``message/send``...), both on ``/``; the card lists both.
 * **Progress streams.** Agent, tool, route, loop and retry events become
   ``working`` status updates with a one-line message (the event's type and
-  agent in the metadata); on a streaming request, model text streams as
-  chunks of the ``output`` artifact (the agent in their metadata): appended
-  to while one agent speaks, replaced when the next one starts.
+  agent in the message's metadata, so none is left on the finished task);
+  on a streaming request, model text streams as chunks of the ``output``
+  artifact (the agent in their metadata): appended to while one agent
+  speaks, replaced when the next one starts.
 * **The run's output** then replaces that artifact (``last_chunk``): a text
   part, and a data part when the last agent has an ``output_type``. A task
   has one artifact, its answer.
@@ -64,14 +68,20 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_CURRENT
+from a2a.utils.constants import (
+    AGENT_CARD_WELL_KNOWN_PATH,
+    PROTOCOL_VERSION_0_3,
+    PROTOCOL_VERSION_CURRENT,
+)
 from pydantic_core import to_jsonable_python
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as Message_
 
 from swarmcore import events
+from swarmcore.a2a._wire import Events, fixed_event, fixed_message
 from swarmcore.errors import UserError
 from swarmcore.llm.redaction import env_secrets, redact
 from swarmcore.tools import Approval, ApprovalRequest
@@ -158,7 +168,8 @@ def to_a2a(
             return served
         here = AgentCard()
         here.CopyFrom(served)
-        here.supported_interfaces[0].url = _base_url.get("")
+        for interface in here.supported_interfaces:
+            interface.url = _base_url.get("")
         return here
 
     @contextlib.asynccontextmanager
@@ -171,9 +182,11 @@ def to_a2a(
 
     routes = [
         *create_agent_card_routes(card, card_modifier=with_url),
-        *create_jsonrpc_routes(handler, rpc_url="/"),
+        # A2A 0.3 clients too (FastA2A's, the 0.3 SDKs'): their methods are told apart by name.
+        *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(_Guard, token=token)], lifespan=lifespan)
+    middleware = [Middleware(_Guard, token=token), Middleware(_WholeNumbers)]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
 def agent_card(
@@ -196,6 +209,7 @@ def agent_card(
                 tags=["swarmcore", *swarm.flow.names],
             )
         ]
+    modes = ["text/plain", "application/json"]
     try:
         version_ = version("swarmcore")
     except Exception:  # not installed (a source checkout on sys.path)
@@ -208,14 +222,34 @@ def agent_card(
             AgentInterface(
                 url=url or "http://127.0.0.1/",  # each card request gets its own address
                 protocol_binding="JSONRPC",
-                protocol_version=PROTOCOL_VERSION_CURRENT,
+                protocol_version=protocol,
             )
+            for protocol in (PROTOCOL_VERSION_CURRENT, PROTOCOL_VERSION_0_3)
         ],
         capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain", "application/json"],
-        default_output_modes=["text/plain", "application/json"],
-        skills=[_skill(s) for s in skills],
+        default_input_modes=modes,
+        default_output_modes=modes,
+        skills=[_complete(_skill(s), modes, ["swarmcore", *swarm.flow.names]) for s in skills],
     )
+
+
+def _complete(skill: AgentSkill, modes: list[str], tags: list[str]) -> AgentSkill:
+    """``skill``, with the card's modes and the flow's tags where it names none.
+
+    The protocol requires a skill's tags, and clients such as FastA2A's refuse a
+    card whose skills do not say what they take and give.
+    """
+    if skill.input_modes and skill.output_modes and skill.tags:
+        return skill
+    filled = AgentSkill()
+    filled.CopyFrom(skill)
+    if not filled.tags:
+        filled.tags.extend(tags)
+    if not filled.input_modes:
+        filled.input_modes.extend(modes)
+    if not filled.output_modes:
+        filled.output_modes.extend(modes)
+    return filled
 
 
 def _skill(skill: object) -> AgentSkill:
@@ -257,6 +291,74 @@ class _Guard:
         host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
         _base_url.set(f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}/")
         await self._app(scope, receive, send)
+
+
+class _WholeNumbers:
+    """ASGI middleware: the token counts of a result's usage metadata sent as integers.
+
+    Metadata is a protobuf Struct, which holds every number as a double: the SDK
+    would send ``"prompt_tokens": 7.0``, which clients read as a float.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        stream: Events | None = None
+        held: Message_ | None = None  # a JSON answer's start, sent with its length once whole
+        body = bytearray()
+
+        async def sending(message: Message_) -> None:
+            nonlocal stream, held
+            if message["type"] == "http.response.start":
+                kind = dict(message.get("headers", [])).get(b"content-type", b"")
+                if b"text/event-stream" in kind:
+                    stream = Events()
+                elif b"application/json" in kind:
+                    held = message
+                    return
+            elif message["type"] == "http.response.body" and stream is not None:
+                fixed = [fixed_event(e, _integer_usage) for e in stream.feed(message["body"])]
+                if not message.get("more_body", False):
+                    fixed.append(stream.rest())
+                message = {**message, "body": b"".join(fixed)}
+            elif message["type"] == "http.response.body" and held is not None:
+                body.extend(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                whole = fixed_message(bytes(body), _integer_usage)
+                headers = [(k, v) for k, v in held.get("headers", []) if k != b"content-length"]
+                headers.append((b"content-length", str(len(whole)).encode()))
+                await send({**held, "headers": headers})
+                message = {**message, "body": whole}
+            await send(message)
+
+        await self._app(scope, receive, sending)
+
+
+def _integer_usage(result: dict[str, Any], depth: int = 0) -> bool:
+    """Make the whole-number token counts of usage metadata in ``result`` ints; if any changed.
+
+    Usage sits in the metadata of a task or status update, itself maybe inside the
+    result (A2A 1.0 wraps them: ``{"task": {...}}``).
+    """
+    changed = False
+    metadata = result.get("metadata")
+    usage = cast("dict[str, Any]", metadata).get("usage") if isinstance(metadata, dict) else None
+    if isinstance(usage, dict):
+        numbers = cast("dict[str, Any]", usage)
+        for key, value in numbers.items():
+            if key.endswith("tokens") and isinstance(value, float) and value.is_integer():
+                numbers[key] = int(value)
+                changed = True
+    if depth < 2:
+        for value in result.values():
+            if isinstance(value, dict):
+                changed |= _integer_usage(cast("dict[str, Any]", value), depth + 1)
+    return changed
 
 
 @dataclass
@@ -443,13 +545,14 @@ async def _progress(job: _Job, updater: TaskUpdater, event: events.Event) -> Non
         return
     said = describe(event)
     if said is not None:
-        metadata: dict[str, Any] = {"event": type(event).__name__}
+        # On the message, not the update: an update's metadata stays on the task (the SDK
+        # merges it in), and the finished task would carry the last event's keys.
+        message = _say(updater, said)
+        message.metadata.update({"event": type(event).__name__})
         agent = getattr(event, "agent_name", None)
         if agent is not None:
-            metadata["agent"] = agent
-        await updater.update_status(
-            TaskState.TASK_STATE_WORKING, _say(updater, said), metadata=metadata
-        )
+            message.metadata.update({"agent": agent})
+        await updater.update_status(TaskState.TASK_STATE_WORKING, message)
 
 
 def describe(event: events.Event) -> str | None:
