@@ -394,3 +394,41 @@ async def test_live_renders_a_flow_with_routes_and_loops() -> None:
     for name in ("a", "s", "w#1", "c#1", "j#1"):
         assert f"✓ {name} " in final
     assert no_live_left()
+
+
+# --- an agent's time: the live tree and the usage table say the same -----------------
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live-tree", "plain-lines"])
+async def test_progress_and_the_usage_table_give_an_agent_the_same_time(live: bool) -> None:
+    if live:
+        progress, out = live_setup("summary")
+    else:
+        out = io.StringIO()
+        progress = ConsoleProgress("summary", file=out)
+    tries: list[str] = []
+
+    def answer(request: RecordedRequest) -> Reply | Fail:
+        who = request.system.split()[0]
+        tries.append(who)
+        if who == "b" and tries.count("b") == 1:  # fails once; a step retry runs it again
+            return Fail(503, "overloaded", delay=0.3)
+        return Reply(text=f"{who} done")
+
+    model = FunctionModel(answer)
+    a, b = (Agent(n, f"{n} works.", model=model.model, retry=0) for n in "ab")
+    result = await Swarm(a >> b, hooks=[progress], step_retries=1).run("go")
+    assert tries == ["a", "b", "b"]
+    text = out.getvalue()
+    if live:  # the last frame: the finished tree
+        text = text[text.rindex(f"run {result.run_id[:6]}  a >> b") :]
+    table = result.usage_table()
+    progress_lines = text[: text.rindex("total ")].splitlines()  # before the usage table
+    for name in "ab":
+        (row,) = [line for line in table.splitlines() if line.startswith(f"{name} ")]
+        took = re.findall(r"\d+\.\ds", row)[-1]  # the usage table's time column
+        assert took == f"{result[name].duration_seconds:.1f}s"
+        mark = f"✓ {name} " if live else f"] {name} done: "
+        (shown,) = [line for line in progress_lines if mark in line]
+        assert took in shown.replace(",", " ").split(), (shown, row)
+    assert no_live_left()

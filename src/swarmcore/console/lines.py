@@ -123,7 +123,9 @@ def _step_line(event: StepFinished) -> Line:
 
 
 def _agent_line(event: AgentFinished) -> Line:
-    name, took = event.agent_name, f"{event.duration_seconds:.1f}s"
+    # The result's own time, as the usage table shows it.
+    seconds = event.duration_seconds if event.result is None else event.result.duration_seconds
+    name, took = event.agent_name, f"{seconds:.1f}s"
     if event.error is None:
         result = event.result
         if result is None:

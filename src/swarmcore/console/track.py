@@ -117,14 +117,13 @@ def _agent_started(state: RunState, event: AgentStarted) -> None:
 def _agent_finished(state: RunState, event: AgentFinished) -> None:
     row = _agent_row(state, event.agent_name, event.parent_id)
     row.ended, row.activity = event.timestamp, ""
-    if row.started is not None:
-        row.duration = max(event.timestamp - row.started, event.duration_seconds)
-    else:
-        row.duration = event.duration_seconds
+    # The time the result (or, for a failure, the run's record of it) gives, which the
+    # usage table and the run store show too: not the wall time since a first attempt.
+    result = event.result
+    row.duration = event.duration_seconds if result is None else result.duration_seconds
     row.tools.clear()
     if event.error is None:
         row.status = "done"
-        result = event.result
         if result is not None and row.calls == 0:  # no model-call events seen: take the total
             row.calls = len(result.llm_calls)
             row.tokens = result.token_usage.total_tokens
