@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -130,6 +131,31 @@ def test_fasta2a_s_client_reads_the_card() -> None:
     assert skill["input_modes"] == ["text/plain", "application/json"]
     assert skill["output_modes"] == ["text/plain", "application/json"]
     assert skill["tags"] == ["swarmcore", "a", "b"]  # required by the protocol
+
+
+async def test_fasta2a_s_client_sends_and_streams_a_task() -> None:
+    # FastA2A 2.x's client calls 0.3's methods and reads results wrapped as 1.0 wraps them.
+    swarm, _model = echo_swarm()
+    with serve(swarm.to_a2a()) as url:
+        async with httpx.AsyncClient(timeout=60) as http:
+            client = A2AClient(f"{url}/", http_client=http)
+            message: Any = {"role": "user", "parts": [{"text": "ping"}], "message_id": "m1"}
+            sent = await client.send_message(message)
+            task: Any = sent.get("result", {}).get("task")
+            assert task is not None, sent
+            while task["status"]["state"] in ("submitted", "working"):
+                task = (await client.get_task(task["id"]))["result"]
+            message = {**message, "message_id": "m2"}
+            stream = [e.get("result", {}) async for e in client.stream_message(message)]
+    assert task["status"]["state"] == "completed"
+    [artifact] = task["artifacts"]
+    assert [p["text"] for p in artifact["parts"]] == ["echo: ping"]
+    assert "task" in stream[0]
+    updates = [e["status_update"] for e in stream if "status_update" in e]
+    assert updates[-1]["status"]["state"] == "completed"
+    assert updates[-1]["metadata"]["usage"]["prompt_tokens"] > 0
+    chunks = [e["artifact_update"] for e in stream if "artifact_update" in e]
+    assert chunks[-1]["artifact"]["parts"] == [{"text": "echo: ping"}]
 
 
 def test_fasta2a_0_6_s_client_runs_a_task(fasta2a_06: Path) -> None:

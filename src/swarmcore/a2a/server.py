@@ -185,7 +185,7 @@ def to_a2a(
         # A2A 0.3 clients too (FastA2A's, the 0.3 SDKs'): their methods are told apart by name.
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
-    middleware = [Middleware(_Guard, token=token), Middleware(_WholeNumbers)]
+    middleware = [Middleware(_Guard, token=token), Middleware(_Answers)]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
@@ -293,11 +293,17 @@ class _Guard:
         await self._app(scope, receive, send)
 
 
-class _WholeNumbers:
-    """ASGI middleware: the token counts of a result's usage metadata sent as integers.
+class _Answers:
+    """ASGI middleware: the SDK's JSON-RPC answers, put as their clients read them.
 
-    Metadata is a protobuf Struct, which holds every number as a double: the SDK
-    would send ``"prompt_tokens": 7.0``, which clients read as a float.
+    * **Token counts as integers.** Metadata is a protobuf Struct, which holds
+      every number as a double: the SDK would send ``"prompt_tokens": 7.0``,
+      which clients read as a float.
+    * **FastA2A's dialect.** FastA2A 2.x's client calls 0.3's methods
+      (``message/send``, ``message/stream``) with 0.3's fields, but reads
+      results wrapped as 1.0 wraps them (``{"task": ...}``,
+      ``{"statusUpdate": ...}``); it is told by its message, which has no
+      ``kind`` (0.3 requires one), and its answers are wrapped so.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -307,9 +313,11 @@ class _WholeNumbers:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self._app(scope, receive, send)
             return
+        body, replay = await _read_request(receive)
+        fix = _fasta2a_answer if _in_fasta2a_dialect(body) else _integer_usage
         stream: Events | None = None
         held: Message_ | None = None  # a JSON answer's start, sent with its length once whole
-        body = bytearray()
+        answer = bytearray()
 
         async def sending(message: Message_) -> None:
             nonlocal stream, held
@@ -321,22 +329,81 @@ class _WholeNumbers:
                     held = message
                     return
             elif message["type"] == "http.response.body" and stream is not None:
-                fixed = [fixed_event(e, _integer_usage) for e in stream.feed(message["body"])]
+                fixed = [fixed_event(e, fix) for e in stream.feed(message["body"])]
                 if not message.get("more_body", False):
                     fixed.append(stream.rest())
                 message = {**message, "body": b"".join(fixed)}
             elif message["type"] == "http.response.body" and held is not None:
-                body.extend(message.get("body", b""))
+                answer.extend(message.get("body", b""))
                 if message.get("more_body", False):
                     return
-                whole = fixed_message(bytes(body), _integer_usage)
+                whole = fixed_message(bytes(answer), fix)
                 headers = [(k, v) for k, v in held.get("headers", []) if k != b"content-length"]
                 headers.append((b"content-length", str(len(whole)).encode()))
                 await send({**held, "headers": headers})
                 message = {**message, "body": whole}
             await send(message)
 
-        await self._app(scope, receive, sending)
+        await self._app(scope, replay, sending)
+
+
+async def _read_request(receive: Receive) -> tuple[bytes, Receive]:
+    """A request's whole body, and a ``receive`` that hands it on again to the app."""
+    first = await receive()
+    body = bytearray(first.get("body", b""))
+    while first["type"] == "http.request" and first.get("more_body", False):
+        more = await receive()
+        body.extend(more.get("body", b""))
+        first = {**more, "body": b""}
+    replayed = False
+
+    async def replay() -> Message_:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {**first, "body": bytes(body), "more_body": False}
+
+    return bytes(body), replay
+
+
+def _in_fasta2a_dialect(request: bytes) -> bool:
+    """Whether a JSON-RPC request is FastA2A 2.x's: a 0.3 message without its ``kind``."""
+    try:
+        call = json.loads(request)
+    except ValueError:
+        return False
+    if not isinstance(call, dict):
+        return False
+    call = cast("dict[str, Any]", call)
+    params = call.get("params")
+    message = cast("dict[str, Any]", params).get("message") if isinstance(params, dict) else None
+    return (
+        call.get("method") in ("message/send", "message/stream")
+        and isinstance(message, dict)
+        and "kind" not in message
+    )
+
+
+_WRAPPED = {
+    "task": "task",
+    "message": "message",
+    "status-update": "statusUpdate",
+    "artifact-update": "artifactUpdate",
+}
+"""A 0.3 result's kind, and the key A2A 1.0 (and FastA2A) wraps it in."""
+
+
+def _fasta2a_answer(result: dict[str, Any]) -> bool:
+    """A 0.3 result wrapped as FastA2A's client reads it (see :class:`_Answers`)."""
+    _integer_usage(result)
+    key = _WRAPPED.get(str(result.get("kind")))
+    if key is None:
+        return False
+    inner = dict(result)
+    result.clear()
+    result[key] = inner
+    return True
 
 
 def _integer_usage(result: dict[str, Any], depth: int = 0) -> bool:
