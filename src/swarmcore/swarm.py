@@ -1,8 +1,8 @@
 """Swarm: the facade that runs a flow, over a fresh SharedContext per run.
 
-``run``, ``run_sync``, ``stream``, ``map``, ``resume``, ``resume_sync`` and ``dry_run``
-set a run up (its context, budget meter, MCP connections, event bus and store
-record) and hand it to :class:`~swarmcore.walk.Walk`, which walks the flow. How agents see
+``run``, ``run_sync``, ``stream``, ``map``, ``resume`` and ``dry_run`` set a run
+up (its context, budget meter, MCP connections, event bus and store record) and
+hand it to :class:`~swarmcore.walk.Walk`, which walks the flow. How agents see
 earlier outputs is the context mode's business (:mod:`swarmcore.modes`).
 """
 
@@ -336,9 +336,8 @@ class Swarm:
     ) -> SwarmResult:
         """:meth:`run` for scripts and notebooks: blocks until the run is over.
 
-        With no event loop running it runs on a new one; inside a running loop
-        (a notebook cell) it runs on a new loop in a worker thread, since the
-        caller's loop cannot be re-entered. Async code should ``await swarm.run``.
+        With no event loop running it runs on a new one; inside a running loop (a notebook
+        cell) on a new loop in a worker thread, since the caller's loop cannot be re-entered.
         """
         run = self._new_run(task, variables, metadata)  # bad input fails here, in the caller
         return run_sync(lambda: self._execute(run))
@@ -346,13 +345,12 @@ class Swarm:
     async def resume(self, run_id: str) -> SwarmResult:
         """Continue a stored run that failed or was killed, without re-running finished agents.
 
-        The shared context is rebuilt from the stored results and the flow
-        runs from the first unfinished step; inside a parallel group only the
-        unfinished members run again. The run keeps its id. A run that
-        already succeeded is refused, its record left untouched: there is
-        nothing to resume, and its results are in the store
-        (``swarm.store.get_run(run_id)``, ``swarmcore runs show``). On a
-        durable engine the run is read from the engine's database instead.
+        The shared context is rebuilt from the stored results and the flow runs from the first
+        unfinished step; inside a parallel group only the unfinished members run again. The run
+        keeps its id. A run that already succeeded is refused, its record left untouched: there
+        is nothing to resume, and its results are in the store (``swarm.store.get_run(run_id)``,
+        ``swarmcore runs show``). A durable engine reads the run from its own database.
+        :meth:`resume_sync` does the same from synchronous code.
 
         Args:
             run_id: The stored run's id (or a unique prefix of it).
@@ -382,20 +380,7 @@ class Swarm:
         return await self._execute(run)
 
     def resume_sync(self, run_id: str) -> SwarmResult:
-        """:meth:`resume` for scripts and notebooks: blocks until the resumed run is over.
-
-        As :meth:`run_sync`: on a new event loop, or inside a running loop (a
-        notebook cell) on a new loop in a worker thread. Async code should
-        ``await swarm.resume``.
-
-        Args:
-            run_id: The stored run's id (or a unique prefix of it).
-
-        Raises:
-            UserError: As :meth:`resume`: no store, no such run, a run that
-                already succeeded, or a flow of another shape.
-            StoreError: The store or the run's record cannot be read.
-        """
+        """:meth:`resume` from synchronous code, as :meth:`run_sync` runs; the same errors."""
         return run_sync(lambda: self.resume(run_id))
 
     async def map(
