@@ -83,6 +83,23 @@ async def test_text_streamed_from_a_swarmcore_server_arrives_once() -> None:
     assert "".join(deltas) == ANSWER
 
 
+async def test_a_task_answered_before_it_finished_is_polled() -> None:
+    # Without streaming, FastA2A answers a message with the task just submitted.
+    with fasta2a_agent(ANSWER) as url:
+        async with httpx.AsyncClient() as http:
+            card = await A2ACardResolver(http, url).get_agent_card()
+        card.capabilities.streaming = False
+        swarm = Swarm(RemoteAgent(card, name="pydantic", retries=0, timeout=60))
+        statuses: list[events.RemoteStatus] = []
+        swarm.add_hook(statuses.append, events.RemoteStatus)
+        result = await swarm.run("what is it?")
+    assert result.output == ANSWER
+    states = [s.state for s in statuses]
+    assert states[0] == "submitted"
+    assert states[-1] == "completed"
+    assert len(states) == len(set(states))  # each state said once, however often it was polled
+
+
 async def test_a_fasta2a_0_6_agent_is_a_step(fasta2a_06: Path) -> None:
     # A2A 0.3: FastA2A 0.6.1 refuses (HTTP 500) a message that does not name the output
     # modes it accepts, answers "submitted" (so the task is polled), and writes
