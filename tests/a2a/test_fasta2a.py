@@ -243,3 +243,16 @@ async def test_the_finished_task_carries_usage_as_integers_and_no_progress_keys(
     updates = [r.status_update for r in responses if r.HasField("status_update")]
     started = [u.status.message.metadata for u in updates if u.status.message.metadata]
     assert {"event": "AgentStarted", "agent": "a"} in [dict(m) for m in started]
+
+
+async def test_a_1_0_request_without_the_version_header_is_told_to_send_it() -> None:
+    swarm, _model = echo_swarm()
+    message = {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "ping"}]}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    with serve(swarm.to_a2a()) as url:
+        async with httpx.AsyncClient(timeout=60) as http:
+            refused = (await http.post(f"{url}/", json=request)).json()
+            sent = await http.post(f"{url}/", json=request, headers={"A2A-Version": "1.0"})
+    assert refused["error"]["code"] == -32009
+    assert "send 'A2A-Version: 1.0'" in refused["error"]["message"]
+    assert sent.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

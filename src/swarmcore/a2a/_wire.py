@@ -17,10 +17,10 @@ Fix = Callable[[dict[str, Any]], bool]
 """Changes a JSON-RPC result in place; whether it changed anything."""
 
 
-def fixed_message(payload: bytes, fix: Fix) -> bytes:
-    """A JSON-RPC message's bytes with ``fix`` applied to its result.
+def fixed_message(payload: bytes, fix: Fix, fix_error: Fix | None = None) -> bytes:
+    """A JSON-RPC message's bytes with ``fix`` applied to its result (``fix_error`` to its error).
 
-    ``payload`` itself when it needs no change, or is not a JSON-RPC result at
+    ``payload`` itself when it needs no change, or is not a JSON-RPC message at
     all (its reader says what is wrong with it).
     """
     try:
@@ -29,8 +29,15 @@ def fixed_message(payload: bytes, fix: Fix) -> bytes:
         return payload
     if not isinstance(message, dict):
         return payload
-    result = cast("dict[str, Any]", message).get("result")
-    if not isinstance(result, dict) or not fix(cast("dict[str, Any]", result)):
+    message = cast("dict[str, Any]", message)
+    result, error = message.get("result"), message.get("error")
+    if isinstance(result, dict):
+        changed = fix(cast("dict[str, Any]", result))
+    elif isinstance(error, dict) and fix_error is not None:
+        changed = fix_error(cast("dict[str, Any]", error))
+    else:
+        changed = False
+    if not changed:
         return payload
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -73,14 +80,14 @@ async def each_event(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield rest
 
 
-def fixed_event(event: bytes, fix: Fix) -> bytes:
+def fixed_event(event: bytes, fix: Fix, fix_error: Fix | None = None) -> bytes:
     """One server-sent event with ``fix`` applied to the result its data carries."""
     lines = event.split(b"\n")
     data = [line[5:].removeprefix(b" ") for line in lines if line.startswith(b"data:")]
     if not data:
         return event
     payload = b"\n".join(data)
-    fixed = fixed_message(payload, fix)
+    fixed = fixed_message(payload, fix, fix_error)
     if fixed is payload:
         return event
     kept = [line for line in lines if line and not line.startswith(b"data:")]

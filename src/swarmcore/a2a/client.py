@@ -29,6 +29,7 @@ from a2a.client import (
     A2AClientError,
     A2AClientTimeoutError,
     AgentCardResolutionError,
+    Client,
     ClientConfig,
     ClientFactory,
 )
@@ -369,7 +370,7 @@ class RemoteAgent(Agent):
                 self._explain(exc)
 
     @staticmethod
-    async def _poll(client: Any, answer: Answer) -> None:
+    async def _poll(client: Client, answer: Answer) -> None:
         """Get the task until it is no longer submitted or working (the call's timeout bounds it).
 
         A remote that does not stream answers a message with the task as it stands,

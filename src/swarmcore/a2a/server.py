@@ -304,6 +304,8 @@ class _Answers:
       results wrapped as 1.0 wraps them (``{"task": ...}``,
       ``{"statusUpdate": ...}``); it is told by its message, which has no
       ``kind`` (0.3 requires one), and its answers are wrapped so.
+    * **What to fix.** A 1.0 request without the ``A2A-Version`` header is
+      taken for 0.3 and refused (-32009): the error names the header.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -315,6 +317,8 @@ class _Answers:
             return
         body, replay = await _read_request(receive)
         fix = _fasta2a_answer if _in_fasta2a_dialect(body) else _integer_usage
+        versioned = any(k.lower() == b"a2a-version" for k, _ in scope.get("headers", []))
+        fix_error = None if versioned else _name_the_header
         stream: Events | None = None
         held: Message_ | None = None  # a JSON answer's start, sent with its length once whole
         answer = bytearray()
@@ -329,7 +333,7 @@ class _Answers:
                     held = message
                     return
             elif message["type"] == "http.response.body" and stream is not None:
-                fixed = [fixed_event(e, fix) for e in stream.feed(message["body"])]
+                fixed = [fixed_event(e, fix, fix_error) for e in stream.feed(message["body"])]
                 if not message.get("more_body", False):
                     fixed.append(stream.rest())
                 message = {**message, "body": b"".join(fixed)}
@@ -337,7 +341,7 @@ class _Answers:
                 answer.extend(message.get("body", b""))
                 if message.get("more_body", False):
                     return
-                whole = fixed_message(bytes(answer), fix)
+                whole = fixed_message(bytes(answer), fix, fix_error)
                 headers = [(k, v) for k, v in held.get("headers", []) if k != b"content-length"]
                 headers.append((b"content-length", str(len(whole)).encode()))
                 await send({**held, "headers": headers})
@@ -383,6 +387,18 @@ def _in_fasta2a_dialect(request: bytes) -> bool:
         and isinstance(message, dict)
         and "kind" not in message
     )
+
+
+def _name_the_header(error: dict[str, Any]) -> bool:
+    """A version error (-32009) that names the header a 1.0 request lacks."""
+    if error.get("code") != -32009:
+        return False
+    said = str(error.get("message") or "A2A version not supported.")
+    error["message"] = (
+        f"{said} A request without the header 'A2A-Version' is taken for A2A 0.3: send "
+        "'A2A-Version: 1.0' with a 1.0 method (SendMessage...), or call 0.3's (message/send...)."
+    )
+    return True
 
 
 _WRAPPED = {
