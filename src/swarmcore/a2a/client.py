@@ -69,7 +69,7 @@ as many bytes (JSON framing and escapes)."""
 CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection: a remote that is down fails fast, and is retried."""
 _CANCEL_TIMEOUT = 5.0
-ACCEPTED_OUTPUT_MODES = ["text/plain", "application/json"]
+ACCEPTED_OUTPUT_MODES = ("text/plain", "application/json")
 """What a RemoteAgent reads of an answer (text and data parts), sent with every message:
 strict servers (FastA2A 0.6) refuse a message that does not say."""
 _TRANSIENT = frozenset({408, 429, 502, 503, 504})
@@ -341,7 +341,9 @@ class RemoteAgent(Agent):
         ) as http:
             factory = ClientFactory(
                 ClientConfig(
-                    streaming=True, httpx_client=http, accepted_output_modes=ACCEPTED_OUTPUT_MODES
+                    streaming=True,
+                    httpx_client=http,
+                    accepted_output_modes=list(ACCEPTED_OUTPUT_MODES),
                 )
             )
             try:
