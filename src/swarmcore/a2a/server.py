@@ -45,7 +45,6 @@ import json
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from typing import TYPE_CHECKING, Any, cast
 
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
@@ -54,9 +53,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
-    AgentCapabilities,
     AgentCard,
-    AgentInterface,
     AgentSkill,
     HTTPAuthSecurityScheme,
     Message,
@@ -70,18 +67,16 @@ from a2a.types import (
 )
 from a2a.utils.constants import (
     AGENT_CARD_WELL_KNOWN_PATH,
-    PROTOCOL_VERSION_0_3,
-    PROTOCOL_VERSION_CURRENT,
 )
 from pydantic_core import to_jsonable_python
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.types import Message as Message_
 
 from swarmcore import events
-from swarmcore.a2a._wire import Events, fixed_event, fixed_message
+from swarmcore.a2a._card import agent_card
+from swarmcore.a2a._dialects import Answers
 from swarmcore.errors import UserError
 from swarmcore.llm.redaction import env_secrets, redact
 from swarmcore.tools import Approval, ApprovalRequest
@@ -185,86 +180,8 @@ def to_a2a(
         # A2A 0.3 clients too (FastA2A's, the 0.3 SDKs'): their methods are told apart by name.
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
-    middleware = [Middleware(_Guard, token=token), Middleware(_Answers)]
+    middleware = [Middleware(_Guard, token=token), Middleware(Answers)]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-
-
-def agent_card(
-    swarm: Swarm,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    skills: Sequence[AgentSkill | Mapping[str, Any]] | None = None,
-    url: str | None = None,
-) -> AgentCard:
-    """The agent card :func:`to_a2a` publishes (without its security scheme)."""
-    expression = swarm.flow.expression()
-    about = description or f"A swarmcore flow: {expression}."
-    if skills is None:
-        skills = [
-            AgentSkill(
-                id="run",
-                name=name or expression,
-                description=about,
-                tags=["swarmcore", *swarm.flow.names],
-            )
-        ]
-    modes = ["text/plain", "application/json"]
-    try:
-        version_ = version("swarmcore")
-    except Exception:  # not installed (a source checkout on sys.path)
-        version_ = "0"
-    return AgentCard(
-        name=name or expression,
-        description=about,
-        version=version_,
-        supported_interfaces=[
-            AgentInterface(
-                url=url or "http://127.0.0.1/",  # each card request gets its own address
-                protocol_binding="JSONRPC",
-                protocol_version=protocol,
-            )
-            for protocol in (PROTOCOL_VERSION_CURRENT, PROTOCOL_VERSION_0_3)
-        ],
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=modes,
-        default_output_modes=modes,
-        skills=[_complete(_skill(s), modes, ["swarmcore", *swarm.flow.names]) for s in skills],
-    )
-
-
-def _complete(skill: AgentSkill, modes: list[str], tags: list[str]) -> AgentSkill:
-    """``skill``, with the card's modes and the flow's tags where it names none.
-
-    The protocol requires a skill's tags, and clients such as FastA2A's refuse a
-    card whose skills do not say what they take and give.
-    """
-    if skill.input_modes and skill.output_modes and skill.tags:
-        return skill
-    filled = AgentSkill()
-    filled.CopyFrom(skill)
-    if not filled.tags:
-        filled.tags.extend(tags)
-    if not filled.input_modes:
-        filled.input_modes.extend(modes)
-    if not filled.output_modes:
-        filled.output_modes.extend(modes)
-    return filled
-
-
-def _skill(skill: object) -> AgentSkill:
-    if isinstance(skill, AgentSkill):
-        return skill
-    if isinstance(skill, Mapping):
-        try:
-            return AgentSkill(**{str(k): v for k, v in skill.items()})  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType] -- any mapping
-        except (TypeError, ValueError) as error:
-            raise UserError(
-                f"A skill's fields are id, name, description, tags...: {error}"
-            ) from None
-    raise UserError(
-        f"skills takes AgentSkill objects or mappings of their fields, got {type(skill).__name__}."
-    )
 
 
 class _Guard:
@@ -291,157 +208,6 @@ class _Guard:
         host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
         _base_url.set(f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}/")
         await self._app(scope, receive, send)
-
-
-class _Answers:
-    """ASGI middleware: the SDK's JSON-RPC answers, put as their clients read them.
-
-    * **Token counts as integers.** Metadata is a protobuf Struct, which holds
-      every number as a double: the SDK would send ``"prompt_tokens": 7.0``,
-      which clients read as a float.
-    * **FastA2A's dialect.** FastA2A 2.x's client calls 0.3's methods
-      (``message/send``, ``message/stream``) with 0.3's fields, but reads
-      results wrapped as 1.0 wraps them (``{"task": ...}``,
-      ``{"statusUpdate": ...}``); it is told by its message, which has no
-      ``kind`` (0.3 requires one), and its answers are wrapped so.
-    * **What to fix.** A 1.0 request without the ``A2A-Version`` header is
-      taken for 0.3 and refused (-32009): the error names the header.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        body, replay = await _read_request(receive)
-        fix = _fasta2a_answer if _in_fasta2a_dialect(body) else _integer_usage
-        versioned = any(k.lower() == b"a2a-version" for k, _ in scope.get("headers", []))
-        fix_error = None if versioned else _name_the_header
-        stream: Events | None = None
-        held: Message_ | None = None  # a JSON answer's start, sent with its length once whole
-        answer = bytearray()
-
-        async def sending(message: Message_) -> None:
-            nonlocal stream, held
-            if message["type"] == "http.response.start":
-                kind = dict(message.get("headers", [])).get(b"content-type", b"")
-                if b"text/event-stream" in kind:
-                    stream = Events()
-                elif b"application/json" in kind:
-                    held = message
-                    return
-            elif message["type"] == "http.response.body" and stream is not None:
-                fixed = [fixed_event(e, fix, fix_error) for e in stream.feed(message["body"])]
-                if not message.get("more_body", False):
-                    fixed.append(stream.rest())
-                message = {**message, "body": b"".join(fixed)}
-            elif message["type"] == "http.response.body" and held is not None:
-                answer.extend(message.get("body", b""))
-                if message.get("more_body", False):
-                    return
-                whole = fixed_message(bytes(answer), fix, fix_error)
-                headers = [(k, v) for k, v in held.get("headers", []) if k != b"content-length"]
-                headers.append((b"content-length", str(len(whole)).encode()))
-                await send({**held, "headers": headers})
-                message = {**message, "body": whole}
-            await send(message)
-
-        await self._app(scope, replay, sending)
-
-
-async def _read_request(receive: Receive) -> tuple[bytes, Receive]:
-    """A request's whole body, and a ``receive`` that hands it on again to the app."""
-    first = await receive()
-    body = bytearray(first.get("body", b""))
-    while first["type"] == "http.request" and first.get("more_body", False):
-        more = await receive()
-        body.extend(more.get("body", b""))
-        first = {**more, "body": b""}
-    replayed = False
-
-    async def replay() -> Message_:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {**first, "body": bytes(body), "more_body": False}
-
-    return bytes(body), replay
-
-
-def _in_fasta2a_dialect(request: bytes) -> bool:
-    """Whether a JSON-RPC request is FastA2A 2.x's: a 0.3 message without its ``kind``."""
-    try:
-        call = json.loads(request)
-    except ValueError:
-        return False
-    if not isinstance(call, dict):
-        return False
-    call = cast("dict[str, Any]", call)
-    params = call.get("params")
-    message = cast("dict[str, Any]", params).get("message") if isinstance(params, dict) else None
-    return (
-        call.get("method") in ("message/send", "message/stream")
-        and isinstance(message, dict)
-        and "kind" not in message
-    )
-
-
-def _name_the_header(error: dict[str, Any]) -> bool:
-    """A version error (-32009) that names the header a 1.0 request lacks."""
-    if error.get("code") != -32009:
-        return False
-    said = str(error.get("message") or "A2A version not supported.")
-    error["message"] = (
-        f"{said} A request without the header 'A2A-Version' is taken for A2A 0.3: send "
-        "'A2A-Version: 1.0' with a 1.0 method (SendMessage...), or call 0.3's (message/send...)."
-    )
-    return True
-
-
-_WRAPPED = {
-    "task": "task",
-    "message": "message",
-    "status-update": "statusUpdate",
-    "artifact-update": "artifactUpdate",
-}
-"""A 0.3 result's kind, and the key A2A 1.0 (and FastA2A) wraps it in."""
-
-
-def _fasta2a_answer(result: dict[str, Any]) -> bool:
-    """A 0.3 result wrapped as FastA2A's client reads it (see :class:`_Answers`)."""
-    _integer_usage(result)
-    key = _WRAPPED.get(str(result.get("kind")))
-    if key is None:
-        return False
-    inner = dict(result)
-    result.clear()
-    result[key] = inner
-    return True
-
-
-def _integer_usage(result: dict[str, Any], depth: int = 0) -> bool:
-    """Make the whole-number token counts of usage metadata in ``result`` ints; if any changed.
-
-    Usage sits in the metadata of a task or status update, itself maybe inside the
-    result (A2A 1.0 wraps them: ``{"task": {...}}``).
-    """
-    changed = False
-    metadata = result.get("metadata")
-    usage = cast("dict[str, Any]", metadata).get("usage") if isinstance(metadata, dict) else None
-    if isinstance(usage, dict):
-        numbers = cast("dict[str, Any]", usage)
-        for key, value in numbers.items():
-            if key.endswith("tokens") and isinstance(value, float) and value.is_integer():
-                numbers[key] = int(value)
-                changed = True
-    if depth < 2:
-        for value in result.values():
-            if isinstance(value, dict):
-                changed |= _integer_usage(cast("dict[str, Any]", value), depth + 1)
-    return changed
 
 
 @dataclass
