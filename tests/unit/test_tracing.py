@@ -36,9 +36,10 @@ from swarmcore.events import (
     RunStarted,
     TextDelta,
 )
+from swarmcore.semconv import PROVIDER_NAMES
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from swarmcore.testing import offline_model as shared_offline_model
-from swarmcore.tracing import PROVIDER_NAMES, OpenTelemetryTracer
+from swarmcore.tracing import OpenTelemetryTracer
 from tests.a2a.servers import a2a_server
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
