@@ -21,7 +21,7 @@ from swarmcore import (
     parallel,
     set_model_limit,
 )
-from swarmcore.testing import Fail, MockOpenAIServer, RecordedRequest, Reply
+from swarmcore.testing import Fail, LiteLLMProxy, MockOpenAIServer, RecordedRequest, Reply
 
 # Once per model backend: the native OpenAI one and LiteLLM must behave the same.
 pytestmark = pytest.mark.usefixtures("each_backend")
@@ -336,3 +336,118 @@ async def test_a_trickling_reply_is_bounded_by_call_timeout() -> None:
             await agent.run("go")
     finally:
         server.close()
+
+
+# --- LiteLLM Proxy's own answers, as it sends them (testing.LiteLLMProxy) ---------------
+
+
+def _gateway_agent(server: MockOpenAIServer, model: str = "openai/test-model") -> Agent:
+    return Agent("g", "x", model=model, api_base=server.url, api_key="sk-test-local", retry=FAST)
+
+
+async def test_a_gateways_context_window_error_says_so() -> None:
+    script = [LiteLLMProxy.context_window_exceeded("test-model"), "never"]
+    with MockOpenAIServer(script) as server, pytest.raises(ModelError) as caught:
+        await _gateway_agent(server).run("go")
+    assert str(caught.value) == (
+        "Agent 'g': openai/test-model rejected the prompt as longer than its context window "
+        "(400). Shorten the task or instructions, use context_mode='pull', or pick a model "
+        "with a larger window."
+    )
+    assert not caught.value.retryable
+    assert len(server.requests) == 1
+
+
+async def test_a_model_the_gateway_does_not_serve_is_named_with_the_closest_name() -> None:
+    with MockOpenAIServer([LiteLLMProxy.invalid_model("gpt-4o-mni")]) as server:
+        agent = _gateway_agent(server, "openai/gpt-4o-mni")
+        with pytest.warns(UserWarning, match="did you mean"), pytest.raises(ModelError) as caught:
+            await agent.run("go")
+        url = server.url
+    assert str(caught.value) == (
+        "Agent 'g': openai/gpt-4o-mni: model not found on this endpoint (400): "
+        "/chat/completions: Invalid model name passed in model=gpt-4o-mni. Call `/v1/models` "
+        "to view available models for your key. Check the name against the models the "
+        f"endpoint serves (GET {url}/models). Did you mean 'openai/gpt-4o-mini'?"
+    )
+    assert caught.value.status_code == 400
+    assert not caught.value.retryable
+    assert len(server.requests) == 1
+
+
+async def test_a_gateway_that_lists_its_models_suggests_one_of_them() -> None:
+    listed = (
+        "/chat/completions: Invalid model name passed in model=team-modle. "
+        "This key can only access models=['team-model', 'team-embedder']"
+    )
+    with (
+        MockOpenAIServer([Fail(400, listed)]) as server,
+        pytest.raises(ModelError, match="model not found on this endpoint") as caught,
+    ):
+        await _gateway_agent(server, "openai/team-modle").run("go")
+    assert str(caught.value).endswith("Did you mean 'openai/team-model'?")
+
+
+async def test_a_gateways_no_db_answer_to_a_wrong_key_is_an_authentication_error() -> None:
+    script = [LiteLLMProxy.no_connected_db(), "never"]
+    with MockOpenAIServer(script) as server, pytest.raises(ModelError) as caught:
+        await _gateway_agent(server).run("go")
+    assert str(caught.value) == (
+        "Agent 'g': openai/test-model rejected the API key (400: 'No connected db.', which a "
+        "LiteLLM Proxy without a database answers to any key but its master key). Check the "
+        "key passed as api_key= (or in model_settings)."
+    )
+    assert not caught.value.retryable
+    assert len(server.requests) == 1
+
+
+async def test_a_gateways_error_reads_the_same_on_both_backends() -> None:
+    # No "litellm.RateLimitError: RateLimitError: OpenAIException - " of LiteLLM's own in front.
+    with MockOpenAIServer([LiteLLMProxy.rate_limited("test-model")]) as server:
+        agent = Agent("g", "x", retry=0, **server.model_kwargs)
+        with pytest.raises(ModelError) as caught:
+            await agent.run("go")
+    assert str(caught.value) == (
+        "Agent 'g': openai/test-model failed on attempt 1 of 1 (RateLimitError, status 429): "
+        "litellm.RateLimitError: this is a mock rate limit error. This is transient: retry "
+        "later, raise the agent's retry, add fallback_models, or limit the model's requests "
+        "with swarmcore.limit_model()."
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (408, "APIError", True),
+        (409, "ConflictError", False),
+        (413, "APIError", False),
+        (502, "InternalServerError", True),
+        (503, "InternalServerError", True),
+        (504, "InternalServerError", True),
+        (529, "InternalServerError", True),
+    ],
+)
+async def test_a_status_is_named_by_the_same_class_on_both_backends(
+    status: int, kind: str, retryable: bool
+) -> None:
+    with MockOpenAIServer([Fail(status, f"refused with {status}")]) as server:
+        agent = Agent("g", "x", retry=0, **server.model_kwargs)
+        with pytest.raises(ModelError) as caught:
+            await agent.run("go")
+    error = caught.value
+    assert f"({kind}, status {status}): refused with {status}" in str(error)
+    assert (error.status_code, error.retryable) == (status, retryable)
+
+
+async def test_a_key_echoed_at_the_length_limit_is_still_redacted() -> None:
+    # The provider's text is cut to 300 characters and the key straddles the cut: it
+    # is redacted before the cut, so no part of it shows (it has no known key shape).
+    secret = "tok_SECRETabcdef0123456789"
+    echo = "x" * 280 + " {credential} was refused"
+    with MockOpenAIServer([Fail(400, echo, echo_credential=True)]) as server:
+        agent = Agent("k", "x", model="openai/m", api_base=server.url, api_key=secret, retry=0)
+        with pytest.raises(ModelError) as caught:
+            await agent.run("go")
+    assert server.headers[0]["authorization"] == f"Bearer {secret}"
+    assert "x" * 280 + " *** was refused" in str(caught.value)
+    assert "tok_SEC" not in str(caught.value)

@@ -1,11 +1,15 @@
 """Provider failures as ``ModelError``s that say what to do, and API keys kept out of them.
 
-Errors are classified here, once. Rate limits, timeouts, connection errors
-(a refused one too: a server may be restarting, and fallback models are tried
-only after a retryable failure) and 5xx are retryable; a rejected key, a denied
-permission, an unknown model, a bad request, an overlong prompt and a
-content-policy refusal are not. Each becomes a ``ModelError`` with the agent,
-the model, the status and a next step.
+Errors are classified here, once. Rate limits, timeouts (a server's 408 too),
+connection errors (a refused one too: a server may be restarting, and fallback
+models are tried only after a retryable failure) and 5xx are retryable; a
+rejected key, a denied permission, an unknown model, a bad request, an overlong
+prompt and a content-policy refusal are not. Each becomes a ``ModelError`` with
+the agent, the model, the status and a next step, worded the same on both
+backends: a status is named by the ``openai`` SDK's class for it, LiteLLM's
+own prefixes are taken off the provider's text, and a LiteLLM Proxy's answers
+(its context-window error, "Invalid model name", "No connected db.") are read
+for what they mean.
 
 The provider's text in a ``ModelError`` is redacted (``redaction``) with every
 credential the call could have sent: its ``api_key``, its secret settings and
@@ -20,6 +24,7 @@ import email.utils
 import functools
 import logging
 import os
+import re
 import sys
 import time
 import urllib.parse
@@ -97,17 +102,31 @@ def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelE
     if unreachable is not None:
         return _could_not_connect(call, model, attempt, *unreachable)
     if isinstance(exc, TimeoutError) or (
-        _is_openai(exc, "APITimeoutError") and call.call_timeout is not None
+        _is_openai(exc, "APITimeoutError")
+        and call.call_timeout is not None
+        and not _answered_timeout(exc)
     ):
         return timed_out(call, model, attempt)
     return _classify_provider_error(exc, call, model, attempt)
+
+
+def _answered_timeout(exc: Exception) -> bool:
+    """Whether LiteLLM's ``Timeout`` stands for a 408 or 504 the server answered.
+
+    LiteLLM raises its ``Timeout`` both for a read that outlasted its timeout
+    and for those statuses ("Timeout Error: OpenAIException - ..."); the
+    native backend sees the status. A status is classified by status, so both
+    backends report it alike.
+    """
+    return _is_litellm(exc, "Timeout") and str(exc).startswith("litellm.Timeout: Timeout Error:")
 
 
 def _classify_provider_error(
     exc: Exception, call: CallSpec, model: str, attempt: int
 ) -> ModelError | None:
     status: int | None = getattr(exc, "status_code", None)
-    detail = redact(_first_line(_provider_text(exc)), *call_secrets(call, model))
+    # Redacted whole, then shortened: a key cut in two at the limit would be missed.
+    detail = _unstopped(_first_line(redact(_provider_text(exc), *call_secrets(call, model))))
     who = f"Agent {call.agent_name!r}: {model}"
     retry_after = _retry_after(exc)
 
@@ -138,6 +157,9 @@ def _classify_provider_error(
         return error(f"{who} refused the request under its content policy ({status}): {detail}")
     if _is_openai(exc, "AuthenticationError") or status == 401:
         return error(f"{who} rejected the API key ({status}). {_key_hint(call, model)}")
+    gateway = _gateway_refusal(exc, call, model, status, detail) if bad_request else None
+    if gateway is not None:
+        return error(f"{who}{gateway}")
     if _is_openai(exc, "PermissionDeniedError") or status == 403:
         return error(
             f"{who} denied permission ({status}): {detail}. Check that the key may use this model."
@@ -148,13 +170,9 @@ def _classify_provider_error(
             f"(LiteLLM format 'provider/model', e.g. 'openai/gpt-4o-mini').{_name_hint(model)}"
         )
     if _is_openai(exc, "RateLimitError", "APIConnectionError") or (
-        status is not None and (status == 429 or status >= 500)
+        status is not None and (status in (408, 429) or status >= 500)
     ):
-        limit = call.retry.max_retry_after
-        wait = ""
-        if retry_after is not None:
-            wait = f" The provider asked to wait {retry_after:g}s"
-            wait += f", longer than max_retry_after={limit:g}s." if retry_after > limit else "."
+        wait = _wait_note(retry_after, call.retry.max_retry_after)
         return error(
             f"{who} failed on attempt {attempt} of {call.retry.max_retries + 1} "
             f"({_kind(exc, status)}, status {status}): {detail}.{wait} This is transient: "
@@ -177,17 +195,46 @@ def _classify_provider_error(
     return None
 
 
-# The openai SDK's names for a status, which the native backend's errors are shown by.
-_STATUS_KINDS = {409: "ConflictError", 422: "UnprocessableEntityError", 429: "RateLimitError"}
+def _unstopped(detail: str) -> str:
+    """``detail`` without its closing full stop, as the message adds its own."""
+    return detail[:-1] if detail.endswith(".") and not detail.endswith("...") else detail
+
+
+def _wait_note(retry_after: float | None, limit: float) -> str:
+    """What the provider's ``Retry-After`` asked for, if it asked."""
+    if retry_after is None:
+        return ""
+    if retry_after > limit:
+        return (
+            f" The provider asked to wait {retry_after:g}s, longer than max_retry_after={limit:g}s."
+        )
+    return f" The provider asked to wait {retry_after:g}s."
+
+
+# The openai SDK's names for a status: both backends' errors are shown by them.
+_STATUS_KINDS = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    409: "ConflictError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+}
 
 
 def _kind(exc: Exception, status: int | None) -> str:
-    """The error's class name; for the native backend's, the SDK's name for its status."""
-    if not isinstance(exc, EndpointError):
+    """The SDK's name for the error's status, on either backend; else the error's class name.
+
+    LiteLLM names some statuses its own way (``BadGatewayError`` for a 502,
+    ``Timeout`` for a 504, ``APIError`` for a 403), which the native backend
+    cannot know: the status decides, so both say the same.
+    """
+    if status is None or (_is_openai(exc, "APIConnectionError") and not _answered_timeout(exc)):
         return type(exc).__name__
-    if status is not None and status >= 500:
+    if status >= 500:
         return "InternalServerError"
-    return _STATUS_KINDS.get(status or 0, "APIError")
+    return _STATUS_KINDS.get(status, "APIError")
 
 
 def _is_openai(exc: BaseException, *names: str) -> bool:
@@ -211,6 +258,8 @@ _CONTEXT_WINDOW_MARKERS = (
     "input tokens exceed the configured limit",
     "exceeds the available context size",
     "exceeds the maximum number of tokens allowed",
+    # LiteLLM's exception name, which a LiteLLM Proxy puts in its 400's message.
+    "contextwindowexceedederror",
 )
 
 
@@ -230,12 +279,24 @@ def _provider_text(exc: Exception) -> str:
     if isinstance(exc, EndpointError):
         return exc.message
     body: Any = getattr(exc, "body", None)
-    if type(exc).__module__.startswith("openai") and isinstance(body, dict):
+    module = type(exc).__module__
+    if module.startswith("openai") and isinstance(body, dict):
         fields: dict[str, object] = body  # pyright: ignore[reportUnknownVariableType]
         message = fields.get("message")
         if isinstance(message, str) and message:
             return message
+    if module.startswith("litellm"):
+        return _LITELLM_PREFIXES.sub("", str(exc), count=1)
     return str(exc)
+
+
+# LiteLLM's own prefixes on a provider's message ("litellm.RateLimitError: RateLimitError:
+# OpenAIException - <the provider's text>"), which the native backend never shows.
+_LITELLM_PREFIXES = re.compile(
+    r"^(?:litellm\.\w+: )+"
+    r"(?:(?:\w+(?:Error|Exception)|Timeout Error): )?"
+    r"(?:\w+(?:Error|Exception) - )?"
+)
 
 
 def _mentions(text: str, markers: tuple[str, ...]) -> bool:
@@ -377,6 +438,57 @@ def _similar_model(model: str) -> str | None:
         return None
     close = difflib.get_close_matches(bare, sorted(known), n=1, cutoff=0.85)
     return model[: len(model) - len(bare)] + close[0] if close else None
+
+
+def _gateway_refusal(
+    exc: Exception, call: CallSpec, model: str, status: int | None, detail: str
+) -> str | None:
+    """What a gateway's 400 means, when it is one LiteLLM Proxy sends for something else.
+
+    Its "No connected db." answers a key other than its master key (it keeps no
+    database of virtual keys): a wrong key. Its "Invalid model name" is an
+    unknown model. None for any other 400.
+    """
+    text = str(exc)
+    if _mentions(text, ("no connected db", "no_db_connection")):
+        return (
+            f" rejected the API key ({status}: 'No connected db.', which a LiteLLM Proxy "
+            "without a database answers to any key but its master key). "
+            f"{_key_hint(call, model)}"
+        )
+    if _mentions(text, ("invalid model name passed in",)):
+        return (
+            f": model not found on this endpoint ({status}): {detail}. "
+            f"{_not_served(call, model, _provider_text(exc))}"
+        )
+    return None
+
+
+def _not_served(call: CallSpec, model: str, text: str) -> str:
+    """What to do about a name a gateway does not serve.
+
+    Where its models are listed, and the closest name: from the models its
+    answer lists, else from the ones LiteLLM knows.
+    """
+    base = _configured_base(call, model)
+    listing = f"GET {_shown_url(base[0]).rstrip('/')}/models" if base else "its /v1/models"
+    hint = f"Check the name against the models the endpoint serves ({listing})."
+    prefix = next((p for p in price_data.GATEWAY_PREFIXES if model.startswith(p)), "")
+    listed = _listed_models(text)
+    close = difflib.get_close_matches(model.removeprefix(prefix), listed, n=1, cutoff=0.6)
+    similar = prefix + close[0] if close else _similar_model(model)
+    return f"{hint} Did you mean {similar!r}?" if similar else hint
+
+
+_MODEL_LIST = re.compile(r"models?\s*[=:]\s*\[([^\]]*)\]", re.IGNORECASE)
+
+
+def _listed_models(text: str) -> list[str]:
+    """The model names an error lists (LiteLLM's ``models=['a', 'b']``), if it lists any."""
+    names: list[str] = []
+    for listing in _MODEL_LIST.findall(text):
+        names += re.findall(r"['\"]([^'\"]+)['\"]", listing)
+    return names
 
 
 def _name_hint(model: str) -> str:
