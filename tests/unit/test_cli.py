@@ -418,6 +418,16 @@ def test_a_run_not_in_the_default_store_says_to_name_its_store(
     assert "--store PATH" in err
 
 
+def test_runs_list_without_a_store_says_to_name_one(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["runs", "list"]) == 0
+    assert capsys.readouterr().err == (
+        f"no runs stored in {store_path} (no store there yet); runs stored elsewhere: "
+        "name their store with --store PATH\n"
+    )
+
+
 def test_runs_resume_runs_only_the_unfinished_agents(
     flaky_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

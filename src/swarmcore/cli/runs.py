@@ -92,7 +92,11 @@ def command_runs_list(args: argparse.Namespace) -> int:
         return _print_runs(listed, (), "the engine's database")
     path = store_location(args)
     if not path.exists():
-        print(f"no runs stored in {path}", file=sys.stderr)
+        print(
+            f"no runs stored in {path} (no store there yet); runs stored elsewhere: "
+            "name their store with --store PATH",
+            file=sys.stderr,
+        )
         return 0
     store = SQLiteStore(path)
     try:
