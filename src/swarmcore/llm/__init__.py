@@ -22,10 +22,11 @@ Modules, by concern:
 * ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
   response to reply), with ``loader`` importing LiteLLM on first use;
 * ``errors``: provider exceptions classified into ``ModelError`` (their text
-  redacted), key checks;
+  redacted), alike on both backends;
+* ``prechecks``: what is checked before a call (its key, a misspelt model name);
 * ``redaction``: credentials removed from text by value, then by shape;
-* ``pricing``: cost and capabilities from LiteLLM's model data, with
-  ``price_data`` reading it as a file for OpenAI models;
+* ``pricing``: one pricing rule for both backends (a gateway's reported cost,
+  else LiteLLM's model data), with ``price_data`` reading that data as a file;
 * ``limits``: per-model concurrency and rate limits;
 * ``budget``: a run's cost and token budget.
 """
@@ -35,8 +36,8 @@ from __future__ import annotations
 from swarmcore.llm.backends import Backend
 from swarmcore.llm.call import complete
 from swarmcore.llm.choice import set_model_backend
-from swarmcore.llm.errors import missing_keys
 from swarmcore.llm.loader import load_litellm, register_provider
+from swarmcore.llm.prechecks import missing_keys
 from swarmcore.llm.pricing import is_priced, prompt_cost, supports
 from swarmcore.llm.redaction import redact
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest, Message, ToolCall

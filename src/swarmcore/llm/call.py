@@ -28,7 +28,8 @@ from swarmcore import durable, events
 from swarmcore.errors import ModelError
 from swarmcore.llm import budget, limits
 from swarmcore.llm.backends import Backend, backend_for
-from swarmcore.llm.errors import check_key, check_model_name, timed_out
+from swarmcore.llm.errors import timed_out
+from swarmcore.llm.prechecks import check_key, check_model_name
 from swarmcore.llm.pricing import is_priced
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
 from swarmcore.policies import RetryPolicy
