@@ -124,36 +124,53 @@ def _trim(obj: dict[str, Any], *, openai: bool) -> dict[str, Any] | None:
 @functools.cache
 def _table() -> Mapping[str, Mapping[str, Any]]:
     """OpenAI's entries of the price map, loaded once on first need; empty without litellm."""
-    return _load(openai=True)
+    return _load(openai=True)[0]
 
 
 @functools.cache
 def _other_table() -> Mapping[str, Mapping[str, Any]]:
     """Every other provider's entries, loaded once, on the first price asked of one."""
-    return _load(openai=False)
+    return _load(openai=False)[0]
 
 
-def _load(*, openai: bool) -> Mapping[str, Mapping[str, Any]]:
+def _may_list(name: str) -> bool:
+    """Whether another provider's entry may be named ``name`` (or its part after a slash).
+
+    Known from the names the OpenAI parse dropped, so a model nobody lists (a
+    local ``openai/llama3.1``) never costs the second parse (~0.1 s, 3 MB).
+    """
+    dropped = _load(openai=True)[1]
+    bare = name.partition("/")[2]
+    return any(n.lower() in dropped for n in (name, bare) if n)
+
+
+@functools.cache
+def _load(*, openai: bool) -> tuple[Mapping[str, Mapping[str, Any]], frozenset[str]]:
+    """The map's entries kept by ``_trim``, and the (lower-cased) names of those dropped."""
     path = _price_file()
     if path is None:
-        return _EMPTY
+        return _EMPTY, frozenset()
     try:
         raw: Any = json.loads(
             path.read_bytes(), object_hook=functools.partial(_trim, openai=openai)
         )
     except (OSError, ValueError):
-        return _EMPTY
+        return _EMPTY, frozenset()
     if not isinstance(raw, dict):
-        return _EMPTY
+        return _EMPTY, frozenset()
     table: dict[str, Mapping[str, Any]] = {}
+    dropped: set[str] = set()
     for name, entry in cast("dict[str, object]", raw).items():
+        if entry is None:
+            dropped.add(name.lower())
+            continue
         fields = cast("dict[str, Any]", entry) if isinstance(entry, dict) else {}
         if isinstance(fields.get("litellm_provider"), str):  # not the map's non-model blocks
             aliases: list[str] = fields.pop("aliases", [])
             table[name] = MappingProxyType(fields)  # a later real entry overwrites an alias
             for alias in aliases:
                 table.setdefault(alias, table[name])  # an alias never shadows a real entry
-    return MappingProxyType(table)
+    return MappingProxyType(table), frozenset(dropped)
 
 
 def _candidates(model: str) -> list[str]:
@@ -203,6 +220,8 @@ def _priced_entry(model: str) -> Mapping[str, Any]:
         entry = _entry(name)  # litellm_proxy/gpt-4o-mini is OpenAI's gpt-4o-mini
         if entry:
             return entry
+    if not _may_list(name):
+        return _EMPTY
     table = _other_table()
     entry = table.get(name) or table.get(name.lower())
     if entry is not None:
