@@ -177,7 +177,7 @@ def test_allow_unpriced_and_a_token_budget_let_unpriced_replies_pass() -> None:
     other.check("b", "openai/gpt-4o-mini", is_priced)
 
 
-def test_a_fresh_process_prices_a_routed_model_without_importing_litellm() -> None:
+def test_a_fresh_process_prices_without_importing_litellm() -> None:
     code = (
         "import sys\n"
         "from swarmcore.llm import pricing\n"
@@ -185,6 +185,7 @@ def test_a_fresh_process_prices_a_routed_model_without_importing_litellm() -> No
         "assert pricing.is_priced('openai/anthropic/claude-opus-4-6')\n"
         "usd = pricing.usage_cost('anthropic/claude-opus-4-6', TokenUsage(prompt_tokens=1000))\n"
         "assert usd is not None and usd > 0, usd\n"
+        "assert pricing.usage_cost('llama3.1', TokenUsage(prompt_tokens=10)) is None\n"
         "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
         "print(usd)\n"
     )

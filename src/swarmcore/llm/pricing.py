@@ -174,9 +174,11 @@ def usage_cost(
         reasoning_tokens=usage.reasoning_tokens,
         service_tier=service_tier,
     )
-    if usd is not None or not _litellm_prices(model):
+    # A price registered with LiteLLM, which the bundled map lacks; never worth importing
+    # LiteLLM for (seconds) on the native path: registering one imported it already.
+    if usd is not None or "litellm" not in sys.modules or not _litellm_prices(model):
         return usd
-    try:  # a price registered with LiteLLM, which the bundled map lacks
+    try:
         prompt, completion = load_litellm().cost_per_token(
             model=model,
             prompt_tokens=usage.prompt_tokens,
