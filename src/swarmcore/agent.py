@@ -77,7 +77,8 @@ class Agent(FlowNode):
     (``MCPServer.stdio(...)``), whose tools are fetched when the agent runs; None is none."""
     _: KW_ONLY
     fallback_models: Sequence[str] = ()
-    """Models tried in order when transient failures outlast the retry policy on ``model``."""
+    """Models tried in order when transient failures outlast the retry policy on ``model``;
+    None is none."""
     max_turns: int = DEFAULT_MAX_TURNS
     """Most model calls in one run before ``MaxTurnsExceeded`` (answers sent back by
     ``output_retries`` come on top); None means the default, 10."""
@@ -139,13 +140,15 @@ class Agent(FlowNode):
                 f"{DEFAULT_MODEL!r}, got {self.model!r}.{_model_name_hint(self.model)}"
             )
         owner = f"Agent {self.name!r}"
-        # None means the default for these three: a spelling many users carry over.
+        # None means the default for these four: a spelling many users carry over.
         if cast(object, self.max_turns) is None:
             object.__setattr__(self, "max_turns", DEFAULT_MAX_TURNS)
         if cast(object, self.tools) is None:
             object.__setattr__(self, "tools", ())
         if cast(object, self.model_settings) is None:
             object.__setattr__(self, "model_settings", {})
+        if cast(object, self.fallback_models) is None:
+            object.__setattr__(self, "fallback_models", ())
         if not isinstance(cast(object, self.model_settings), Mapping):
             raise UserError(
                 f"Agent {self.name!r}: model_settings must be a dict of call arguments such "
@@ -157,8 +160,10 @@ class Agent(FlowNode):
         check_number(owner, "max_parallel_tools", self.max_parallel_tools, whole=True, none=default)
         if self.retry is not None:
             object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
-        if isinstance(self.fallback_models, str) or not all(
-            isinstance(m, str) and m.strip() for m in self.fallback_models
+        if (
+            isinstance(self.fallback_models, str)
+            or not isinstance(cast(object, self.fallback_models), Iterable)
+            or not all(isinstance(m, str) and m.strip() for m in self.fallback_models)
         ):
             raise UserError(
                 f"Agent {self.name!r}: fallback_models must be a list of LiteLLM model "

@@ -407,6 +407,9 @@ async def test_a_model_call_does_not_carry_the_run_in_its_context() -> None:
         pytest.param(
             {"model_settings": None}, "model_settings", {}, id="model_settings=None-means-none"
         ),
+        pytest.param(
+            {"fallback_models": None}, "fallback_models", (), id="fallback_models=None-means-none"
+        ),
     ],
 )
 def test_none_means_the_default_for_common_spellings(
@@ -428,6 +431,11 @@ async def test_model_settings_none_runs_as_the_default_and_clones() -> None:
 def test_model_settings_that_are_not_a_mapping_say_what_to_pass() -> None:
     with pytest.raises(UserError, match=r"model_settings must be a dict of call arguments"):
         Agent("a", "x", model_settings=[("temperature", 0.2)])  # pyright: ignore[reportArgumentType]
+
+
+def test_fallback_models_that_are_not_a_list_say_what_to_pass() -> None:
+    with pytest.raises(UserError, match=r"fallback_models must be a list of LiteLLM model"):
+        Agent("a", "x", fallback_models=3)  # pyright: ignore[reportArgumentType]
 
 
 async def test_swarm_hooks_none_means_no_hooks() -> None:
