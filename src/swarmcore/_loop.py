@@ -37,6 +37,7 @@ from swarmcore.errors import (
     OutputValidationError,
     UserError,
 )
+from swarmcore.llm.redaction import secret_values
 from swarmcore.llm.target import target
 from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.settings import AgentDefaults
@@ -200,6 +201,8 @@ class RunState:
             api_key=agent.api_key,
             response_format=output.response_format if native_output and output else None,
         )
+        # Redacted from tool errors, as from the model's (with the environment's).
+        self.secrets = secret_values(api_key=agent.api_key, settings=agent.model_settings)
         text_tools = bool(tools) and not self.native_tools
         # Per run, so no text the run reads can carry it (see structured.new_marker).
         self.marker = structured.new_marker() if text_tools else None
@@ -429,6 +432,7 @@ class RunState:
                     max_result_chars=self.settings.max_tool_result_chars,
                     agent_name=self.agent.name,
                     decided=decided,
+                    secrets=self.secrets,
                 ),
             )
             span.set(

@@ -6,8 +6,9 @@ server that dies mid-call turns the call into an error, and the next call
 restarts it once.
 
 A server may quote the credentials it was given (its headers, its
-environment) in an error, so every error text made here is redacted with
-them, and a cause that would print them in a traceback is not chained.
+environment) or any other in an error, so every error text made here is
+redacted with them and the environment's (``redaction.env_secrets``), and a
+cause that would print one in a traceback is not chained.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from contextlib import AsyncExitStack
 from typing import Any, TypeVar, cast
 
 from swarmcore.errors import AgentError, UserError
-from swarmcore.llm.redaction import carries_secret, redact
+from swarmcore.llm.redaction import carries_secret, env_secrets, redact
 from swarmcore.tools import ToolReportedError
 
 logger = logging.getLogger("swarmcore.mcp")
@@ -163,8 +164,8 @@ class Connection:
             )
 
     def redact(self, text: str) -> str:
-        """``text`` without the credentials this server was given (or any key-shaped text)."""
-        return redact(text, *self._secrets)
+        """``text`` without the credentials this server was given or the environment holds."""
+        return redact(text, *self._secrets, *env_secrets())
 
     def redacted(self, error: _E, cause: BaseException) -> _E:
         """``error`` redacted, caused by ``cause`` unless its traceback shows a credential.
@@ -175,7 +176,7 @@ class Connection:
         error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
         # A cause that quotes a credential would print it in every traceback: cut the chain
         # (the message above keeps its type and its redacted text).
-        if carries_secret(cause, self._secrets):
+        if carries_secret(cause, [*self._secrets, *env_secrets()]):
             error.__suppress_context__ = True
         else:
             error.__cause__ = cause

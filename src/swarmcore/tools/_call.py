@@ -2,16 +2,20 @@
 
 Model mistakes (an unknown tool, malformed JSON, invalid arguments) and tools
 that raise or overrun become a tool result, and are recorded; they never
-crash the run.
+crash the run. An error's text is redacted of credentials (the agent's own,
+and those in the environment) before it is cut or goes anywhere: a tool's
+exception often quotes one (an HTTP client's error with ``?api_key=...`` in
+its URL).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from swarmcore.errors import SwarmError
+from swarmcore.llm.redaction import env_secrets, redact
 from swarmcore.models import ToolCallRecord
 from swarmcore.tools._approval import Approver, Decided, ask
 from swarmcore.tools._tool import Tool, ToolArgumentsError, ToolReportedError
@@ -28,6 +32,7 @@ async def run_tool_call(
     approve: Approver | None = None,
     agent_name: str = "",
     decided: Decided | None = None,
+    secrets: Sequence[str] = (),
 ) -> ToolCallRecord:
     """Run one tool call; every failure becomes an error result the model can act on.
 
@@ -47,6 +52,8 @@ async def run_tool_call(
         agent_name: The calling agent, for the approval request.
         decided: The approval already asked for (:func:`ask`'s answer); then
             ``approve`` is not called.
+        secrets: Credentials to redact from an error (the agent's key and
+            secret settings); those in the environment always are.
 
     Returns:
         The record of the call, its result (or error) included.
@@ -71,6 +78,8 @@ async def run_tool_call(
     else:
         limit = tool.timeout if tool.timeout is not None else default_timeout
         result, error = await _invoke(tool, name, arguments, limit)
+    if error is not None:  # redacted whole, before it is cut below
+        result = error = redact(error, *secrets, *env_secrets())
     result, full_length = truncate(result, max_result_chars)
     return ToolCallRecord(
         call_id=call_id,

@@ -1,0 +1,352 @@
+"""Hostile table: credentials outside the old name pattern, in tools' errors, and cut in two.
+
+Issue 40's secrets points, each case a row named for it:
+
+- which environment variables hold a credential, in both directions
+  (``PGPASSWORD`` and ``MYSQL_PWD`` do; ``PATH``, ``PWD`` and ``PASSENGER_*`` do not);
+- a key standing across the point where a text is shortened: redacted whole
+  first, so no prefix of it survives the cut;
+- a Python tool whose exception quotes a credential, and a provider echoing
+  database passwords: the key reaches neither the model provider, the error,
+  the ``swarmcore.*`` logs, the events nor the run store;
+- an A2A task failing with such a credential: its message is redacted.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sqlite3
+import traceback
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import fields
+from pathlib import Path
+
+import httpx
+import pytest
+
+from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
+from swarmcore.events import Event
+from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
+from swarmcore.store import SQLiteStore
+from swarmcore.testing import Fail, MockOpenAIServer, Reply
+
+FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
+
+# --- point 4: which environment variables hold a credential ---------------------------------
+
+DB_PASSWORD = "pG-7fQ2wXr9LmTz4"
+URL_PASSWORD = "u7Rk2Lq9Wm4Zx8Np"
+SECRET_ENV = [
+    # (name, value, the credential env_secrets() must give)
+    ("PGPASSWORD", DB_PASSWORD, DB_PASSWORD),
+    ("MYSQL_PWD", "my-Sq1pWd-88aa", "my-Sq1pWd-88aa"),
+    ("DB_PASS", "dbPass-4410-xkcd", "dbPass-4410-xkcd"),
+    ("SMTP_PASSWORD", "smtp-Pw-99321zz", "smtp-Pw-99321zz"),
+    ("REDIS_PASSWD", "r3dis-Passwd-17", "r3dis-Passwd-17"),
+    ("GITHUB_PAT", "github_pat_11ABCDEFG0a1b2c3d4e5f6", "github_pat_11ABCDEFG0a1b2c3d4e5f6"),
+    ("GH_TOKEN", "ghp_Z8yX7wV6uT5sR4qP3oN2", "ghp_Z8yX7wV6uT5sR4qP3oN2"),
+    ("SSH_KEY_PASSPHRASE", "correct horse battery", "correct horse battery"),
+    ("JWT_PRIVATE_KEY", "MIIEvQIBADANBgkqhkiG9w0", "MIIEvQIBADANBgkqhkiG9w0"),
+    ("SIGNING_PRIVATE", "priv-88c1d2e3f4a5", "priv-88c1d2e3f4a5"),
+    (
+        "SENTRY_DSN",
+        "https://f3a9c2e1d0b4@o1.ingest.sentry.io/7",
+        "https://f3a9c2e1d0b4@o1.ingest.sentry.io/7",
+    ),
+    ("DJANGO_SECRET_KEY", "dj-9x8c7v6b5n4m3", "dj-9x8c7v6b5n4m3"),
+    ("CLIENTSECRET", "cs-0a9b8c7d6e5f", "cs-0a9b8c7d6e5f"),
+    (
+        "AZURE_STORAGE_CONNECTION_STRING",
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFy",
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFy",
+    ),
+    ("DATABASE_URL", f"postgresql://app:{URL_PASSWORD}@db.internal:5432/app", URL_PASSWORD),
+    ("SWARMCORE_DATABASE_URL", f"postgresql://swarm:{URL_PASSWORD}@localhost/runs", URL_PASSWORD),
+    ("REDIS_URL", f"redis://:{URL_PASSWORD}@cache:6379/0", URL_PASSWORD),
+    ("BROKER", f"amqp://guest:{URL_PASSWORD}@rabbit//", URL_PASSWORD),  # any name: the URL says
+    ("OPENAI_API_KEY", "sk-proj-a1b2c3d4e5f6g7h8", "sk-proj-a1b2c3d4e5f6g7h8"),
+    ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG", "wJalrXUtnFEMI/K7MDENG"),
+]
+PLAIN_ENV = [
+    # (name, value): no credential, so text quoting the value is left as it is
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+    ("PWD", "/home/runner/work/project"),  # the working directory, not a password
+    ("OLDPWD", "/home/runner/work"),
+    ("PASSENGER_APP_ENV", "production"),
+    ("PASSENGER_INSTANCE_REGISTRY_DIR", "/tmp/passenger-registry"),
+    ("COMPASS_HOME", "/opt/compass-home"),
+    ("HOME", "/home/runner"),
+    ("SHELL", "/usr/bin/bash"),
+    ("LANG", "en_US.UTF-8"),
+    ("LD_LIBRARY_PATH", "/usr/local/lib64"),
+    ("PYTHONPATH", "/srv/app/src"),
+    ("TOKENIZERS_PARALLELISM", "false-by-default"),
+    ("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock"),
+    ("HOSTNAME", "build-runner-7"),
+    ("SECRETARY_OFFICE", "second-floor"),
+    ("DATABASE_URL", "postgresql://localhost:5432/app"),  # no password in it
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "credential"), [pytest.param(*row, id=row[0]) for row in SECRET_ENV]
+)
+def test_credential_variables_are_secrets(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, credential: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert credential in env_secrets()
+    text = f"the server said: {credential} was refused"
+    assert credential not in redact(text, *env_secrets())
+
+
+@pytest.mark.parametrize(("name", "value"), [pytest.param(*row, id=row[0]) for row in PLAIN_ENV])
+def test_other_variables_are_not_secrets(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert value not in env_secrets()
+    text = f"could not open {value} (see {name}); ran in {value}/sub."
+    assert redact(text, *env_secrets()) == text
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        *(
+            pytest.param(n, True, id=n)
+            for n in ("PGPASSWORD", "MYSQL_PWD", "DB_PASS", "GITHUB_PAT")
+        ),
+        *(pytest.param(n, True, id=n) for n in ("GPG_PASSPHRASE", "TLS_PRIVATE_KEY", "SENTRY_DSN")),
+        *(pytest.param(n, True, id=n) for n in ("db-pass", "passphrase", "x-api-key")),
+        *(pytest.param(n, False, id=n) for n in ("PWD", "OLDPWD", "PATH", "PASSENGER_USER")),
+        *(pytest.param(n, False, id=n) for n in ("COMPASS_PASSES", "BYPASS_CACHE", "max_tokens")),
+        *(pytest.param(n, False, id=n) for n in ("SECRETARY", "DATABASE_URL", "PATCH_LEVEL")),
+    ],
+)
+def test_the_one_name_rule(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+REDACT_TABLE = [
+    pytest.param(
+        "connect postgresql://app:hunter2@db/app failed",
+        (),
+        "connect postgresql://***@db/app failed",
+        id="url-userinfo-short-password-by-shape",
+    ),
+    pytest.param(
+        "clone https://ghp_Z8yX7wV6uT5sR4qP3oN2@github.com/acme/x",
+        (),
+        "clone https://***@github.com/acme/x",
+        id="url-token-as-user-by-shape",
+    ),
+    pytest.param(
+        'FATAL: password authentication failed for user "postgres" (postgresql)',
+        ("postgres",),
+        'FATAL: password authentication failed for user "***" (postgresql)',
+        id="word-password-only-as-a-word",
+    ),
+    pytest.param(
+        "passwords and the password manager",
+        ("password",),
+        "passwords and the *** manager",
+        id="dictionary-password-does-not-mangle-words",
+    ),
+    pytest.param(
+        "key%3Dab12cd34ef56 and\\nab12cd34ef56",
+        ("ab12cd34ef56",),
+        "key%3D*** and\\n***",
+        id="mixed-value-anywhere-even-glued",
+    ),
+    pytest.param("the PWD is /srv", ("PWD",), "the PWD is /srv", id="tiny-value-kept"),
+]
+
+
+@pytest.mark.parametrize(("text", "secrets", "expected"), REDACT_TABLE)
+def test_redact(text: str, secrets: tuple[str, ...], expected: str) -> None:
+    assert redact(text, *secrets) == expected
+
+
+# --- a hostile run: what every path let out --------------------------------------------------
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """The error and every exception it holds as cause or context."""
+    seen: list[BaseException] = []
+    todo = [error]
+    while todo:
+        exc = todo.pop()
+        if any(exc is s for s in seen):
+            continue
+        seen.append(exc)
+        yield exc
+        todo.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
+
+
+def _describe_error(error: BaseException) -> str:
+    parts = ["".join(traceback.format_exception(error))]
+    for exc in _chain(error):
+        parts += [str(exc), repr(exc), *map(repr, exc.args), repr(vars(exc))]
+    return "\n".join(parts)
+
+
+def _describe_event(event: Event) -> str:
+    parts = [repr(event)]
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, BaseException):
+            parts.append(_describe_error(value))
+    return "\n".join(parts)
+
+
+def _store_text(path: Path) -> str:
+    with closing(sqlite3.connect(path)) as db:
+        return "\n".join(db.iterdump())
+
+
+class _Logs:
+    """Every ``swarmcore.*`` record at any level, tracebacks included, while in use."""
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+        self.handler = logging.StreamHandler(self.out)
+        self.handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.logger = logging.getLogger("swarmcore")
+        self.level = self.logger.level
+
+    def __enter__(self) -> _Logs:
+        self.logger.addHandler(self.handler)
+        self.logger.setLevel(logging.DEBUG)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self.level)
+
+    @property
+    def text(self) -> str:
+        return self.out.getvalue()
+
+
+async def _failing_run(flow: Flow, server: MockOpenAIServer, tmp: Path) -> dict[str, str]:
+    """Run ``flow`` until it fails; the text each path let out, by path."""
+    db = tmp / "runs.db"
+    swarm = Swarm(flow, store=SQLiteStore(db))
+    seen: list[str] = []
+
+    async def stream() -> None:
+        async for event in swarm.stream("What is the weather in Lyon?"):
+            seen.append(_describe_event(event))
+
+    with _Logs() as logs, pytest.raises(SwarmError) as caught:
+        await stream()
+    return {
+        "error": _describe_error(caught.value),
+        "logs": logs.text,
+        "events": "\n".join(seen),
+        "store": _store_text(db),
+        "provider": "\n".join(map(repr, server.raw_bodies)),
+    }
+
+
+# --- points 3 and 4: tools quoting credentials, a provider echoing database passwords -------
+
+WEATHER_KEY = "wx-8Hc2Nq6Rv1Tz9Lp4"
+ECHOED = {
+    "PGPASSWORD": DB_PASSWORD,
+    "MYSQL_PWD": "my-Sq1pWd-88aa",
+    "DB_PASS": "dbPass-4410-xkcd",
+    "GITHUB_PAT": "github_pat_11ABCDEFG0a1b2c3d4e5f6",
+    "GPG_PASSPHRASE": "correct horse battery",
+}
+HOSTILE_ENV = {
+    **ECHOED,
+    "WEATHER_API_KEY": WEATHER_KEY,
+    "DATABASE_URL": f"postgresql://app:{URL_PASSWORD}@db.internal:5432/app",
+}
+# The provider quotes every credential it could know of, after a 500 (retried, so logged).
+ECHO_TEXT = "Upstream refused the request: " + "; ".join(f"{k}={v}" for k, v in ECHOED.items())
+
+
+def _weather(city: str) -> str:
+    """The weather in a city (an HTTP API whose key goes in the query, as many do)."""
+    url = f"{os.environ['WEATHER_URL']}/weather?q={city}&api_key={os.environ['WEATHER_API_KEY']}"
+    response = httpx.get(url)  # the local server refuses a GET: httpx's error quotes the URL
+    response.raise_for_status()
+    return response.text
+
+
+def _orders(customer: str) -> str:
+    """A customer's orders (from a database that refuses the connection)."""
+    raise ConnectionError(f"could not connect to {os.environ['DATABASE_URL']} for {customer}")
+
+
+HOSTILE_SOURCES = {
+    "tool-http-error-url-with-api_key": WEATHER_KEY,
+    "tool-error-quoting-DATABASE_URL": URL_PASSWORD,
+    **{f"provider-echoes-{name}": value for name, value in ECHOED.items()},
+}
+HOSTILE_PATHS = ("error", "logs", "events", "store", "provider")
+
+
+@pytest.fixture
+def hostile_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in HOSTILE_ENV.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(scope="module")
+def hostile_runs() -> dict[str, dict[str, str]]:
+    """One hostile run per backend, made when a row first needs it and shared by its rows."""
+    return {}
+
+
+@pytest.mark.usefixtures("hostile_env")
+@pytest.mark.parametrize(
+    ("source", "path"),
+    [
+        pytest.param(s, p, id=f"{s}/{p}")
+        for s in HOSTILE_SOURCES
+        for p in HOSTILE_PATHS
+        if s.startswith("tool") or p != "provider"  # echoed keys come from the provider
+    ],
+)
+async def test_a_hostile_run_lets_no_credential_out(
+    each_backend: str,
+    hostile_runs: dict[str, dict[str, str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    path: str,
+) -> None:
+    if each_backend not in hostile_runs:
+        weather, orders = Reply.tool("_weather", city="Lyon"), Reply.tool("_orders", customer="c")
+        script = [
+            Reply(tool_calls=(*weather.tool_calls, *orders.tool_calls)),
+            Reply(text="Lyon: no data."),  # the forecaster answers; its tool calls are kept
+            Fail(500, ECHO_TEXT),  # then the writer's provider echoes, retried once
+            Fail(400, ECHO_TEXT),
+        ]
+        with MockOpenAIServer(script) as server:
+            monkeypatch.setenv("WEATHER_URL", server.url.removesuffix("/v1"))
+            kwargs = {"retry": FAST, **server.model_kwargs}
+            forecaster = Agent(
+                "forecaster", "Give the weather.", tools=[_weather, _orders], **kwargs
+            )
+            flow = forecaster >> Agent("writer", "Write it up.", **kwargs)
+            texts = await _failing_run(flow, server, tmp_path)
+        results = {m["tool_call_id"]: m["content"] for m in server.requests[1].tool_results}
+        assert len(results) == 2, results  # both tools ran, and failed quoting their credential
+        assert "api_key=" in str(results)  # the tool quoted the URL it called
+        assert "could not connect" in str(results)
+        assert "Upstream refused" in texts["error"], texts["error"]  # the provider did echo
+        assert "could not connect" in texts["store"]  # the tool calls are stored
+        hostile_runs[each_backend] = texts
+    text = hostile_runs[each_backend][path]
+    assert text.strip(), f"nothing was captured on {path}"
+    secret = HOSTILE_SOURCES[source]
+    assert secret not in text, f"{source} leaked on {path}:\n{text}"
