@@ -14,7 +14,10 @@ from swarmcore.cli.targets import as_flow, load_target
 from swarmcore.llm.types import CallSpec
 from swarmcore.swarm import Swarm
 
-__all__ = ["add_worker_parser", "command_worker"]
+__all__ = ["GRACE", "add_worker_parser", "command_worker"]
+
+GRACE = 20.0
+"""Default seconds a stopping worker lets its runs in flight finish (Kubernetes kills at 30)."""
 
 
 def add_worker_parser(commands: Any) -> None:
@@ -23,10 +26,13 @@ def add_worker_parser(commands: Any) -> None:
         "worker",
         help="serve a flow's enqueued runs (durable, on PostgreSQL)",
         description="Serve the runs enqueued for a flow (swarm.enqueue) until SIGTERM or "
-        "Ctrl-C, and recover the runs this worker id left in flight. Runs in flight when "
-        "it stops stay pending, and a worker restarted with the same --worker-id goes on "
-        "with them, without repeating a finished agent or a recorded call; if none comes "
-        "back within --adopt-after seconds, a live worker of the same flow adopts them. "
+        "Ctrl-C, and recover the runs this worker id left in flight. On SIGTERM or Ctrl-C "
+        "the worker takes no new run and lets its runs in flight finish for --grace "
+        "seconds; those still running then stay pending (nothing is recorded as "
+        "cancelled), and a worker restarted with the same --worker-id goes on with them, "
+        "without repeating a finished agent or a recorded call; if none comes back within "
+        "--adopt-after seconds, a live worker of the same flow adopts them. A second "
+        "signal stops the worker at once, as kill -9 would. "
         "Needs the [dbos] extra: pip install 'swarmcore[dbos]'.",
     )
     worker.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
@@ -64,6 +70,15 @@ def add_worker_parser(commands: Any) -> None:
         metavar="SECONDS",
         help="seconds between this worker's heartbeats (default: the engine's, 5)",
     )
+    worker.add_argument(
+        "--grace",
+        type=float,
+        default=GRACE,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C, wait up to SECONDS for the runs in flight to finish "
+        f"before handing the rest back (default: {GRACE:g}; keep it under your "
+        "orchestrator's kill timeout)",
+    )
     worker.set_defaults(handler=command_worker)
 
 
@@ -100,7 +115,10 @@ def command_worker(args: argparse.Namespace) -> int:
     concurrency: int | None = args.concurrency
     if concurrency is not None and concurrency < 1:
         raise CLIError(f"--concurrency must be 1 or more, got {concurrency}")
-    return asyncio.run(_serve(swarm, engine, concurrency))
+    grace: float = args.grace
+    if not 0 <= grace < float("inf"):
+        raise CLIError(f"--grace takes seconds, 0 or more, got {grace:g}")
+    return asyncio.run(_serve(swarm, engine, concurrency, grace))
 
 
 def _on_engine(target: object, engine: object) -> Swarm:
@@ -123,7 +141,7 @@ def _on_engine(target: object, engine: object) -> Swarm:
     return Swarm(as_flow(target), engine=engine)  # pyright: ignore[reportArgumentType] -- a Flow or Agent
 
 
-async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
+async def _serve(swarm: Swarm, engine: object, concurrency: int | None, grace: float) -> int:
     from swarmcore.engines.dbos import DBOSEngine
     from swarmcore.llm.backends import preload
 
@@ -145,9 +163,27 @@ async def _serve(swarm: Swarm, engine: object, concurrency: int | None) -> int:
     )
     try:
         await stop.wait()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            # A second signal stops the worker at once, recording nothing, as kill -9 does.
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_DFL)
+        print(
+            f"worker {engine.worker_id} stopping: takes no new run, lets its runs in flight "
+            f"finish for up to {grace:g} s (a second signal stops it now)",
+            file=sys.stderr,
+            flush=True,
+        )
     finally:
-        await engine.shutdown()
-    print(f"worker {engine.worker_id} stopped; runs in flight stay pending", file=sys.stderr)
+        handed_back = await engine.shutdown(grace=grace)
+    left = (
+        f"{len(handed_back)} handed back ({', '.join(handed_back)}) for a worker restarted "
+        f"with --worker-id {engine.worker_id}, or a live worker after --adopt-after, to finish"
+        if handed_back
+        else "none was left"
+    )
+    print(
+        f"worker {engine.worker_id} stopped; runs in flight stay pending: {left}", file=sys.stderr
+    )
     return 0
 
 

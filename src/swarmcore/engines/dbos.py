@@ -18,8 +18,10 @@ flow version, so a worker only takes runs of the flow it has.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
+import math
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
 from swarmcore.agent import Agent
+from swarmcore.checks import check_number
 from swarmcore.engines import dbos_workers
 from swarmcore.engines.dbos_agents import AGENT_WORKFLOW as AGENT_WORKFLOW
 from swarmcore.engines.dbos_agents import (
@@ -185,7 +188,15 @@ class DBOSEngine:
         """Set once a launch has finished (or failed): runs started meanwhile wait for it."""
         self._shared_limits: DBOSLimits | None = None
         self._client: DBOSClient | None = None
-        agents = AgentWorkflows(worker_id, agent_wait, approval_timeout, self._client_async)
+        self._handing_back = threading.Event()
+        """Set while shutting down: cancelled waits leave their workflows PENDING."""
+        self._walking: set[str] = set()
+        """The runs whose workflow walks here now (the runs in flight)."""
+        self._handed_back: list[str] = []
+        """The runs a shutdown stopped mid-walk, left PENDING."""
+        agents = AgentWorkflows(
+            worker_id, agent_wait, approval_timeout, self._client_async, self._handing_back
+        )
         self._local = LocalEngine(agents.run)
         _engine = self
 
@@ -240,7 +251,7 @@ class DBOSEngine:
                     dict(run.metadata),
                 )
             try:
-                recorded = await outcome(handle)
+                recorded = await outcome(handle, self._handing_back)
             except SwarmError:
                 if live.outcome and isinstance(live.outcome[0], SwarmError):
                     raise live.outcome[0] from None
@@ -344,6 +355,7 @@ class DBOSEngine:
             return
         self._launched = True
         self._up.clear()
+        self._handing_back.clear()
         try:
             DBOS(config=self.config())
             shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
@@ -365,14 +377,44 @@ class DBOSEngine:
         finally:
             self._up.set()
 
-    async def shutdown(self) -> None:
-        """Stop DBOS here: runs in flight stay PENDING, for this worker id to recover."""
+    async def shutdown(self, *, grace: float = 0.0) -> list[str]:
+        """Stop DBOS here: take no new runs, let runs in flight finish for ``grace`` seconds.
+
+        The runs still in flight after ``grace`` seconds are handed back: their
+        workflows stop here without recording an outcome and stay PENDING, for a
+        process restarted with this worker id to recover, or (after
+        ``adopt_after`` seconds without this worker's heartbeat) a live worker of
+        the same flow to adopt. Either goes on from their recorded steps.
+
+        Args:
+            grace: Seconds to wait for the runs walking here to finish (rounded up
+                to whole seconds; 0: hand them back at once). The heartbeat goes
+                on meanwhile, so no other worker adopts them; this worker adopts
+                nobody's runs any more.
+
+        Returns:
+            The ids of the runs handed back.
+
+        Raises:
+            UserError: ``grace`` is not a finite number of seconds, 0 or more.
+        """
         global _engine
-        self._watch = await dbos_workers.stop(self._watch)
+        check_number("DBOSEngine.shutdown", "grace", grace, zero=True)
+        if self._watch is not None:
+            self._watch.drain()
+        handed_back: list[str] = []
         if self._launched:
-            if self._shared_limits is not None:
+            wait = math.ceil(grace) if self._walking else 0  # DBOS waits in whole seconds
+            self._handing_back.set()
+            self._handed_back.clear()
+            # DBOS stops dequeuing at once, waits for its workflows up to `wait` s, then
+            # cancels the tasks still running: outcome() then leaves them PENDING.
+            await asyncio.to_thread(
+                functools.partial(DBOS.destroy, workflow_completion_timeout_sec=wait)
+            )
+            handed_back = sorted(self._handed_back)
+            if self._shared_limits is not None:  # after the drain: its calls were limited
                 self._shared_limits.stop()
-            await asyncio.to_thread(DBOS.destroy)
             self._launched = False
             # DBOS made its (now shut down) thread pool this loop's default executor:
             # give the loop a working one, or every later asyncio.to_thread here fails.
@@ -380,8 +422,10 @@ class DBOSEngine:
         if self._client is not None:
             await asyncio.to_thread(self._client.destroy)
             self._client = None
+        self._watch = await dbos_workers.stop(self._watch)
         if _engine is self:
             _engine = None
+        return handed_back
 
     async def _client_async(self) -> DBOSClient:
         if self._client is None:
@@ -461,6 +505,7 @@ async def _run_workflow(
     token = inside.set(run_id)
     generation.set(int(about.get("generation", 0)))  # this workflow's own task: no reset needed
     live = engine._live.get(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
+    engine._walking.add(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
     try:
         if live is not None:
             result = await engine._local.execute(  # pyright: ignore[reportPrivateUsage] -- this module's
@@ -481,7 +526,12 @@ async def _run_workflow(
         if live is not None:
             live.outcome.append(error)
         raise storable_error(error) from error.__cause__
+    except asyncio.CancelledError:
+        if engine._handing_back.is_set():  # pyright: ignore[reportPrivateUsage] -- this module's
+            engine._handed_back.append(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
+        raise
     finally:
+        engine._walking.discard(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
         inside.reset(token)
     if live is not None:
         live.outcome.append(result)

@@ -83,6 +83,8 @@ class AgentWorkflows:
         agent_wait: Seconds a recovered agent workflow waits for its run's walk.
         approval_timeout: Seconds a call waits for an approval decision.
         client: The engine's DBOS client, for looking up a resumed run's records.
+        handing_back: Set while the engine shuts down: a wait cancelled then leaves
+            its workflow PENDING (see :func:`outcome`).
     """
 
     def __init__(
@@ -91,11 +93,13 @@ class AgentWorkflows:
         agent_wait: float,
         approval_timeout: float,
         client: Callable[[], Awaitable[DBOSClient]],
+        handing_back: threading.Event,
     ) -> None:
         global _served
         self.worker_id = worker_id
         self.agent_wait = agent_wait
         self.approval_timeout = approval_timeout
+        self.handing_back = handing_back
         self._client = client
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
@@ -134,7 +138,7 @@ class AgentWorkflows:
             handle = await asyncio.get_running_loop().create_task(
                 _start_agent(workflow_id), context=contextvars.Context()
             )
-            result = reparsed(await outcome(handle), step.agent)
+            result = reparsed(await outcome(handle, self.handing_back), step.agent)
             meter = budget.current_meter()
             if not pending.ran and meter is not None:
                 # Finished before (another worker, or before a crash): DBOS handed back its
@@ -175,11 +179,19 @@ async def _start_agent(workflow_id: str) -> WorkflowHandleAsync[AgentResult]:
         return await DBOS.start_workflow_async(_agent_workflow, workflow_id)
 
 
-async def outcome(handle: WorkflowHandleAsync[T]) -> T:
-    """The workflow's result; cancelling the wait cancels the workflow, here and in DBOS."""
+async def outcome(handle: WorkflowHandleAsync[T], handing_back: threading.Event) -> T:
+    """The workflow's result; cancelling the wait cancels the workflow, here and in DBOS.
+
+    Except while the process hands its work back (``handing_back`` set: the
+    engine shuts down, a worker stops, and DBOS cancels every task it runs):
+    then the workflow is left PENDING, for a restart with this worker id or an
+    adopter to finish, and a cancellation is never recorded as its outcome.
+    """
     try:
         return await handle.get_result()
     except asyncio.CancelledError:
+        if handing_back.is_set():
+            raise
         await asyncio.shield(DBOS.cancel_workflow_async(handle.get_workflow_id()))
         task: object = getattr(handle, "task", None)  # running in this process: stop it now
         if isinstance(task, asyncio.Future):

@@ -256,6 +256,7 @@ class Watch:
         self.adopted: list[str] = []
         """The workers this one adopted, oldest first."""
         self._stop = threading.Event()
+        self._draining = threading.Event()
         self._thread: threading.Thread | None = None
         self._version = ""
 
@@ -279,6 +280,14 @@ class Watch:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+    def drain(self) -> None:
+        """Keep beating but adopt no one any more: this worker is stopping.
+
+        Its beats keep its own runs, which it is finishing, from being adopted
+        meanwhile; a run it adopted now would wait for it on its private queue.
+        """
+        self._draining.set()
 
     def _params(self) -> dict[str, object]:
         return {
@@ -316,6 +325,8 @@ class Watch:
                 self.adopt_after,
                 beat[0],
             )
+        if self._draining.is_set():
+            return
         claimed = claim(
             conn,
             app_name=self.app_name,
