@@ -320,6 +320,30 @@ def test_bad_settings_fail_at_construction() -> None:
         r.clone(model="openai/gpt-4o")
 
 
+@pytest.mark.parametrize(
+    "origins",
+    [
+        pytest.param("https://agents.example.com", id="a-string-not-a-list"),
+        pytest.param(["agents.example.com"], id="no-scheme"),
+        pytest.param(["ftp://agents.example.com"], id="not-http"),
+        pytest.param([42], id="not-text"),
+    ],
+)
+def test_trusted_origins_must_be_a_list_of_http_origins(origins: object) -> None:
+    with pytest.raises(UserError, match="trusted_origins"):
+        RemoteAgent("http://127.0.0.1:1", name="r", trusted_origins=origins)  # pyright: ignore[reportArgumentType]
+
+
+def test_trusted_origins_are_kept_as_origins_and_cloned() -> None:
+    r = RemoteAgent(
+        "http://127.0.0.1:1",
+        name="r",
+        trusted_origins=["https://Tasks.Example.com/a2a/", "http://[::1]:8080"],
+    )
+    assert r.trusted_origins == ("https://tasks.example.com:443", "http://[::1]:8080")
+    assert r.clone(name="r2").trusted_origins == r.trusted_origins
+
+
 def test_the_error_survives_pickle() -> None:
     error = RemoteAgentError("boom", agent_name="r", url="http://x", retryable=True, state="failed")
     back = pickle.loads(pickle.dumps(error))

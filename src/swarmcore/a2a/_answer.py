@@ -9,6 +9,8 @@ an answer that grows past its limit as it arrives, not after.
 from __future__ import annotations
 
 import json
+import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,18 +19,22 @@ from a2a.types import Part, StreamResponse, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from swarmcore import events
+from swarmcore.llm.redaction import redact
 from swarmcore.models import AgentResult, LLMCallRecord, TokenUsage
 
 __all__ = ["Answer", "Refused", "short", "state_name"]
+
+logger = logging.getLogger("swarmcore.a2a")
 
 
 class Refused(Exception):
     """The remote's answer cannot be used: ``what`` it did, for the step's error."""
 
-    def __init__(self, what: str, *, state: str = "") -> None:
+    def __init__(self, what: str, *, state: str = "", retryable: bool = False) -> None:
         super().__init__(what)
         self.what = what
         self.state = state
+        self.retryable = retryable
 
 
 _FAILED = {
@@ -70,6 +76,8 @@ class Answer:
     """USD the remote reported spending; None when it reported no cost."""
     chars: int = 0
     message_text: str | None = None
+    secrets: tuple[str, ...] = ()
+    """Credentials redacted from what the remote says (a hostile one may quote them)."""
 
     def reset(self) -> None:
         """Forget a failed attempt's partial answer before the next."""
@@ -128,6 +136,7 @@ class Answer:
     def _status(self, state: TaskState, text: str) -> None:
         if state == TaskState.TASK_STATE_UNSPECIFIED:
             return
+        text = redact(text, *self.secrets)  # whole, before it is shown, stored or cut
         if state == self.state and text == self.status_text:
             return  # the same status again (a task polled while it works): nothing new to say
         self.state = state
@@ -191,17 +200,40 @@ class Answer:
         return text
 
     def _usage(self, metadata: Mapping[str, Any]) -> None:
+        """Take the usage a remote reports, when it is usage: counts are whole and not negative.
+
+        A report that is not (``-9940000`` tokens, ``1.5``, ``"100"``) is ignored, with a debug
+        log, and the answer kept: a negative count would hand the run's budget back, and a
+        remote that wants to under-report can already say 0. A cost that is not a finite
+        number, 0 or more, is ignored the same way.
+        """
         usage = metadata.get("usage")
         if not isinstance(usage, Mapping):
             return
         numbers: Mapping[str, Any] = usage  # pyright: ignore[reportUnknownVariableType]
         prompt = numbers.get("prompt_tokens", numbers.get("input_tokens", 0))
         completion = numbers.get("completion_tokens", numbers.get("output_tokens", 0))
-        if isinstance(prompt, (int, float)) and isinstance(completion, (int, float)):
+        if _count(prompt) and _count(completion):
             self.usage = TokenUsage(prompt_tokens=int(prompt), completion_tokens=int(completion))
-        cost = numbers.get("cost")
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
+        else:
+            logger.debug(
+                "A2A agent at %s: ignored the usage it reported (token counts are whole numbers, "
+                "0 or more): prompt %r, completion %r",
+                self.url,
+                prompt,
+                completion,
+            )
+        if "cost" not in numbers:
+            return
+        cost = numbers["cost"]
+        if _number(cost) and math.isfinite(cost) and cost >= 0:
             self.cost = float(cost)
+        else:
+            logger.debug(
+                "A2A agent at %s: ignored the cost it reported (a finite number, 0 or more): %r",
+                self.url,
+                cost,
+            )
 
     def check_finished(self) -> None:
         """Raise unless the remote finished with an answer."""
@@ -216,7 +248,14 @@ class Answer:
                 state=what,
             )
         if not self.done:
-            raise Refused(f"ended its stream with the task still {what or 'unstarted'}", state=what)
+            # The protocol ends a stream only at a final or interrupted state: this one was cut.
+            where = f"finished (still {what})" if what else "began (no task event came)"
+            raise Refused(
+                f"ended its event stream before the task {where}: cut off on the way, or not "
+                "an A2A stream",
+                state=what,
+                retryable=True,
+            )
 
     def result(self, model: str, duration: float, started_at: float) -> AgentResult:
         """The step's result, from the finished answer."""
@@ -255,6 +294,18 @@ class Answer:
             parsed=(data[0] if len(data) == 1 else data) if data else None,
             started_at=started_at,
         )
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(value: object) -> bool:
+    """Whether ``value`` is a token count: whole, 0 or more (protobuf carries it as a double)."""
+    if not _number(value):
+        return False
+    number: float = value  # pyright: ignore[reportAssignmentType] -- checked just above
+    return math.isfinite(number) and number == int(number) and number >= 0
 
 
 def _texts(parts: Any) -> list[str]:

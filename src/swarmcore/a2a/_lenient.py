@@ -33,7 +33,7 @@ from google.protobuf.message_factory import GetMessageClass
 
 from swarmcore.a2a._wire import Fix, each_event, fixed_event, fixed_message
 
-__all__ = ["LenientTransport", "repair_v03", "repair_v10"]
+__all__ = ["LenientTransport", "NotAnAnswer", "repair_v03", "repair_v10"]
 
 logger = logging.getLogger("swarmcore.a2a")
 
@@ -49,6 +49,19 @@ _V03 = frozenset(
     {"message/send", "message/stream", "tasks/resubscribe", "tasks/get", "tasks/cancel"}
 )
 """A2A 0.3's names for the same methods."""
+_STREAMING = frozenset(
+    {"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
+)
+"""The methods answered by an event stream (or, from some servers, by one JSON reply)."""
+
+
+class NotAnAnswer(Exception):
+    """A reply to an A2A request that is no JSON at all: an empty body, an HTML page..."""
+
+    def __init__(self, what: str, *, retryable: bool) -> None:
+        super().__init__(what)
+        self.what = what
+        self.retryable = retryable
 
 
 def _required(field: FieldDescriptor) -> bool:
@@ -167,25 +180,36 @@ class _RepairedEvents(httpx.AsyncByteStream):
 
 
 class LenientTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that repairs the A2A results it carries (see the module docstring)."""
+    """An httpx transport that repairs the A2A results it carries (see the module docstring).
+
+    A reply that is not JSON at all (an empty body, a login page) is refused
+    here, saying what it was, before the SDK fails on it as a bare decode error.
+    """
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self._inner = inner
+        self.streamed = False
+        """Whether a streaming request was answered by an event stream (not one JSON reply)."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         method = _method_of(request)
         response = await self._inner.handle_async_request(request)
         encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
         if method is None or response.status_code >= 400 or encoded:
-            return response  # compressed bodies pass as they are: httpx decodes them later
+            return response  # (CappedTransport below decodes bodies: an encoded one is not ours)
         assert isinstance(response.stream, httpx.AsyncByteStream)
         repair = _repairer(method, str(request.url))
         headers = response.headers
-        if "text/event-stream" in headers.get("content-type", ""):
+        content_type = headers.get("content-type", "")
+        if "text/event-stream" in content_type:
+            self.streamed = self.streamed or method in _STREAMING
             stream: httpx.AsyncByteStream = _RepairedEvents(response.stream, repair)
         else:
-            body = b"".join([chunk async for chunk in response.stream])
-            await response.stream.aclose()
+            try:
+                body = b"".join([chunk async for chunk in response.stream])
+            finally:
+                await response.stream.aclose()
+            _check_json(body, content_type)
             fixed = fixed_message(body, repair)
             stream = httpx.ByteStream(fixed)
             headers = httpx.Headers(
@@ -202,6 +226,23 @@ class LenientTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _check_json(body: bytes, content_type: str) -> None:
+    """Raise NotAnAnswer unless ``body`` is JSON: say what it is instead, and how it begins."""
+    kind = content_type.split(";")[0].strip() or "no content type"
+    if not body.strip():
+        # A reply cut off before its first byte, or a gateway's empty 200: the next try may do.
+        raise NotAnAnswer(f"sent an empty reply ({kind})", retryable=True)
+    try:
+        json.loads(body)
+    except ValueError:
+        begins = " ".join(body[:120].decode("utf-8", "replace").split())
+        raise NotAnAnswer(
+            f"sent a malformed response, not JSON ({kind}, beginning {begins!r}), where an "
+            "A2A reply was expected; is the URL the agent's A2A endpoint?",
+            retryable=False,
+        ) from None
 
 
 def _method_of(request: httpx.Request) -> str | None:

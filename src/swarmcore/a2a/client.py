@@ -20,15 +20,12 @@ import asyncio
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import httpx
 from a2a.client import (
-    A2AClientError,
-    A2AClientTimeoutError,
-    AgentCardResolutionError,
     Client,
     ClientConfig,
     ClientFactory,
@@ -43,12 +40,12 @@ from a2a.types import (
     SendMessageRequest,
     StreamResponse,
 )
-from a2a.utils.errors import A2AError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from swarmcore import _loop, events
-from swarmcore.a2a._answer import Answer, Refused, short
-from swarmcore.a2a._http import CappedTransport, Oversized
+from swarmcore.a2a._answer import Answer, Refused
+from swarmcore.a2a._explain import explain
+from swarmcore.a2a._http import ACCEPT_ENCODING, CappedTransport, OriginCheck, origin_of
 from swarmcore.a2a._lenient import LenientTransport
 from swarmcore.agent import Agent
 from swarmcore.checks import check_number
@@ -72,9 +69,6 @@ _CANCEL_TIMEOUT = 5.0
 ACCEPTED_OUTPUT_MODES = ("text/plain", "application/json")
 """What a RemoteAgent reads of an answer (text and data parts), sent with every message:
 strict servers (FastA2A 0.6) refuse a message that does not say."""
-_TRANSIENT = frozenset({408, 429, 502, 503, 504})
-"""Statuses that say the request did not get through (busy, or a gateway in the way): retried.
-Any other 5xx is an error inside the agent, which the same request would meet again."""
 _POLL_FIRST, _POLL_MOST = 0.05, 2.0
 """Seconds between polls of a task the remote answered before finishing (it does not stream)."""
 
@@ -113,6 +107,10 @@ class RemoteAgent(Agent):
     answer it; the Swarm's approval callback is not asked): give the task all it
     needs. A dry run or ``--model`` cannot swap a RemoteAgent onto a model.
 
+    ``headers`` go only to the origin of ``url`` (where the card is fetched)
+    and the origins named in ``trusted_origins``: a card naming its endpoint
+    anywhere else fails the step, naming both origins, before a byte is sent.
+
     Args:
         url_or_card: The agent's base URL (its card is fetched from
             ``<url>/.well-known/agent-card.json`` on each run), or its
@@ -120,6 +118,9 @@ class RemoteAgent(Agent):
         name: The step's name, unique in the flow.
         headers: HTTP headers sent with every request (card included), e.g.
             ``{"Authorization": "Bearer ..."}``; never shown in reprs or errors.
+        trusted_origins: Other origins (``https://host[:port]``; a URL stands
+            for its origin) the headers may go to: the agent's endpoint, when
+            its card names one on another origin than ``url``.
         timeout: Seconds for the whole remote task, retries included;
             ``math.inf`` for no limit.
         retries: How many times a transient failure (connection refused, 5xx,
@@ -134,6 +135,8 @@ class RemoteAgent(Agent):
     url: str = ""
     card: AgentCard | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
+    trusted_origins: tuple[str, ...] = ()
+    """The origins besides ``url``'s the headers may go to, as ``scheme://host:port``."""
     max_output_chars: int = MAX_OUTPUT_CHARS
 
     def __init__(
@@ -142,6 +145,7 @@ class RemoteAgent(Agent):
         *,
         name: str,
         headers: Mapping[str, str] | None = None,
+        trusted_origins: Sequence[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
         retries: int | RetryPolicy = 2,
         description: str | None = None,
@@ -171,6 +175,7 @@ class RemoteAgent(Agent):
         object.__setattr__(self, "url", url)
         object.__setattr__(self, "card", card)
         object.__setattr__(self, "headers", dict(headers or {}))
+        object.__setattr__(self, "trusted_origins", _origins(owner, trusted_origins))
         object.__setattr__(self, "max_output_chars", max_output_chars)
 
     def __repr__(self) -> str:
@@ -188,7 +193,15 @@ class RemoteAgent(Agent):
         Raises:
             UserError: A change a remote agent does not have (a model, tools...).
         """
-        own = {"name", "headers", "timeout", "retries", "description", "max_output_chars"}
+        own = {
+            "name",
+            "headers",
+            "trusted_origins",
+            "timeout",
+            "retries",
+            "description",
+            "max_output_chars",
+        }
         other = sorted(set(changes) - own)
         if other:
             raise UserError(
@@ -199,6 +212,7 @@ class RemoteAgent(Agent):
         settings: dict[str, Any] = {
             "name": self.name,
             "headers": self.headers,
+            "trusted_origins": self.trusted_origins,
             "timeout": self.timeout,
             "retries": self.retry_policy,
             "description": self.instructions,
@@ -331,14 +345,8 @@ class RemoteAgent(Agent):
 
     async def _attempt(self, message: Message, answer: Answer) -> None:
         """One send of the task, its events folded into ``answer`` as they come."""
-        limit = self.max_output_chars * 4 + 65_536
-        # Capped as it arrives; then each result's malformed optional fields dropped (_lenient).
-        transport = LenientTransport(CappedTransport(httpx.AsyncHTTPTransport(), limit))
-        async with httpx.AsyncClient(
-            headers=dict(self.headers),
-            timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),  # the task's timeout bounds it
-            transport=transport,
-        ) as http:
+        transport = self._transport()
+        async with self._http(transport) as http:
             factory = ClientFactory(
                 ClientConfig(
                     streaming=True,
@@ -357,7 +365,10 @@ class RemoteAgent(Agent):
                     )
                     async for response in stream:
                         answer.take(response)
-                    if answer.task_id and answer.pending:  # it answered before it finished
+                    # A task still at work after one JSON reply is polled; after an event
+                    # stream, the stream was cut (the protocol ends one only when the task
+                    # stops), and check_finished says so.
+                    if answer.task_id and answer.pending and not transport.streamed:
                         await self._poll(client, answer)
                     if answer.task_id and not answer.done:  # an interrupted task: do not leave it
                         await self._cancel_with(client, answer.task_id)
@@ -365,11 +376,37 @@ class RemoteAgent(Agent):
                 finally:
                     await client.close()
             except Refused as refused:
-                self._fail(refused.what, state=refused.state)
+                self._fail(refused.what, state=refused.state, retryable=refused.retryable)
             except (RemoteAgentError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # the SDK's errors, httpx's, or a parser's
-                self._explain(exc)
+                what, retryable = explain(exc, byte_limit=self._byte_limit)
+                self._fail(what, retryable=retryable)
+
+    @property
+    def _byte_limit(self) -> int:
+        """The most bytes one response may hold, decoded: the text, JSON framing and escapes."""
+        return self.max_output_chars * 4 + 65_536
+
+    def _transport(self) -> LenientTransport:
+        """The transports under one attempt's HTTP client (see ``_http`` and ``_lenient``)."""
+        inner: httpx.AsyncBaseTransport = CappedTransport(
+            httpx.AsyncHTTPTransport(), self._byte_limit
+        )
+        if self.headers:  # without headers there is nothing to keep from another origin
+            home = origin_of(self.url)
+            inner = OriginCheck(inner, home, {home, *self.trusted_origins})
+        # Decoded and capped as it arrives; then each result's malformed optional fields dropped.
+        return LenientTransport(inner)
+
+    def _http(self, transport: httpx.AsyncBaseTransport) -> httpx.AsyncClient:
+        headers = httpx.Headers(dict(self.headers))
+        headers["Accept-Encoding"] = ACCEPT_ENCODING  # only what CappedTransport decodes itself
+        return httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),  # the task's timeout bounds it
+            transport=transport,
+        )
 
     @staticmethod
     async def _poll(client: Client, answer: Answer) -> None:
@@ -391,7 +428,7 @@ class RemoteAgent(Agent):
             return
         try:
             async with asyncio.timeout(_CANCEL_TIMEOUT):
-                async with httpx.AsyncClient(headers=dict(self.headers)) as http:
+                async with self._http(self._transport()) as http:
                     factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
                     client = factory.create(self.card) if self.card is not None else None
                     if client is None:
@@ -407,48 +444,6 @@ class RemoteAgent(Agent):
                 await client.cancel_task(CancelTaskRequest(id=task_id))
         except Exception:
             pass
-
-    def _explain(self, exc: Exception) -> NoReturn:
-        """Raise ``exc`` as a RemoteAgentError that says what happened and what to do."""
-        cause = exc.__cause__
-        if isinstance(exc, Oversized) or isinstance(cause, Oversized):
-            self._fail(
-                f"sent a response of more than {self.max_output_chars * 4 + 65_536:,} bytes; "
-                "raise max_output_chars= if answers this large are expected"
-            )
-        status = _status_of(exc)
-        if status in (401, 403):
-            self._fail(
-                f"refused the request (HTTP {status}): pass its credentials as headers=, "
-                'e.g. headers={"Authorization": "Bearer <token>"}'
-            )
-        if status in _TRANSIENT:
-            self._fail(f"answered HTTP {status}; it may be overloaded or down", retryable=True)
-        if status is not None and status >= 500:
-            said = _body_of(exc)
-            self._fail(
-                f"answered HTTP {status}{f': {said}' if said else ''}. That is an error inside "
-                "the agent, so it is not retried (the same request would meet it again): "
-                "its own logs say more"
-            )
-        if isinstance(exc, A2AClientTimeoutError) or isinstance(cause, httpx.TimeoutException):
-            self._fail("timed out on a request; it may be overloaded", retryable=True)
-        if isinstance(cause, httpx.TransportError):
-            self._fail(
-                f"could not be reached ({type(cause).__name__}: {cause or 'connection failed'}); "
-                "check the URL and that the agent is running",
-                retryable=True,
-            )
-        if status is not None:
-            self._fail(f"answered HTTP {status}: {short(str(exc))}")
-        if isinstance(exc, AgentCardResolutionError):
-            self._fail(f"has no usable agent card: {short(str(exc))}")
-        if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
-            self._fail(f"answered with an error: {short(str(exc)) or type(exc).__name__}")
-        self._fail(
-            f"sent a malformed response ({type(exc).__name__}: {short(str(exc))}); "
-            "is it an A2A agent (1.0 or 0.3)?"
-        )
 
     def _fail(self, what: str, *, retryable: bool = False, state: str = "") -> NoReturn:
         raise RemoteAgentError(
@@ -474,21 +469,22 @@ def _card_url(card: AgentCard, name: str) -> str:
     )
 
 
-def _body_of(exc: BaseException) -> str:
-    """What an HTTP error response said, shortened; "" when it said nothing readable."""
-    cause = exc.__cause__
-    if not isinstance(cause, httpx.HTTPStatusError):
-        return ""
-    try:
-        return short(cause.response.text, 300)
-    except (httpx.ResponseNotRead, UnicodeDecodeError):
-        return ""
-
-
-def _status_of(exc: BaseException) -> int | None:
-    if isinstance(exc, AgentCardResolutionError) and exc.status_code is not None:
-        return exc.status_code
-    cause = exc.__cause__
-    if isinstance(cause, httpx.HTTPStatusError):
-        return cause.response.status_code
-    return None
+def _origins(owner: str, origins: Sequence[str]) -> tuple[str, ...]:
+    """``trusted_origins`` as origins; UserError for one that is no http(s) URL."""
+    if isinstance(origins, str) or not isinstance(origins, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+        raise UserError(
+            f"{owner}: trusted_origins must be a list of origins such as "
+            f"['https://agents.example.com'], got {origins!r}."
+        )
+    found: list[str] = []
+    for origin in origins:
+        if not isinstance(origin, str) or not origin.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(
+                f"{owner}: each of trusted_origins is an http(s) origin such as "
+                f"'https://agents.example.com', got {origin!r}."
+            )
+        try:
+            found.append(origin_of(origin))
+        except (httpx.InvalidURL, ValueError) as error:
+            raise UserError(f"{owner}: trusted_origins has {origin!r}: {error}.") from None
+    return tuple(found)
