@@ -8,8 +8,16 @@ One aiohttp session (its connection pool) per event loop, shared by every
 endpoint: a session's connections belong to its loop, so a new ``asyncio.run``
 gets its own, and the old one is closed when its loop shuts down
 (``asyncio.run`` closes the loop's async generators, and the session's closer
-is one). aiohttp's pool, not httpx's: httpx's walks every pooled connection on
-each request, so with 200 calls in flight it cost five times the CPU per call.
+is one), and forgotten with it, so a loop that ends frees its session (a
+``run_sync`` per web request must not keep every loop). aiohttp's pool, not
+httpx's: httpx's walks every pooled connection on each request, so with 200
+calls in flight it cost five times the CPU per call.
+
+A request goes to its endpoint's origin and nowhere else: ``post`` follows a
+redirect only within the origin (scheme, host, port), at most
+``MAX_REDIRECTS`` times, and refuses one elsewhere (its key headers, the
+organization's and the prompt would follow it). The body is decoded by
+``reading``, not by aiohttp, to bound what it inflates to.
 """
 
 from __future__ import annotations
@@ -20,9 +28,11 @@ import ssl
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from swarmcore.errors import ModelError
+from swarmcore.llm import reading
+from swarmcore.llm.prechecks import shown_url
 from swarmcore.llm.redaction import redact
 from swarmcore.llm.types import CallSpec
 
@@ -30,7 +40,17 @@ if TYPE_CHECKING:
     import aiohttp
     import yarl
 
-__all__ = ["CONNECT_SECONDS", "Endpoint", "Pool", "base_url", "endpoint", "pool", "preload"]
+__all__ = [
+    "CONNECT_SECONDS",
+    "MAX_REDIRECTS",
+    "Endpoint",
+    "Pool",
+    "base_url",
+    "endpoint",
+    "pool",
+    "post",
+    "preload",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -38,6 +58,11 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # (not for the whole reply: a long stream may take longer, a silent server may not).
 CONNECT_SECONDS = 5.0
 READ_SECONDS = 600.0
+
+MAX_REDIRECTS = 3
+"""Redirects followed within the endpoint's origin; one to another origin is never followed."""
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def base_url(call: CallSpec) -> str:
@@ -86,6 +111,11 @@ async def pool() -> Pool:
     if found is None:
         import aiohttp
 
+        # A loop closed without shutting its async generators down (loop.close() alone)
+        # never ran its closer: its entry goes now, or its session would keep it forever.
+        for closed in [known for known in _pools if known.is_closed()]:
+            del _pools[closed]
+
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=1000),  # the SDK's: 1,000 connections
             timeout=aiohttp.ClientTimeout(
@@ -94,6 +124,7 @@ async def pool() -> Pool:
             # Proxies are read once per endpoint (endpoint()); trust_env would also look
             # for a ~/.netrc in a thread on every request.
             trust_env=False,
+            auto_decompress=False,  # reading decodes, bounded: aiohttp inflates without a limit
         )
         found = _pools[loop] = Pool(session)
         found.closer = _close_at_shutdown(found)
@@ -115,6 +146,7 @@ def endpoint(pool: Pool, call: CallSpec, model: str) -> Endpoint:
 
         headers = {
             "Accept": "application/json",
+            "Accept-Encoding": reading.ACCEPT_ENCODING,
             "Content-Type": "application/json",
             "User-Agent": f"swarmcore/{__version__}",
         }
@@ -169,12 +201,62 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 async def _close_at_shutdown(pool: Pool) -> AsyncGenerator[None]:
-    """Closes the session when the loop shuts its async generators down (``asyncio.run`` does)."""
+    """Closes the session when the loop shuts its async generators down (``asyncio.run`` does).
+
+    And forgets the loop's entry: its session refers to the loop, so a weak key
+    alone would never let the loop go.
+    """
     try:
         yield
     finally:
+        _pools.pop(asyncio.get_running_loop(), None)
         pool.endpoints.clear()
         await pool.session.close()
+
+
+async def post(
+    pool: Pool, endpoint: Endpoint, data: str, headers: Mapping[str, str], **options: Any
+) -> aiohttp.ClientResponse:
+    """POST ``data`` to the endpoint; a redirect is followed only within its origin.
+
+    The response is the caller's to release (``async with response:``).
+
+    Raises:
+        reading.Refused: A redirect to another origin (named with ours), or more
+            than ``MAX_REDIRECTS`` of them.
+        aiohttp.ClientError: The request failed.
+    """
+    import yarl
+
+    url = endpoint.url
+    for _ in range(MAX_REDIRECTS + 1):
+        response = await pool.session.post(
+            url, data=data, headers=headers, allow_redirects=False, **options
+        )
+        if response.status not in _REDIRECTS:
+            return response
+        location = response.headers.get("Location")
+        response.release()
+        if not location:
+            raise reading.Refused(
+                f"answered {response.status} (a redirect) without saying where to",
+                retryable=True,
+            )
+        target = url.join(yarl.URL(location, encoded=True))
+        if (target.scheme, target.host, target.port) != (url.scheme, url.host, url.port):
+            raise reading.Refused(
+                f"redirected the request from {shown_url(str(url))} to "
+                f"{shown_url(str(target))}, another origin, where its key and prompt would "
+                "follow: refused. If that is the endpoint, set it as the agent's api_base",
+                retryable=False,
+            )
+        # Resent as it was, POST and body, for any redirect: a chat completion has no GET.
+        url = target
+    raise reading.Refused(
+        f"redirected the request more than {MAX_REDIRECTS} times (last to {shown_url(str(url))}); "
+        "is the api_base right?",
+        retryable=False,
+    )
 
 
 def preload() -> None:

@@ -190,8 +190,11 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
 
 
 def without_backend(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` without the ``backend`` key, which is swarmcore's, not the provider's."""
-    return {k: v for k, v in settings.items() if k != "backend"}
+    """``settings`` without ``backend`` and ``max_reply_bytes``: swarmcore's, not the provider's."""
+    return {k: v for k, v in settings.items() if k not in _OURS}
+
+
+_OURS = frozenset({"backend", "max_reply_bytes"})  # the latter bounds the native backend's reads
 
 
 async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:

@@ -24,6 +24,7 @@ deadline around each attempt.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -31,9 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from swarmcore import events
 from swarmcore.errors import ModelError
-from swarmcore.llm import endpoints, price_data, pricing
-from swarmcore.llm.errors import classify
+from swarmcore.llm import endpoints, price_data, pricing, reading
+from swarmcore.llm.errors import call_secrets, classify
+from swarmcore.llm.prechecks import shown_url
+from swarmcore.llm.redaction import redact
 from swarmcore.llm.types import (
+    CallSpec,
     EndpointError,
     EndpointUnreachable,
     LLMReply,
@@ -64,6 +68,7 @@ _CLIENT_SETTINGS = frozenset(
         "max_retries",
         "stream",
         "stream_options",
+        reading.SETTING,
     }
 )
 
@@ -81,6 +86,8 @@ class OpenAIBackend:
         start = time.perf_counter()
         try:
             reply = await _exchange(request, model)
+        except reading.Refused as exc:
+            error = _refused(exc, call, model, attempt)
         except Exception as exc:
             error = classify(exc, call, model, attempt)
             if error is None:
@@ -88,6 +95,24 @@ class OpenAIBackend:
         else:
             return reply.timed(time.perf_counter() - start, 1)
         raise error  # outside the except block: the endpoint's exception is not chained
+
+
+def _refused(refused: reading.Refused, call: CallSpec, model: str, attempt: int) -> ModelError:
+    """A server that answered but misbehaved (a redirect elsewhere, a bomb, a bad status line).
+
+    Said as what it did, never as a connection that failed: the server was reached.
+    """
+    where = f" at {shown_url(refused.url)}" if refused.url else ""
+    tries = f"attempt {attempt} of {call.retry.max_retries + 1}"
+    return ModelError(
+        redact(
+            f"Agent {call.agent_name!r}: {model}{where} {refused} ({tries}).",
+            *call_secrets(call, model),
+        ),
+        agent_name=call.agent_name,
+        model=model,
+        retryable=refused.retryable,
+    )
 
 
 # --- the exchange ------------------------------------------------------------------------
@@ -137,26 +162,57 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
     options: dict[str, Any] = {"ssl": endpoint.ssl, "proxy": endpoint.proxy}
     if query:
         options["params"] = {k: str(v) for k, v in query.items()}
+    limit = reading.max_reply_bytes(call.settings)
+    deadline = None
     if call.call_timeout is not None:  # complete() bounds the attempt too; this frees the socket
         options["timeout"] = aiohttp.ClientTimeout(
             total=call.call_timeout, sock_connect=endpoints.CONNECT_SECONDS
         )
+        deadline = asyncio.get_running_loop().time() + call.call_timeout
     try:
-        async with pool.session.post(
-            endpoint.url,
-            data=json.dumps(body),
-            headers=_merged(endpoint.headers, headers) if headers else endpoint.headers,
+        async with await endpoints.post(
+            pool,
+            endpoint,
+            json.dumps(body),
+            _merged(endpoint.headers, headers) if headers else endpoint.headers,
             **options,
         ) as response:
             if response.status >= 400:
-                raise _status_error(response.status, await response.read(), response.headers)
+                text = await reading.head(response, _ERROR_BYTES)
+                raise _status_error(response.status, text, response.headers)
             if request.stream:
-                return await _streamed(_events(response.content), request, model, response.headers)
-            return _to_reply(call.agent_name, model, await response.read(), response.headers)
+                lines = reading.lines(reading.decoded(response, limit), deadline)
+                return await _streamed(_events(lines), request, model, response.headers)
+            raw = await reading.body(response, limit)
+            return _to_reply(call.agent_name, model, raw, response.headers)
+    except reading.Refused as exc:
+        raise exc.at(str(endpoint.url)) from None
     except aiohttp.ClientError as exc:
         if isinstance(exc, TimeoutError):  # aiohttp's read and connect timeouts are both
             raise
-        raise EndpointUnreachable(str(exc) or type(exc).__name__, url=str(endpoint.url)) from exc
+        if isinstance(exc, aiohttp.ClientConnectorError):  # nothing answered
+            raise EndpointUnreachable(
+                str(exc) or type(exc).__name__, url=str(endpoint.url)
+            ) from exc
+        raise reading.Refused(_misbehaved(exc), retryable=True, url=str(endpoint.url)) from None
+
+
+# An error status's body is read for its message: a few KB; past this it is cut.
+_ERROR_BYTES = 64 * 1024
+
+
+def _misbehaved(exc: aiohttp.ClientError) -> str:
+    """What a server that was reached did wrong, as aiohttp found it."""
+    import aiohttp
+
+    detail = str(getattr(exc, "message", "") or exc or type(exc).__name__)[:200]
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "closed the connection before its reply was complete"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return f"cut its reply short ({detail})"
+    if isinstance(exc, aiohttp.ClientResponseError):  # aiohttp's parser: not an HTTP reply
+        return f"answered with a malformed HTTP response ({detail})"
+    return f"broke the exchange off ({type(exc).__name__}: {detail})"
 
 
 def _merged(ours: Mapping[str, str], theirs: Mapping[str, Any]) -> dict[str, str]:
@@ -191,28 +247,15 @@ def _error_parts(data: object) -> tuple[object, str | None]:
     return error, message if isinstance(message, str) and message else None
 
 
-async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[str]:
-    """The stream's lines, however long: aiohttp's own line reader refuses one over 64 KiB."""
-    rest = b""
-    async for piece in content.iter_any():
-        lines = (rest + piece).split(b"\n")
-        rest = lines.pop()
-        for line in lines:
-            yield line.decode("utf-8").removesuffix("\r")
-    if rest:
-        yield rest.decode("utf-8").removesuffix("\r")
-    yield ""  # the stream's end ends its last event
-
-
-async def _events(content: aiohttp.StreamReader) -> AsyncIterator[Any]:
-    """The JSON of each server-sent event, up to ``[DONE]``; an ``error`` event raises.
+async def _events(lines: AsyncIterator[str]) -> AsyncIterator[Any]:
+    """The JSON of each server-sent event in ``lines``, up to ``[DONE]``; an ``error`` event raises.
 
     Raises:
         EndpointError: The stream carried an error instead of a chunk.
     """
     data: list[str] = []
     kind = ""
-    async for line in _lines(content):
+    async for line in lines:
         if line:
             field_name, _, value = line.partition(":")
             value = value.removeprefix(" ")
