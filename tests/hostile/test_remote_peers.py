@@ -43,7 +43,7 @@ ONE_RETRY = RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.01, jitte
 TASK = {"id": "t1", "contextId": "c1"}
 
 
-def _event(result: dict[str, Any]) -> bytes:
+def _event(result: object) -> bytes:
     """One server-sent event carrying a JSON-RPC result."""
     return (
         b"data: " + json.dumps({"jsonrpc": "2.0", "id": "1", "result": result}).encode() + b"\n\n"
@@ -73,6 +73,27 @@ SUBMITTED = _event({"task": {**TASK, "status": {"state": "TASK_STATE_SUBMITTED"}
 WORKING = _event(_status("TASK_STATE_WORKING"))
 HALF = _event(_chunk("The answer is"))
 COMPLETED = _event(_status("TASK_STATE_COMPLETED"))
+
+
+def _v03_status(state: str, *, final: bool) -> bytes:
+    update = {"taskId": "t1", "contextId": "c1", "status": {"state": state}, "final": final}
+    return _event({"kind": "status-update", **update})
+
+
+V03_SUBMITTED = _event({"kind": "task", **TASK, "status": {"state": "submitted"}})
+V03_WORKING = _v03_status("working", final=False)
+V03_HALF = _event(
+    {
+        "kind": "artifact-update",
+        "taskId": "t1",
+        "contextId": "c1",
+        "artifact": {"artifactId": "answer", "parts": [{"kind": "text", "text": "The answer is"}]},
+    }
+)
+V03_COMPLETED = _v03_status("completed", final=True)
+SEND = {"1.0": "SendStreamingMessage", "0.3": "message/stream"}
+GET = {"1.0": "GetTask", "0.3": "tasks/get"}
+CANCEL = {"1.0": "CancelTask", "0.3": "tasks/cancel"}
 SSE = "text/event-stream"
 
 
@@ -100,6 +121,8 @@ class Peer:
     """A case's card names this endpoint URL instead of the case's own."""
     card_answers: dict[str, Answer] = field(default_factory=dict[str, Answer])
     """A case whose card itself is a hostile answer."""
+    versions: dict[str, str] = field(default_factory=dict[str, str])
+    """The A2A version a case's card names ("1.0" unless said)."""
     methods: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     """(case, JSON-RPC method) of every task request, in order."""
 
@@ -108,13 +131,13 @@ class Peer:
         return RemoteAgent(f"{self.url}/{case}", name=settings.pop("name", "remote"), **settings)
 
 
-def _card(endpoint: str) -> dict[str, Any]:
+def _card(endpoint: str, version: str) -> dict[str, Any]:
     card = AgentCard(
         name="Hostile",
         description="Answers badly.",
         version="1.0.0",
         supported_interfaces=[
-            AgentInterface(url=endpoint, protocol_binding="JSONRPC", protocol_version="1.0")
+            AgentInterface(url=endpoint, protocol_binding="JSONRPC", protocol_version=version)
         ],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
@@ -149,7 +172,8 @@ def _app(peer: Peer) -> Starlette:
         case = request.path_params["case"]
         if case in peer.card_answers:
             return _streamed(peer.card_answers[case])
-        return JSONResponse(_card(peer.cards.get(case, f"{peer.url}/{case}/")))
+        endpoint = peer.cards.get(case, f"{peer.url}/{case}/")
+        return JSONResponse(_card(endpoint, peer.versions.get(case, "1.0")))
 
     async def task(request: Request) -> Response:
         case = request.path_params["case"]
@@ -159,6 +183,10 @@ def _app(peer: Peer) -> Starlette:
         if method in ("GetTask", "CancelTask"):  # the task is still at work, as far as it says
             state = "TASK_STATE_CANCELED" if method == "CancelTask" else "TASK_STATE_WORKING"
             result = {**TASK, "status": {"state": state}}
+            return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": result})
+        if method in ("tasks/get", "tasks/cancel"):  # the same, in A2A 0.3's words
+            state = "canceled" if method == "tasks/cancel" else "working"
+            result = {"kind": "task", **TASK, "status": {"state": state}}
             return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": result})
         return _streamed(peer.answers[case])
 
@@ -217,6 +245,8 @@ class Broken:
     retryable: bool
     cancels: bool = False
     """Whether the task the remote started is cancelled, not left running."""
+    dialect: str = "1.0"
+    """The A2A version the peer's card names (the SDK speaks 0.3's methods and shapes to it)."""
 
 
 BROKEN = [
@@ -368,6 +398,62 @@ BROKEN = [
         ),
         id="stacked-encodings",
     ),
+    pytest.param(
+        Broken(
+            Answer([V03_SUBMITTED, V03_WORKING, V03_HALF]),
+            r"ended its event stream before the task finished \(still working\)",
+            retryable=True,
+            cancels=True,
+            dialect="0.3",
+        ),
+        id="a2a-0.3-stream-ends-before-the-final-status",
+    ),
+    pytest.param(
+        Broken(
+            Answer([V03_SUBMITTED, V03_WORKING, V03_HALF, V03_COMPLETED[:-30]]),
+            r"ended its event stream before the task finished \(still working\)",
+            retryable=True,
+            cancels=True,
+            dialect="0.3",
+        ),
+        id="a2a-0.3-stream-cut-inside-the-final-event",
+    ),
+    pytest.param(
+        Broken(
+            Answer([]),
+            r"ended its event stream before the task began",
+            retryable=True,
+            dialect="0.3",
+        ),
+        id="a2a-0.3-empty-event-stream",
+    ),
+    pytest.param(
+        Broken(
+            Answer([_event([1, 2]), _event({"kind": "mystery"})]),  # the SDK skips both
+            r"ended its event stream before the task began",
+            retryable=True,
+            dialect="0.3",
+        ),
+        id="a2a-0.3-stream-of-results-it-cannot-read",
+    ),
+    pytest.param(
+        Broken(
+            Answer([], content_type="application/json"),
+            r"sent an empty reply \(application/json\)",
+            retryable=True,
+            dialect="0.3",
+        ),
+        id="a2a-0.3-empty-json-body",
+    ),
+    pytest.param(
+        Broken(
+            Answer([_bomb(BOMB, 31)], encoding="gzip"),
+            rf"sent a response of more than {LIMIT}",
+            retryable=False,
+            dialect="0.3",
+        ),
+        id="a2a-0.3-gzip-bomb-event-stream",
+    ),
 ]
 
 
@@ -377,6 +463,7 @@ async def test_a_broken_answer_is_an_error_and_never_stored_as_a_success(
 ) -> None:
     name = request.node.callspec.id
     peer.answers[name] = case.answer
+    peer.versions[name] = case.dialect
     remote = peer.agent(name, retries=ONE_RETRY, timeout=10, max_output_chars=LIMIT_CHARS)
     before = len(peer.methods)
     with pytest.raises(RemoteAgentError, match=case.error) as caught:
@@ -385,10 +472,10 @@ async def test_a_broken_answer_is_an_error_and_never_stored_as_a_success(
     assert caught.value.retryable is case.retryable
     assert stored(tmp_path / "runs.db") == ("failed", [])
     methods = [method for case_, method in peer.methods[before:] if case_ == name]
-    sends = methods.count("SendStreamingMessage")
+    sends = methods.count(SEND[case.dialect])
     assert sends == (2 if case.retryable else 1)  # a transient failure is tried again, once
-    assert "GetTask" not in methods  # a cut stream is not mistaken for a task still at work
-    assert methods.count("CancelTask") == (sends if case.cancels else 0)
+    assert GET[case.dialect] not in methods  # a cut stream is not taken for a task at work
+    assert methods.count(CANCEL[case.dialect]) == (sends if case.cancels else 0)
 
 
 async def test_a_card_that_inflates_past_the_cap_is_refused(peer: Peer) -> None:
