@@ -19,19 +19,23 @@ import logging
 import os
 import sqlite3
 import traceback
-from collections.abc import Iterator
-from contextlib import closing
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, closing
 from dataclasses import fields
 from pathlib import Path
 
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest
 
 from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
+from swarmcore.a2a.server import error_message
 from swarmcore.events import Event
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Fail, MockOpenAIServer, Reply
+from tests.serving import serve
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
 
@@ -350,3 +354,162 @@ async def test_a_hostile_run_lets_no_credential_out(
     assert text.strip(), f"nothing was captured on {path}"
     secret = HOSTILE_SOURCES[source]
     assert secret not in text, f"{source} leaked on {path}:\n{text}"
+
+
+# --- point 1: a key standing across a cut leaves no part of itself --------------------------
+
+CUT_KEY = "zQ9vL2mX7kR4pW8nT3bY6cH1dF5gJ0sA"  # no known shape: found by value only
+INSIDE = 20
+"""How many of CUT_KEY's characters stand before the cut."""
+TOOL_LIMIT = 200
+
+
+def _across(limit: int, before: str = "") -> str:
+    """Text that, after ``before``, puts CUT_KEY's first INSIDE characters before ``limit``."""
+    # Long after the key too, so the text is cut whether the key was redacted first or not.
+    return "x" * (limit - INSIDE - len(before)) + CUT_KEY + " was refused" + " y" * 400
+
+
+def _part_of_key(text: str) -> str | None:
+    """The longest run of 8 or more of CUT_KEY's characters in ``text``, if any."""
+    for size in range(len(CUT_KEY), 7, -1):
+        for start in range(len(CUT_KEY) - size + 1):
+            if CUT_KEY[start : start + size] in text:
+                return CUT_KEY[start : start + size]
+    return None
+
+
+def _probe(city: str) -> str:
+    """A tool whose error quotes the key across the point its result is cut."""
+    raise RuntimeError(_across(TOOL_LIMIT, before="Tool '_probe' raised RuntimeError: "))
+
+
+async def _cut_provider_error(tmp: Path) -> dict[str, str]:
+    # The provider's message is cut to 300 characters (297 and "...").
+    with MockOpenAIServer([Fail(500, _across(297)), Fail(400, _across(297))]) as server:
+        agent = Agent("writer", "Write.", retry=FAST, **server.model_kwargs)
+        return await _failing_run(agent, server, tmp)
+
+
+async def _cut_tool_error(tmp: Path) -> dict[str, str]:
+    # A tool's error is its result, cut to max_tool_result_chars; the agent after it fails.
+    script = [Reply.tool("_probe", city="Lyon"), Reply(text="No data."), Fail(400, "no more")]
+    with MockOpenAIServer(script) as server:
+        prober = Agent(
+            "prober",
+            "Probe.",
+            tools=[_probe],
+            max_tool_result_chars=TOOL_LIMIT,
+            **server.model_kwargs,
+        )
+        texts = await _failing_run(
+            prober >> Agent("writer", "Write.", **server.model_kwargs), server, tmp
+        )
+    [result] = server.requests[1].tool_results
+    assert "[truncated" in result["content"], result  # the error was cut
+    return texts
+
+
+CUTS: dict[str, Callable[[Path], Awaitable[dict[str, str]]]] = {
+    "provider-error-at-300": _cut_provider_error,
+    "tool-error-at-max_tool_result_chars": _cut_tool_error,
+}
+CUT_PATHS = {
+    "provider-error-at-300": ("error", "logs", "events", "store"),
+    "tool-error-at-max_tool_result_chars": ("provider", "logs", "events", "store"),
+}
+
+
+@pytest.fixture(scope="module")
+def cut_runs() -> dict[tuple[str, str], dict[str, str]]:
+    """One run per cut and backend, shared by the cut's rows."""
+    return {}
+
+
+@pytest.mark.parametrize(
+    ("cut", "path"), [pytest.param(c, p, id=f"{c}/{p}") for c in CUTS for p in CUT_PATHS[c]]
+)
+async def test_a_key_across_a_cut_leaves_no_part_of_itself(
+    each_backend: str,
+    cut_runs: dict[tuple[str, str], dict[str, str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cut: str,
+    path: str,
+) -> None:
+    monkeypatch.setenv("CUTTER_API_KEY", CUT_KEY)
+    if (cut, each_backend) not in cut_runs:
+        cut_runs[cut, each_backend] = await CUTS[cut](tmp_path)
+    text = cut_runs[cut, each_backend][path]
+    assert "xxxxxxxx" in text, f"the text was not captured on {path}:\n{text}"
+    assert _part_of_key(text) is None, f"{_part_of_key(text)!r} of the key is on {path}:\n{text}"
+
+
+def test_an_a2a_task_message_is_redacted_before_it_is_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUTTER_API_KEY", CUT_KEY)
+    message = error_message(RuntimeError(_across(499)))  # cut to 499 characters and "…"
+    assert message.endswith("…"), message
+    assert _part_of_key(message) is None, message
+
+
+# --- an A2A task failing with credentials in its error --------------------------------------
+
+
+@asynccontextmanager
+async def _a2a_client(url: str) -> AsyncGenerator[Client]:
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        yield ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+
+
+A2A_SECRETS = {
+    "PGPASSWORD": DB_PASSWORD,
+    "DATABASE_URL": URL_PASSWORD,
+    "GITHUB_PAT": ECHOED["GITHUB_PAT"],
+}
+A2A_PATHS = ("task-message", "responses", "logs", "store")
+
+
+@pytest.fixture(scope="module")
+def a2a_runs() -> dict[str, dict[str, str]]:
+    return {}
+
+
+@pytest.mark.usefixtures("hostile_env")
+@pytest.mark.parametrize(
+    ("secret", "path"),
+    [pytest.param(s, p, id=f"{s}/{p}") for s in A2A_SECRETS for p in A2A_PATHS],
+)
+async def test_a_failed_a2a_task_tells_no_credential(
+    each_backend: str,
+    a2a_runs: dict[str, dict[str, str]],
+    tmp_path: Path,
+    secret: str,
+    path: str,
+) -> None:
+    if each_backend not in a2a_runs:
+        echo = f"refused: {ECHO_TEXT}; url={HOSTILE_ENV['DATABASE_URL']}"
+        with MockOpenAIServer([Fail(400, echo)]) as provider:
+            db = tmp_path / "runs.db"
+            agent = Agent("a", "Do it.", retry=FAST, **provider.model_kwargs)
+            swarm = Swarm(agent, store=SQLiteStore(db))
+            with _Logs() as logs, serve(swarm.to_a2a()) as url:
+                async with _a2a_client(url) as client:
+                    message = Message(
+                        role=Role.ROLE_USER, message_id="m-1", parts=[Part(text="go")]
+                    )
+                    responses = [
+                        r async for r in client.send_message(SendMessageRequest(message=message))
+                    ]
+                    task = await client.get_task(GetTaskRequest(id=responses[0].task.id))
+        told = " ".join(p.text for p in task.status.message.parts)
+        assert "refused" in told, task  # the provider's message did reach the task
+        a2a_runs[each_backend] = {
+            "task-message": told,
+            "responses": "\n".join(map(str, responses)) + str(task),
+            "logs": logs.text,
+            "store": _store_text(db),
+        }
+    text = a2a_runs[each_backend][path]
+    assert text.strip(), f"nothing was captured on {path}"
+    assert A2A_SECRETS[secret] not in text, f"{secret} leaked on {path}:\n{text}"

@@ -492,8 +492,9 @@ def output_parts(result: SwarmResult) -> list[Part]:
 
 def error_message(error: BaseException | None) -> str:
     """An error's first line, credentials in the environment masked: what the client sees."""
-    text = str(error).strip() or type(error).__name__
+    # Redacted whole, then cut: a key cut in two at the limit would no longer be found.
+    text = redact(str(error), *env_secrets()).strip() or type(error).__name__
     line = text.splitlines()[0]
     if len(line) > _MAX_MESSAGE:
         line = line[: _MAX_MESSAGE - 1] + "…"
-    return redact(line, *env_secrets())
+    return line
