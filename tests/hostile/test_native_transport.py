@@ -192,7 +192,9 @@ async def test_a_redirect_to_another_origin_is_refused_and_names_both_urls(
     status: int, location: str, stream: bool
 ) -> None:
     def other_respond(conn: socket.socket, seen: Seen, server: Server) -> None:
-        conn.sendall(http(200, completion("the other origin's answer"), "Content-Type: x"))
+        conn.sendall(
+            http(200, completion("the other origin's answer"), "Content-Type: application/json")
+        )
 
     with raw_server(other_respond) as other:
 
@@ -224,7 +226,9 @@ async def test_a_redirect_within_the_origin_is_followed_with_the_whole_request(
         if seen.path == "/v1/chat/completions":
             conn.sendall(http(status, b"", "Location: /v2/chat/completions"))
         else:
-            conn.sendall(http(200, completion("moved and answered"), "Content-Type: x"))
+            conn.sendall(
+                http(200, completion("moved and answered"), "Content-Type: application/json")
+            )
 
     with raw_server(respond) as server:
         result = await agent(server.url).run(PROMPT)
@@ -528,6 +532,37 @@ async def test_no_delta_is_published_once_call_timeout_has_passed(gzip: bool) ->
     assert finished[0].error
 
 
+async def test_a_sibling_agent_runs_to_its_end_while_a_bomb_is_inflated() -> None:
+    """An endless gzip stream inflating a thousandfold never keeps a parallel agent waiting."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, GZIP)
+    packed = packer.compress(b": keep-alive\n" * (16 * MIB // 13)) + packer.flush(zlib.Z_SYNC_FLUSH)
+    inflating = threading.Event()  # the hostile server has sent its first burst
+
+    def respond(conn: socket.socket, seen: Seen, server: Server) -> None:
+        if b"hostile" in seen.body:
+            head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip"
+            conn.sendall(f"{head}\r\n\r\n".encode() + packed)
+            inflating.set()
+            while True:  # until the client hangs up
+                conn.sendall(packed)
+        inflating.wait(30)  # the siblings are answered only once the bomb is going off
+        conn.sendall(http(200, completion("sibling done"), "Content-Type: application/json"))
+
+    finished: list[str] = []
+    with raw_server(respond) as server:
+        unbounded = {"max_reply_bytes": math.inf}
+        hostile = agent(server.url, "hostile", call_timeout=60, model_settings=unbounded)
+        flow = hostile.clone(instructions="hostile")
+        for i in range(3):
+            flow = flow | agent(server.url, f"sibling{i}")
+        async for event in Swarm(flow).stream(PROMPT, text=True):
+            if isinstance(event, ModelCallFinished):
+                finished.append(event.agent_name)
+            if len(finished) == 3:
+                break  # leaving the stream cancels the hostile call
+    assert sorted(finished) == ["sibling0", "sibling1", "sibling2"]
+
+
 # --- point 9: lines split in one pass, wherever the chunks break ------------------------
 
 
@@ -593,7 +628,7 @@ def test_run_sync_keeps_no_loop_it_ran_nor_its_session() -> None:
     loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
 
     def respond(conn: socket.socket, seen: Seen, server: Server) -> None:
-        conn.sendall(http(200, completion("ok"), "Content-Type: x"))
+        conn.sendall(http(200, completion("ok"), "Content-Type: application/json"))
 
     def note_loop(event: Event) -> None:
         loops.append(weakref.ref(asyncio.get_running_loop()))
