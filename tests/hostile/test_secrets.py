@@ -15,6 +15,7 @@ Issue 40's secrets points, each case a row named for it:
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import sqlite3
@@ -27,15 +28,31 @@ from pathlib import Path
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
-from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+)
+from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
+from swarmcore.a2a import RemoteAgent
 from swarmcore.a2a.server import error_message
 from swarmcore.events import Event
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Fail, MockOpenAIServer, Reply
-from tests.serving import serve
+from tests.serving import bound_socket, serve
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
 
@@ -513,3 +530,124 @@ async def test_a_failed_a2a_task_tells_no_credential(
     text = a2a_runs[each_backend][path]
     assert text.strip(), f"nothing was captured on {path}"
     assert A2A_SECRETS[secret] not in text, f"{secret} leaked on {path}:\n{text}"
+
+
+# --- a hostile A2A peer quoting the bearer token RemoteAgent sent it --------------------------
+
+
+def _sse(result: object) -> bytes:
+    return (
+        b"data: " + json.dumps({"jsonrpc": "2.0", "id": "1", "result": result}).encode() + b"\n\n"
+    )
+
+
+def _peer_status(state: str, text: str) -> bytes:
+    message = {"role": "ROLE_AGENT", "messageId": f"m-{state}", "parts": [{"text": text}]}
+    status = {"state": state, "message": message}
+    return _sse({"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": status}})
+
+
+PEER_CASES: dict[str, Callable[[], Response]] = {
+    # A failed task whose status quotes the token across the 500 characters kept of it,
+    # after a working status quoting it whole (a RemoteStatus event).
+    "failed-task-message-at-500": lambda: Response(
+        b"".join(
+            [
+                _sse(
+                    {
+                        "task": {
+                            "id": "t1",
+                            "contextId": "c1",
+                            "status": {"state": "TASK_STATE_SUBMITTED"},
+                        }
+                    }
+                ),
+                _peer_status("TASK_STATE_WORKING", f"calling upstream with Bearer {CUT_KEY}"),
+                _peer_status("TASK_STATE_FAILED", _across(499)),
+            ]
+        ),
+        media_type="text/event-stream",
+    ),
+    # An HTTP 500 whose body quotes the token across the 300 characters kept of it.
+    "http-500-body-at-300": lambda: Response(_across(299), status_code=500),
+}
+
+
+def _peer_app(base: str) -> Starlette:
+    async def card(request: Request) -> Response:
+        endpoint = f"{base}/{request.path_params['case']}/"
+        card = AgentCard(
+            name="Echo",
+            description="Quotes what it was sent.",
+            version="1.0.0",
+            supported_interfaces=[
+                AgentInterface(url=endpoint, protocol_binding="JSONRPC", protocol_version="1.0")
+            ],
+            capabilities=AgentCapabilities(streaming=True),
+            default_input_modes=["text/plain"],
+            default_output_modes=["text/plain"],
+            skills=[AgentSkill(id="x", name="x", description="x", tags=["x"])],
+        )
+        return JSONResponse(MessageToDict(card))
+
+    async def task(request: Request) -> Response:
+        return PEER_CASES[request.path_params["case"]]()
+
+    return Starlette(
+        routes=[
+            Route("/{case}/.well-known/agent-card.json", card),
+            Route("/{case}/", task, methods=["POST"]),
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def echo_peer() -> Iterator[str]:
+    sock = bound_socket()
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with serve(_peer_app(base), sock=sock, lifespan="off", grace=1):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def peer_runs() -> dict[str, dict[str, str]]:
+    return {}
+
+
+@pytest.mark.parametrize(
+    ("case", "path"),
+    [
+        pytest.param(c, p, id=f"{c}/{p}")
+        for c in PEER_CASES
+        for p in ("error", "logs", "events", "store")
+    ],
+)
+async def test_a_remote_agent_quoting_our_token_leaves_no_part_of_it(
+    echo_peer: str, peer_runs: dict[str, dict[str, str]], tmp_path: Path, case: str, path: str
+) -> None:
+    if case not in peer_runs:
+        remote = RemoteAgent(
+            f"{echo_peer}/{case}",
+            name="remote",
+            headers={"Authorization": f"Bearer {CUT_KEY}"},
+            retries=RetryPolicy(max_retries=0),
+        )
+        db = tmp_path / "runs.db"
+        swarm = Swarm(remote, store=SQLiteStore(db))
+        seen: list[str] = []
+
+        async def stream() -> None:
+            async for event in swarm.stream("Summarise the report."):
+                seen.append(_describe_event(event))
+
+        with _Logs() as logs, pytest.raises(SwarmError) as caught:
+            await stream()
+        peer_runs[case] = {
+            "error": _describe_error(caught.value),
+            "logs": logs.text,
+            "events": "\n".join(seen),
+            "store": _store_text(db),
+        }
+    text = peer_runs[case][path]
+    assert "xxxxxxxx" in text, f"the remote's words were not captured on {path}:\n{text}"
+    assert _part_of_key(text) is None, f"{_part_of_key(text)!r} of the token is on {path}:\n{text}"

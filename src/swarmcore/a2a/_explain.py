@@ -7,6 +7,7 @@ words for its error, and whether the same request may succeed if sent again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple, TypeVar
 
 import httpx
@@ -16,6 +17,7 @@ from a2a.utils.errors import A2AError
 from swarmcore.a2a._answer import short
 from swarmcore.a2a._http import ForeignOrigin, Oversized, Undecodable
 from swarmcore.a2a._lenient import NotAnAnswer
+from swarmcore.llm.redaction import redact
 
 __all__ = ["Explained", "explain"]
 
@@ -32,12 +34,14 @@ class Explained(NamedTuple):
     retryable: bool = False
 
 
-def explain(exc: Exception, *, byte_limit: int) -> Explained:
+def explain(exc: Exception, *, byte_limit: int, secrets: Sequence[str] = ()) -> Explained:
     """What ``exc``, raised by one attempt, says about the remote, and what to do.
 
     Args:
         exc: The exception.
         byte_limit: The most bytes a response may hold, decoded (for the words).
+        secrets: Credentials the remote may quote back (ours), redacted from what it
+            said before that is shortened.
     """
     known = _refusal(exc, byte_limit)
     if known is not None:
@@ -51,7 +55,7 @@ def explain(exc: Exception, *, byte_limit: int) -> Explained:
     if status in _TRANSIENT:
         return Explained(f"answered HTTP {status}; it may be overloaded or down", True)
     if status is not None and status >= 500:
-        said = _body_of(exc)
+        said = _body_of(exc, secrets)
         return Explained(
             f"answered HTTP {status}{f': {said}' if said else ''}. That is an error inside "
             "the agent, so it is not retried (the same request would meet it again): "
@@ -60,14 +64,15 @@ def explain(exc: Exception, *, byte_limit: int) -> Explained:
     known = _connection(exc)
     if known is not None:
         return known
+    text = short(redact(str(exc), *secrets))  # redacted whole, then cut
     if status is not None:
-        return Explained(f"answered HTTP {status}: {short(str(exc))}")
+        return Explained(f"answered HTTP {status}: {text}")
     if isinstance(exc, AgentCardResolutionError):
-        return Explained(f"has no usable agent card: {short(str(exc))}")
+        return Explained(f"has no usable agent card: {text}")
     if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
-        return Explained(f"answered with an error: {short(str(exc)) or type(exc).__name__}")
+        return Explained(f"answered with an error: {text or type(exc).__name__}")
     return Explained(
-        f"sent a malformed response ({type(exc).__name__}: {short(str(exc))}); "
+        f"sent a malformed response ({type(exc).__name__}: {text}); "
         "is it an A2A agent (1.0 or 0.3)?"
     )
 
@@ -121,13 +126,13 @@ def _found(exc: BaseException, kind: type[_E]) -> _E | None:
     return None
 
 
-def _body_of(exc: BaseException) -> str:
+def _body_of(exc: BaseException, secrets: Sequence[str]) -> str:
     """What an HTTP error response said, shortened; "" when it said nothing readable."""
     cause = exc.__cause__
     if not isinstance(cause, httpx.HTTPStatusError):
         return ""
     try:
-        return short(cause.response.text, 300)
+        return short(redact(cause.response.text, *secrets), 300)
     except (httpx.ResponseNotRead, UnicodeDecodeError):
         return ""
 

@@ -51,6 +51,7 @@ from swarmcore.agent import Agent
 from swarmcore.checks import check_number
 from swarmcore.errors import AgentError, UserError
 from swarmcore.llm import budget
+from swarmcore.llm.redaction import env_secrets, redact, secret_values
 from swarmcore.models import AgentResult
 from swarmcore.policies import RetryPolicy
 from swarmcore.tools import Tool, function_tool
@@ -294,7 +295,7 @@ class RemoteAgent(Agent):
         began, began_at = time.perf_counter(), time.time()
         parts = [Part(text=task)] + ([Part(text=context)] if context else [])
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=parts)
-        answer = Answer(self.name, self.url, self.max_output_chars)
+        answer = Answer(self.name, self.url, self.max_output_chars, secrets=self._secrets())
         try:
             async with asyncio.timeout(None if math.isinf(self.timeout or 0) else self.timeout):
                 await self._with_retries(message, answer)
@@ -380,7 +381,8 @@ class RemoteAgent(Agent):
             except (RemoteAgentError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # the SDK's errors, httpx's, or a parser's
-                what, retryable = explain(exc, byte_limit=self._byte_limit)
+                limit, secrets = self._byte_limit, self._secrets()
+                what, retryable = explain(exc, byte_limit=limit, secrets=secrets)
                 self._fail(what, retryable=retryable)
 
     @property
@@ -445,9 +447,16 @@ class RemoteAgent(Agent):
         except Exception:
             pass
 
+    def _secrets(self) -> tuple[str, ...]:
+        """Our credentials a remote may quote back: the headers, and the environment's."""
+        return (*secret_values(settings={"headers": self.headers}), *env_secrets())
+
     def _fail(self, what: str, *, retryable: bool = False, state: str = "") -> NoReturn:
+        # Whole: the remote's words were redacted before they were cut; this catches the rest
+        # (a connection error's text, credentials in the URL).
+        message = f"Remote agent {self.name!r} at {self.url} {what}"
         raise RemoteAgentError(
-            f"Remote agent {self.name!r} at {self.url} {what}{'' if what.endswith('?') else '.'}",
+            redact(message, *self._secrets()) + ("" if what.endswith("?") else "."),
             agent_name=self.name,
             url=self.url,
             retryable=retryable,
