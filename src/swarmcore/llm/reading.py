@@ -150,7 +150,7 @@ async def decoded(
                 raise Refused(_too_large(limit, "inflates past it"), retryable=False)
             if piece:
                 yield piece
-            if len(piece) < STEP:
+            if len(piece) < STEP and not decoder.pending():
                 break
             await asyncio.sleep(0)  # a turn for the loop: siblings run, a deadline lands
 
@@ -164,6 +164,7 @@ def _too_large(limit: int, what: str) -> str:
 
 class _Step(Protocol):
     def step(self, data: bytes) -> bytes: ...
+    def pending(self) -> bool: ...
 
 
 class _Inflater:
@@ -178,7 +179,7 @@ class _Inflater:
     def step(self, data: bytes) -> bytes:
         """Up to ``STEP`` bytes of output, ``data`` first added to what is still to inflate."""
         z = self._zlib
-        if z.eof and z.unused_data:  # a second gzip member follows the first
+        if z.eof and (z.unused_data or data):  # a second gzip member follows the first
             data, self._zlib = z.unused_data + data, zlib.decompressobj(self._wbits)
             z = self._zlib
         data = z.unconsumed_tail + data if z.unconsumed_tail else data
@@ -194,6 +195,11 @@ class _Inflater:
             ) from None
         self._started = self._started or bool(data)
         return out
+
+    def pending(self) -> bool:
+        """Whether input is left to inflate without more arriving (another member, say)."""
+        z = self._zlib
+        return bool(z.unconsumed_tail or (z.eof and z.unused_data))
 
 
 def _decoder(encoding: str) -> _Step | None:
