@@ -269,6 +269,11 @@ MISBEHAVING = [
         id="huge-header",
     ),
     pytest.param(
+        lambda c, s, srv: c.sendall(http(200, b"{}", *(f"X-H{i}: v" for i in range(1000)))),
+        "answered with a malformed HTTP response",
+        id="thousand-headers",
+    ),
+    pytest.param(
         lambda c, s, srv: c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"cho'),
         "cut its reply short",
         id="body-cut-short",
