@@ -570,6 +570,36 @@ PEER_CASES: dict[str, Callable[[], Response]] = {
     ),
     # An HTTP 500 whose body quotes the token across the 300 characters kept of it.
     "http-500-body-at-300": lambda: Response(_across(299), status_code=500),
+    # A malformed field (dropped, and logged cut to 200 characters) quoting the token.
+    "malformed-field-in-log-at-200": lambda: Response(
+        _sse(
+            {
+                "statusUpdate": {
+                    "taskId": "t1",
+                    "contextId": "c1",
+                    "status": {"state": "TASK_STATE_FAILED", "timestamp": _malformed()},
+                }
+            }
+        ),
+        media_type="text/event-stream",
+    ),
+}
+DROPPED = 'StreamResponse.statusUpdate.status.timestamp = "'
+"""How the log names the dropped field, before its value."""
+
+
+def _malformed() -> str:
+    """A timestamp quoting the key across the value's 80th character and the line's 200th."""
+    first = 79 - INSIDE - 1  # after the JSON string's opening quote
+    second = 199 - INSIDE - len(DROPPED)
+    gap = second - first - len(CUT_KEY)
+    return "x" * first + CUT_KEY + "x" * gap + CUT_KEY + " y" * 400
+
+
+PEER_PATHS = {
+    "failed-task-message-at-500": ("error", "logs", "events", "store"),
+    "http-500-body-at-300": ("error", "logs", "events", "store"),
+    "malformed-field-in-log-at-200": ("logs",),
 }
 
 
@@ -616,11 +646,7 @@ def peer_runs() -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize(
     ("case", "path"),
-    [
-        pytest.param(c, p, id=f"{c}/{p}")
-        for c in PEER_CASES
-        for p in ("error", "logs", "events", "store")
-    ],
+    [pytest.param(c, p, id=f"{c}/{p}") for c in PEER_CASES for p in PEER_PATHS[c]],
 )
 async def test_a_remote_agent_quoting_our_token_leaves_no_part_of_it(
     echo_peer: str, peer_runs: dict[str, dict[str, str]], tmp_path: Path, case: str, path: str

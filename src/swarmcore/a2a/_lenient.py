@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 import httpx
@@ -32,6 +32,7 @@ from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.message_factory import GetMessageClass
 
 from swarmcore.a2a._wire import Fix, each_event, fixed_event, fixed_message
+from swarmcore.llm.redaction import redact
 
 __all__ = ["LenientTransport", "NotAnAnswer", "repair_v03", "repair_v10"]
 
@@ -147,18 +148,20 @@ def repair_v03(value: dict[str, Any]) -> list[str]:
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 80 else text[:79] + "…"
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _repairer(method: str, url: str) -> Fix:
+def _repairer(method: str, url: str, secrets: Sequence[str]) -> Fix:
     """What repairs the results of ``method``, logging what it drops."""
     kind = _V10.get(method)
 
     def repair(result: dict[str, Any]) -> bool:
         dropped = repair_v10(result, kind) if kind is not None else repair_v03(result)
         for what in dropped:
-            logger.debug("A2A agent at %s: ignored a malformed field of its answer: %s", url, what)
+            # Redacted whole, then cut: a field may quote the credentials we sent.
+            shown = redact(what, *secrets)
+            shown = shown if len(shown) <= 200 else shown[:199] + "…"
+            logger.debug("A2A agent at %s: ignored a malformed field of its answer: %s", url, shown)
         return bool(dropped)
 
     return repair
@@ -186,8 +189,10 @@ class LenientTransport(httpx.AsyncBaseTransport):
     here, saying what it was, before the SDK fails on it as a bare decode error.
     """
 
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+    def __init__(self, inner: httpx.AsyncBaseTransport, secrets: Sequence[str] = ()) -> None:
         self._inner = inner
+        self._secrets = tuple(secrets)
+        """Credentials redacted from what is logged (ours, which a remote may quote)."""
         self.streamed = False
         """Whether a streaming request was answered by an event stream (not one JSON reply)."""
 
@@ -198,7 +203,7 @@ class LenientTransport(httpx.AsyncBaseTransport):
         if method is None or response.status_code >= 400 or encoded:
             return response  # (CappedTransport below decodes bodies: an encoded one is not ours)
         assert isinstance(response.stream, httpx.AsyncByteStream)
-        repair = _repairer(method, str(request.url))
+        repair = _repairer(method, str(request.url), self._secrets)
         headers = response.headers
         content_type = headers.get("content-type", "")
         if "text/event-stream" in content_type:

@@ -399,7 +399,7 @@ class RemoteAgent(Agent):
             home = origin_of(self.url)
             inner = OriginCheck(inner, home, {home, *self.trusted_origins})
         # Decoded and capped as it arrives; then each result's malformed optional fields dropped.
-        return LenientTransport(inner)
+        return LenientTransport(inner, self._secrets())
 
     def _http(self, transport: httpx.AsyncBaseTransport) -> httpx.AsyncClient:
         headers = httpx.Headers(dict(self.headers))
