@@ -49,7 +49,9 @@ from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
 from swarmcore.a2a import RemoteAgent
 from swarmcore.a2a.server import error_message
 from swarmcore.events import Event
+from swarmcore.llm.errors import classify
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
+from swarmcore.llm.types import CallSpec
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Fail, MockOpenAIServer, Reply
 from tests.serving import bound_socket, serve
@@ -467,6 +469,23 @@ def test_an_a2a_task_message_is_redacted_before_it_is_cut(monkeypatch: pytest.Mo
     message = error_message(RuntimeError(_across(499)))  # cut to 499 characters and "…"
     assert message.endswith("…"), message
     assert _part_of_key(message) is None, message
+
+
+GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/models/m:generateContent?key="
+
+
+def test_a_connection_error_quoting_its_url_is_redacted_before_it_is_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The reason a connection failed is cut to 120 characters; the URL's query holds the key.
+    monkeypatch.setenv("GEMINI_API_KEY", CUT_KEY)
+    reason = GEMINI_URL + _across(117, before=GEMINI_URL)
+    call = CallSpec(agent_name="a", model="gemini/gemini-2.5-flash")
+    error = classify(ConnectionError(reason), call, call.model, 1)
+    assert error is not None
+    assert "could not connect" in str(error), error
+    assert "xxxxxxxx" in str(error), error
+    assert _part_of_key(str(error)) is None, error
 
 
 # --- an A2A task failing with credentials in its error --------------------------------------

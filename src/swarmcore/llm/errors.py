@@ -419,7 +419,7 @@ def _connection_failure(exc: BaseException) -> tuple[str | None, str] | None:
             refused = refused or isinstance(current, ConnectionError)
             if isinstance(current, ConnectionRefusedError):
                 reason = "connection refused"
-            reason = reason or _first_line(str(current), 120)
+            reason = reason or str(current)  # cut once redacted (_could_not_connect)
         if url is None and isinstance(current, EndpointUnreachable):
             url = current.url
         elif url is None and isinstance(current, requests):
@@ -454,12 +454,15 @@ def _could_not_connect(
         fix = f"Is the server running, and is the URL right (set by {base[1]})?"
     else:
         fix = "Check the network, or set the agent's api_base= for a server of your own."
+    secrets = call_secrets(call, model)
+    # Redacted whole, then shortened: a key in a failed URL's query would be cut in two.
+    reason = _first_line(redact(reason, *secrets), 120)
     text = (
         f"Agent {call.agent_name!r}: {model} could not connect to {target} ({reason}; "
         f"attempt {attempt} of {call.retry.max_retries + 1}). {fix}"
     )
     return ModelError(
-        redact(text, *call_secrets(call, model)),
+        redact(text, *secrets),
         agent_name=call.agent_name,
         model=model,
         retryable=True,
