@@ -104,7 +104,7 @@ async def test_the_viewer_shows_engine_runs_with_their_graph(engine: DBOSEngine)
     def pages() -> tuple[str, str, str]:
         history = DBOSHistory(engine.database_url)
         try:
-            with TestClient(create_app(history)) as client:
+            with TestClient(create_app(history), base_url="http://127.0.0.1") as client:
                 runs = client.get("/").text
                 drawn = client.get("/runs/drawn").text
                 broke = client.get("/runs/broke").text
@@ -143,10 +143,10 @@ async def test_a_waiting_call_is_approved_from_the_viewer(engine: DBOSEngine) ->
     def approve() -> tuple[str, str, int]:
         history = DBOSHistory(engine.database_url)
         try:
-            with TestClient(create_app(history)) as read_only:
+            with TestClient(create_app(history), base_url="http://127.0.0.1") as read_only:
                 shown = read_only.get("/runs/pay-ui").text
             app = create_app(history, database_url=engine.database_url, allow_actions=True)
-            with TestClient(app) as client:
+            with TestClient(app, base_url="http://127.0.0.1") as client:
                 page = client.get("/runs/pay-ui").text
                 token = re.search(r'name="csrf" value="([^"]+)"', page)
                 call = re.search(r'name="call_id" value="([^"]+)"', page)

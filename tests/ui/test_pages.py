@@ -23,6 +23,9 @@ from swarmcore.ui.app import create_app
 from tests.ui.flows import HEALED
 from tests.ui.runs import HOSTILE, SECRET_KEY, StoredRuns, cli_failed_run
 
+LOCAL = "http://127.0.0.1"
+"""The viewer answers the names it is bound for only (TestClient's default is testserver)."""
+
 
 class Page(HTMLParser):
     """Every element of a page, its attributes, and its text."""
@@ -54,7 +57,7 @@ class Page(HTMLParser):
 @pytest.fixture
 def client(stored_runs: StoredRuns) -> Iterator[TestClient]:
     store = SQLiteStore(stored_runs.path)
-    with TestClient(create_app(store, store_path=stored_runs.path)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store, store_path=stored_runs.path)) as c:
         yield c
     store.close()
 
@@ -196,7 +199,7 @@ def test_a_shape_that_cannot_be_drawn_is_a_note_not_an_error(tmp_path: Path) -> 
     result = asyncio.run(Swarm(Agent("a", "a.", model=model.model), store=store).run("t"))
     with sqlite3.connect(tmp_path / "runs.db") as db:  # damage it as a bad write would
         db.execute("UPDATE runs SET shape = '{\"no\": ' WHERE run_id = ?", (result.run_id,))
-    with TestClient(create_app(store)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store)) as c:
         response = c.get(f"/runs/{result.run_id}")
     assert response.status_code == 200
     assert "cannot be drawn" in response.text
@@ -236,7 +239,7 @@ def test_actions_need_the_flag_and_the_page_s_csrf_token(
     path = tmp_path / "copy.db"
     shutil.copy(stored_runs.path, path)
     store = SQLiteStore(path)
-    with TestClient(create_app(store, store_path=path, allow_actions=True)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store, store_path=path, allow_actions=True)) as c:
         url = f"/runs/{stored_runs.diamond}"
         token = _csrf(c.get(url).text)
         for sent in ({}, {"csrf": ""}, {"csrf": token[:-1] + "x"}):
@@ -264,7 +267,7 @@ def test_the_resume_button_resumes_a_failed_run_to_success(
     healed.touch()
     monkeypatch.setenv(HEALED, str(healed))  # the resumed process inherits it
     store = SQLiteStore(path)
-    with TestClient(create_app(store, store_path=path, allow_actions=True)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store, store_path=path, allow_actions=True)) as c:
         html = c.get(f"/runs/{run_id}").text
         assert 'action="/runs/' in html
         response = c.post(
@@ -283,7 +286,7 @@ def test_the_resume_button_resumes_a_failed_run_to_success(
 def test_with_a_token_every_request_must_carry_it(stored_runs: StoredRuns) -> None:
     store = SQLiteStore(stored_runs.path)
     secret = "a-long-random-token-for-this-test"
-    with TestClient(create_app(store, token=secret)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store, token=secret)) as c:
         url = f"/runs/{stored_runs.diamond}"
         for path in ("/", url, "/static/ui.css", f"{url}/events"):
             assert c.get(path).status_code == 401, path
@@ -316,7 +319,7 @@ def test_a_running_run_s_event_stream_follows_it_to_the_end(tmp_path: Path) -> N
     [summary] = store.list_runs()
     reader = SQLiteStore(path)
     try:
-        with TestClient(create_app(reader, poll_seconds=0.05)) as c:
+        with TestClient(base_url=LOCAL, app=create_app(reader, poll_seconds=0.05)) as c:
             first = Page(c.get(f"/runs/{summary.run_id}").text)
             assert first.all("main", id="run")[0]["data-live"].endswith("/events")
             events: list[str] = []
@@ -379,7 +382,7 @@ def test_the_runs_page_lists_filters_and_pages_newest_first(
             )
         )
         store.finish_run(f"run{i:03d}", "succeeded")
-    with TestClient(create_app(store)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store)) as c:
         first = Page(c.get("/").text)
         assert "60 runs" in "".join(first.text)
         ids = [r["data-run-id"] for r in first.all("tr")[1:]]
@@ -401,7 +404,7 @@ def test_structured_output_and_the_budget_are_shown(tmp_path: Path) -> None:
     judge = Agent("judge", "judge decides.", model=model.model, output_type=Verdict)
     store = SQLiteStore(tmp_path / "runs.db")
     result = asyncio.run(Swarm(judge, store=store, max_tokens=100_000).run("judge it"))
-    with TestClient(create_app(store)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store)) as c:
         p = page(c, f"/runs/{result.run_id}")
     store.close()
     text = "".join(p.text)
@@ -434,7 +437,7 @@ def test_a_resumed_run_still_shows_its_earlier_failure(tmp_path: Path) -> None:
     down[0] = False
     asyncio.run(swarm.resume(run_id))
 
-    with TestClient(create_app(store, store_path=store.path)) as c:
+    with TestClient(base_url=LOCAL, app=create_app(store, store_path=store.path)) as c:
         p = page(c, f"/runs/{run_id}")
     store.close()
     assert p.all("span", id="run-status")[0]["data-status"] == "succeeded"

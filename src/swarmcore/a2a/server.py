@@ -46,12 +46,13 @@ import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import (
     AgentCard,
     AgentSkill,
@@ -75,8 +76,11 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from swarmcore import events
+from swarmcore._hosts import HostGuard, Hosts
+from swarmcore.a2a._bounds import BodyLimit, ExpiringTaskStore
 from swarmcore.a2a._card import agent_card
 from swarmcore.a2a._dialects import Answers
+from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 from swarmcore.llm.redaction import env_secrets, redact
 from swarmcore.tools import Approval, ApprovalRequest
@@ -87,12 +91,17 @@ if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
     from swarmcore.swarm import Swarm
 
-__all__ = ["SwarmExecutor", "to_a2a"]
+__all__ = ["KEEP_TASKS", "MAX_REQUEST_BYTES", "SwarmExecutor", "to_a2a"]
 
 logger = logging.getLogger("swarmcore.a2a")
 
 OUTPUT_ARTIFACT = "output"
 """The id and name of the artifact that holds a run's output."""
+
+MAX_REQUEST_BYTES = 10 * 2**20
+"""The largest request body :func:`to_a2a` takes by default (10 MiB)."""
+KEEP_TASKS = 3600.0
+"""Seconds a finished task stays in memory by default (its run stays in the store)."""
 
 _MAX_MESSAGE = 500
 """The most characters of an error's message a failed task carries."""
@@ -111,6 +120,9 @@ def to_a2a(
     skills: Sequence[AgentSkill | Mapping[str, Any]] | None = None,
     url: str | None = None,
     token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
+    keep_tasks: float = KEEP_TASKS,
 ) -> Starlette:
     """Serve ``swarm`` as an A2A agent: an ASGI app to run with any ASGI server.
 
@@ -137,16 +149,34 @@ def to_a2a(
         token: When set, every request but the card's needs the header
             ``Authorization: Bearer <token>`` (401 otherwise), and the card
             declares the scheme.
+        allowed_hosts: Host names (or addresses) the server answers besides
+            ``127.0.0.1``, ``localhost`` and ``[::1]`` (and ``url``'s host):
+            the one it listens on, and any name it is reached by; ``0.0.0.0``
+            or ``::`` add any IP address. Other ``Host`` headers get a 421
+            (DNS rebinding), and a POST from a browser page of another origin
+            a 403.
+        max_request_bytes: The largest request body taken; a larger one gets
+            HTTP 413 and a JSON-RPC error (-32600) naming the limit.
+        keep_tasks: Seconds a finished task (completed, failed, canceled)
+            stays readable with ``GetTask`` before it is dropped from memory;
+            its run stays in the Swarm's store. ``math.inf`` keeps every task.
 
     Returns:
         A Starlette app.
 
     Raises:
-        UserError: ``token`` is empty, or a skill is not an AgentSkill or a
-            mapping of its fields.
+        UserError: ``token`` is empty, a skill is not an AgentSkill or a
+            mapping of its fields, a host name is no host name, or a limit is
+            not a positive number.
     """
     if token is not None and not token.strip():
         raise UserError("to_a2a(token=...) must be a non-empty string, or None for no token.")
+    check_number("to_a2a", "max_request_bytes", max_request_bytes, whole=True)
+    check_number("to_a2a", "keep_tasks", keep_tasks, unlimited=True)
+    named = [*(allowed_hosts or ())]
+    if url is not None and urlsplit(url).hostname:
+        named.append(str(urlsplit(url).hostname))
+    hosts = Hosts.of(named, who="to_a2a")
     card = agent_card(swarm, name=name, description=description, skills=skills, url=url)
     if token is not None:
         card.security_schemes["bearer"].CopyFrom(
@@ -155,7 +185,7 @@ def to_a2a(
         card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
     executor = SwarmExecutor(swarm)
     handler = DefaultRequestHandler(
-        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=executor, task_store=ExpiringTaskStore(keep_tasks), agent_card=card
     )
 
     async def with_url(served: AgentCard) -> AgentCard:
@@ -180,16 +210,26 @@ def to_a2a(
         # A2A 0.3 clients too (FastA2A's, the 0.3 SDKs'): their methods are told apart by name.
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
-    middleware = [Middleware(_Guard, token=token), Middleware(Answers)]
+    middleware = [
+        Middleware(HostGuard, hosts=hosts, as_json=True),
+        Middleware(_Guard, token=token),
+        Middleware(BodyLimit, limit=max_request_bytes),
+        Middleware(Answers),
+    ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
 class _Guard:
-    """ASGI middleware: the bearer token check, and the base URL for the card."""
+    """ASGI middleware: the bearer token check, and the base URL for the card.
+
+    The card's URL comes from the request's ``Host``, which :class:`HostGuard`
+    has checked before: a name this server answers, never a foreign one.
+    """
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self._app = app
-        self._token = None if token is None else f"Bearer {token}".encode()
+        # Bytes against the header's raw bytes: any token, any header value, never an error.
+        self._token = None if token is None else f"Bearer {token}".encode("utf-8", "surrogatepass")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

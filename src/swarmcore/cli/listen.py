@@ -2,18 +2,44 @@
 
 Loopback by default; any other host needs ``--allow-remote`` and a token. The
 socket is bound before the URL is printed, so ``--port 0`` prints the real port.
+Both answer only the host names they were bound for (``swarmcore._hosts``).
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import socket
+from typing import Any
 
+from swarmcore._hosts import is_loopback
 from swarmcore.cli.errors import CLIError
 
-__all__ = ["bind_socket", "check_access", "is_loopback", "url_of"]
+__all__ = [
+    "add_allowed_host",
+    "allowed_hosts",
+    "bind_socket",
+    "check_access",
+    "is_loopback",
+    "url_of",
+]
+
+
+def add_allowed_host(parser: Any) -> None:
+    """The ``--allowed-host`` option of a serving command."""
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the server may be reached by, besides 127.0.0.1, localhost, [::1] and "
+        "--host (repeat for more); requests for other names are refused (DNS rebinding)",
+    )
+
+
+def allowed_hosts(args: argparse.Namespace) -> list[str]:
+    """The names a server answers beyond the loopback ones: ``--host`` and ``--allowed-host``."""
+    return [args.host, *args.allowed_host]
 
 
 def check_access(args: argparse.Namespace, token_variable: str) -> tuple[str | None, bool]:
@@ -40,16 +66,6 @@ def check_access(args: argparse.Namespace, token_variable: str) -> tuple[str | N
             "random string (python -c 'import secrets; print(secrets.token_urlsafe())')"
         )
     return token, remote
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only (``localhost``, 127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

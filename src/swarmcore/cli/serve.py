@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from swarmcore.cli.errors import CLIError
-from swarmcore.cli.listen import bind_socket, check_access, url_of
+from swarmcore.cli.listen import (
+    add_allowed_host,
+    allowed_hosts,
+    bind_socket,
+    check_access,
+    url_of,
+)
 from swarmcore.cli.run import store_location
 from swarmcore.cli.targets import as_flow, load_target
 from swarmcore.swarm import Swarm
@@ -55,6 +61,23 @@ def add_serve_parser(commands: Any) -> None:
         action="store_true",
         help="allow a --host other machines can reach (then a token is required)",
     )
+    add_allowed_host(serve)
+    serve.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the largest request body taken (default: 10485760, 10 MiB); a larger one gets "
+        "HTTP 413 and a JSON-RPC error",
+    )
+    serve.add_argument(
+        "--keep-tasks",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a finished task stays readable (GetTask) before it is dropped from memory "
+        "(default: 3600); its run stays in the store",
+    )
     serve.add_argument("--name", help="the agent's name on its card (default: the flow)")
     serve.add_argument("--description", help="what the agent does, for its card")
     where = serve.add_mutually_exclusive_group()
@@ -89,7 +112,19 @@ def command_serve(args: argparse.Namespace) -> int:
     else:
         store = None if args.no_store else store_location(args)
         swarm = Swarm(as_flow(target), store=store)
-    app = to_a2a(swarm, name=args.name, description=args.description, token=token)
+    bounds: dict[str, Any] = {}
+    if args.max_request_bytes is not None:
+        bounds["max_request_bytes"] = args.max_request_bytes
+    if args.keep_tasks is not None:
+        bounds["keep_tasks"] = args.keep_tasks
+    app = to_a2a(
+        swarm,
+        name=args.name,
+        description=args.description,
+        token=token,
+        allowed_hosts=allowed_hosts(args),
+        **bounds,
+    )
     sock = bind_socket(args.host, args.port)
     try:
         url = url_of(args.host, sock)

@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from swarmcore.cli.errors import CLIError, require_dbos
-from swarmcore.cli.listen import bind_socket, check_access, url_of
+from swarmcore.cli.listen import (
+    add_allowed_host,
+    allowed_hosts,
+    bind_socket,
+    check_access,
+    url_of,
+)
 from swarmcore.cli.run import store_location
 
 __all__ = ["add_ui_parser", "command_ui"]
@@ -58,6 +64,7 @@ def add_ui_parser(commands: Any) -> None:
         help="the token every request must carry (default: $SWARMCORE_UI_TOKEN); required "
         "with --allow-remote",
     )
+    add_allowed_host(ui)
     ui.add_argument(
         "--allow-actions",
         action="store_true",
@@ -87,6 +94,7 @@ def command_ui(args: argparse.Namespace) -> int:
             database_url=args.database_url,
             allow_actions=args.allow_actions,
             token=token,
+            allowed_hosts=allowed_hosts(args),
         )
         url = url_of(args.host, sock)
         if remote:

@@ -24,6 +24,8 @@ from swarmcore.errors import UserError
 from swarmcore.store.base import (
     EarlierAttempt,
     RunListing,
+    RunMark,
+    RunMarks,
     RunReader,
     RunRecord,
     RunStatus,
@@ -36,6 +38,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "EarlierAttempt",
     "RunListing",
+    "RunMark",
+    "RunMarks",
     "RunReader",
     "RunRecord",
     "RunStatus",

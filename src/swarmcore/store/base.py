@@ -13,6 +13,8 @@ from swarmcore.models import AgentFailure, AgentResult, Decision
 __all__ = [
     "EarlierAttempt",
     "RunListing",
+    "RunMark",
+    "RunMarks",
     "RunReader",
     "RunRecord",
     "RunStatus",
@@ -193,4 +195,26 @@ class RunReader(Protocol):
 
     def close(self) -> None:
         """Release the connection."""
+        ...
+
+
+@dataclass(frozen=True)
+class RunMark:
+    """A cheap sign of where a stored run is: it changes whenever the run's record does."""
+
+    status: RunStatus
+    version: str
+    """Opaque: compare two marks of one run for equality, nothing else."""
+
+
+@runtime_checkable
+class RunMarks(Protocol):
+    """A reader that tells whether a run changed without reading it whole.
+
+    The viewer polls it for the runs its pages follow live; a reader without
+    it is read whole instead.
+    """
+
+    def run_mark(self, run_id: str) -> RunMark | None:
+        """The mark of run ``run_id`` (its whole id), or None when there is no such run."""
         ...

@@ -10,12 +10,19 @@ errors) is untrusted text, escaped by the templates' autoescaping and by the
 SVG drawers; a Content-Security-Policy allows scripts from this server only.
 Actions (resume, delete) are POSTs carrying a CSRF token, refused unless the
 app was made with ``allow_actions``. With a ``token``, every request must
-present it (for a viewer reachable from other machines).
+present it (for a viewer reachable from other machines). Only the host names
+the viewer was bound for are answered, and a POST from another origin is
+refused (:mod:`swarmcore._hosts`: DNS rebinding).
+
+A running run's page follows it through one cheap change marker per run
+(:class:`~swarmcore.store.RunMarks`), read once per poll however many pages
+follow it; a run takes at most ``live_per_run`` followers at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import math
@@ -23,28 +30,35 @@ import secrets
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from swarmcore import __version__
+from swarmcore._hosts import HostGuard, Hosts
+from swarmcore.checks import check_number
 from swarmcore.errors import StoreError, UserError
-from swarmcore.store.base import RunListing, RunReader, RunRecord, RunStatus
+from swarmcore.store.base import RunListing, RunMark, RunMarks, RunReader, RunRecord, RunStatus
 from swarmcore.tools import Approval, ApprovalRequest
 from swarmcore.ui.pages import pretty_json, run_view, summary_view
 
-__all__ = ["PAGE_SIZE", "create_app"]
+__all__ = ["LIVE_PER_RUN", "PAGE_SIZE", "create_app"]
 
 PAGE_SIZE = 50
 """Runs per page of the runs page."""
+LIVE_PER_RUN = 10
+"""The most pages that follow one running run at once, by default."""
 STATUSES: tuple[str, ...] = get_args(RunStatus)
 _COOKIE = "swarmcore_ui_token"
 _POLICY = (
@@ -68,6 +82,8 @@ def create_app(
     allow_actions: bool = False,
     token: str | None = None,
     poll_seconds: float = 0.5,
+    allowed_hosts: Sequence[str] | None = None,
+    live_per_run: int = LIVE_PER_RUN,
 ) -> Starlette:
     """The viewer over ``reader``'s runs, as an ASGI app (serve it with uvicorn).
 
@@ -82,13 +98,26 @@ def create_app(
             work (resume a run, delete a run); read-only when False.
         token: When set, every request must carry it: ``?token=`` once (it is
             then kept in a cookie), a cookie, or ``Authorization: Bearer``.
-        poll_seconds: How often a live page's event stream reads the store.
+        poll_seconds: How often a followed run's change marker is read (once
+            per poll for all the pages that follow it).
+        allowed_hosts: Host names (or addresses) the viewer answers besides
+            ``127.0.0.1``, ``localhost`` and ``[::1]``: the one it listens on,
+            and any name it is reached by; ``0.0.0.0`` or ``::`` add any IP
+            address. Other ``Host`` headers get a 421 (DNS rebinding).
+        live_per_run: The most pages that follow one running run at once; one
+            more gets a 429.
 
     Returns:
         A Starlette app. It does not close ``reader``.
+
+    Raises:
+        UserError: An empty token, a host name that is no host name, or a
+            ``live_per_run`` that is not a whole number from 1.
     """
     if token is not None and not token.strip():
         raise UserError("create_app: token is empty; give a long random string, or None.")
+    check_number("create_app", "live_per_run", live_per_run, whole=True)
+    hosts = Hosts.of(allowed_hosts, who="create_app")
     if store_path is not None:
         resume_with = ["--store", str(store_path)]
     else:
@@ -98,9 +127,9 @@ def create_app(
         store_path,
         resume_with=resume_with if allow_actions else None,
         allow_actions=allow_actions,
-        poll_seconds=poll_seconds,
+        live=_Live(reader, poll_seconds, live_per_run),
     )
-    app = Starlette(
+    return Starlette(
         routes=[
             Route("/", viewer.runs),
             Route("/runs/{run_id}", viewer.run),
@@ -109,9 +138,8 @@ def create_app(
             Mount("/static", StaticFiles(packages=[("swarmcore.ui", "static")]), name="static"),
         ],
         exception_handlers={StoreError: viewer.failed, UserError: viewer.failed},
+        middleware=[Middleware(HostGuard, hosts=hosts), Middleware(_Guard, token=token)],
     )
-    app.add_middleware(_Guard, token=token)  # pyright: ignore[reportArgumentType]
-    return app
 
 
 class _Viewer:
@@ -124,9 +152,9 @@ class _Viewer:
         *,
         resume_with: list[str] | None,
         allow_actions: bool,
-        poll_seconds: float,
+        live: _Live,
     ) -> None:
-        self.reader, self.store_path, self.poll_seconds = reader, store_path, poll_seconds
+        self.reader, self.store_path, self.live_runs = reader, store_path, live
         self.allow_actions, self.resume_with = allow_actions, resume_with
         self.csrf = secrets.token_urlsafe(32)
         self.env = Environment(
@@ -191,15 +219,19 @@ class _Viewer:
         )
 
     async def live(self, request: Request) -> Response:
-        events = _follow(self.reader, request.path_params["run_id"], self.poll_seconds)
-        return StreamingResponse(events, media_type="text/event-stream")
+        run_id = request.path_params["run_id"]
+        watch = self.live_runs.join(run_id)
+        if watch is None:
+            text = _TOO_MANY.format(self.live_runs.most)
+            return Response(text, 429, media_type="text/plain", headers={"Retry-After": "10"})
+        return _Following(self.live_runs, run_id, watch)
 
     async def act(self, request: Request) -> Response:
         if not self.allow_actions:
             return self.error(403, "Read-only", _READ_ONLY)
         form = await request.form()
         sent = form.get("csrf")
-        if not isinstance(sent, str) or not hmac.compare_digest(sent, self.csrf):
+        if not isinstance(sent, str) or not _same(sent, self.csrf.encode()):
             return self.error(403, "Refused", _NO_CSRF)
         record = await _get(self.reader, request.path_params["run_id"])
         if record is None:
@@ -225,27 +257,40 @@ class _Viewer:
 _READ_ONLY = "This viewer is read-only; start it with `swarmcore ui --allow-actions` to act."
 _NO_CSRF = "The form's token is missing or stale: reload the page and try again."
 _CANNOT = "Cannot {} this run here."
+_TOO_MANY = (
+    "This run already has {} pages following it live, the most this viewer serves at once: "
+    "close one, or reload this page to see where the run is.\n"
+)
 
 
 class _Guard:
-    """Security headers on every response; the access token, when one is set."""
+    """Security headers on every response; the access token, when one is set.
+
+    Every comparison is of bytes, so a value that is not ASCII is a wrong
+    token (401), never an error. The cookie holds a digest of the token, not
+    the token itself, and the redirect that sets it names no host.
+    """
 
     def __init__(self, app: Any, token: str | None) -> None:
-        self.app, self.token = app, token
+        self.app = app
+        self.token = None if token is None else token.encode("utf-8", "surrogatepass")
+        self.cookie = None if self.token is None else _cookie_value(self.token)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        if self.token is not None:
+        if self.token is not None and self.cookie is not None:
             given = request.query_params.get("token")
-            if given is not None and hmac.compare_digest(given, self.token):
-                response = RedirectResponse(request.url.remove_query_params("token"), 303)
-                response.set_cookie(_COOKIE, self.token, httponly=True, samesite="strict")
+            if given is not None and _same(given, self.token):
+                # A relative Location: the Host header never comes back in it.
+                rest = request.url.remove_query_params("token").query
+                response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), 303)
+                response.set_cookie(_COOKIE, self.cookie, httponly=True, samesite="strict")
                 await response(scope, receive, send)
                 return
-            if not self._allowed(request):
+            if not self._allowed(request, self.token, self.cookie):
                 text = "This viewer needs its token: open the URL `swarmcore ui` printed.\n"
                 await Response(text, 401, media_type="text/plain")(scope, receive, send)
                 return
@@ -259,11 +304,23 @@ class _Guard:
 
         await self.app(scope, receive, send_with_headers)
 
-    def _allowed(self, request: Request) -> bool:
-        assert self.token is not None
-        bearer = request.headers.get("authorization", "")
-        sent = [request.cookies.get(_COOKIE, ""), bearer.removeprefix("Bearer ").strip()]
-        return any(s and hmac.compare_digest(s, self.token) for s in sent)
+    @staticmethod
+    def _allowed(request: Request, token: bytes, cookie: str) -> bool:
+        # Headers arrive as latin-1 text: back to their bytes, as the token was sent.
+        bearer = request.headers.get("authorization", "").encode("latin-1")
+        if bearer.startswith(b"Bearer ") and hmac.compare_digest(bearer[7:].strip(), token):
+            return True
+        return _same(request.cookies.get(_COOKIE, ""), cookie.encode())
+
+
+def _cookie_value(token: bytes) -> str:
+    """What the cookie holds: a digest of the token, so the token itself is never stored."""
+    return hmac.new(token, b"swarmcore ui cookie", hashlib.sha256).hexdigest()
+
+
+def _same(given: str, expected: bytes) -> bool:
+    """A constant-time comparison of a value a request sent (any text) with ``expected``."""
+    return bool(given) and hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected)
 
 
 def _cursor(value: str | None) -> tuple[float, str] | None:
@@ -286,10 +343,7 @@ def _list(
 
 
 async def _get(reader: RunReader, run_id: str) -> RunRecord | None:
-    try:
-        return await run_in_threadpool(reader.get_run, run_id)
-    except UserError:  # an ambiguous prefix: a page names whole ids
-        return None
+    return await run_in_threadpool(_whole, reader, run_id)
 
 
 def _waiting(reader: RunReader, record: RunRecord) -> list[ApprovalRequest]:
@@ -330,40 +384,110 @@ def _resume(run_id: str, where: list[str]) -> None:
     threading.Thread(target=process.wait, name=f"resume {run_id[:12]}", daemon=True).start()
 
 
-def _mark(record: RunRecord) -> tuple[object, ...]:
-    """What changes on a run page as a run goes on."""
-    return (
-        record.status,
+@dataclass
+class _Watch:
+    """One followed run: its pages, and its mark as last read (shared by them)."""
+
+    followers: int = 0
+    mark: RunMark | None = None
+    read_at: float = -math.inf
+    reading: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class _Live:
+    """The runs that pages follow live: one poll of a cheap mark per run, at most ``most`` pages.
+
+    Each page's event stream asks for the run's mark every ``every`` seconds;
+    a mark read less than ``every`` ago by another page is reused, so a run
+    costs one small read per poll however many pages follow it.
+    """
+
+    def __init__(self, reader: RunReader, every: float, most: int) -> None:
+        self.reader, self.every, self.most = reader, every, most
+        self.watches: dict[str, _Watch] = {}
+
+    def join(self, run_id: str) -> _Watch | None:
+        """A place among the run's followers; None when it has ``most`` already."""
+        watch = self.watches.setdefault(run_id, _Watch())
+        if watch.followers >= self.most:
+            return None
+        watch.followers += 1
+        return watch
+
+    def leave(self, run_id: str, watch: _Watch) -> None:
+        watch.followers -= 1
+        if watch.followers <= 0 and self.watches.get(run_id) is watch:
+            del self.watches[run_id]
+
+    async def mark(self, run_id: str, watch: _Watch) -> RunMark | None:
+        async with watch.reading:
+            if time.monotonic() - watch.read_at >= self.every:
+                watch.mark = await run_in_threadpool(_read_mark, self.reader, run_id)
+                watch.read_at = time.monotonic()
+            return watch.mark
+
+    async def follow(self, run_id: str, watch: _Watch) -> AsyncIterator[str]:
+        """Server-sent events: ``changed`` when the stored run changes, ``finished`` at its end."""
+        last: RunMark | None = None
+        quiet = 0.0
+        while True:
+            mark = await self.mark(run_id, watch)
+            if mark is None:
+                yield "event: gone\ndata: {}\n\n"
+                return
+            if mark.status != "running":  # the page reads the run once more, as it ended
+                yield f"event: finished\ndata: {json.dumps({'status': mark.status})}\n\n"
+                return
+            if last is None:
+                yield ": following\n\n"  # the first mark is read: changes from here on
+            elif mark != last:
+                yield f"event: changed\ndata: {json.dumps({'status': mark.status})}\n\n"
+                quiet = 0.0
+            last = mark
+            if quiet >= 15.0:  # a comment keeps proxies from closing an idle stream
+                yield ": waiting\n\n"
+                quiet = 0.0
+            await asyncio.sleep(self.every)
+            quiet += self.every
+
+
+class _Following(StreamingResponse):
+    """A page's event stream on a run; its place among the run's followers ends with it."""
+
+    def __init__(self, live: _Live, run_id: str, watch: _Watch) -> None:
+        super().__init__(live.follow(run_id, watch), media_type="text/event-stream")
+        self.live, self.run_id, self.watch = live, run_id, watch
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # ended, closed by the page, or never started: the place is free again
+            self.live.leave(self.run_id, self.watch)
+
+
+def _read_mark(reader: RunReader, run_id: str) -> RunMark | None:
+    """The run's mark: the reader's own cheap one, else taken from the whole run."""
+    if isinstance(reader, RunMarks):
+        return reader.run_mark(run_id)
+    record = _whole(reader, run_id)
+    if record is None:
+        return None
+    waiting = _waiting(reader, record)
+    version = (
         record.ended_at,
         len(record.results),
         len(record.failures),
         len(record.decisions),
+        len(waiting),
     )
+    return RunMark(status=record.status, version=repr(version))
 
 
-async def _follow(reader: RunReader, run_id: str, every: float) -> AsyncIterator[str]:
-    """Server-sent events: ``changed`` when the stored run changes, ``finished`` at its end."""
-    last: tuple[object, ...] | None = None
-    quiet = 0.0
-    while True:
-        record = await _get(reader, run_id)
-        if record is None:
-            yield "event: gone\ndata: {}\n\n"
-            return
-        waiting = await run_in_threadpool(_waiting, reader, record)
-        mark = (*_mark(record), len(waiting))
-        if last is not None and mark != last:
-            yield f"event: changed\ndata: {json.dumps({'status': record.status})}\n\n"
-            quiet = 0.0
-        last = mark
-        if record.status != "running":
-            yield f"event: finished\ndata: {json.dumps({'status': record.status})}\n\n"
-            return
-        if quiet >= 15.0:  # a comment keeps proxies from closing an idle stream
-            yield ": waiting\n\n"
-            quiet = 0.0
-        await asyncio.sleep(every)
-        quiet += every
+def _whole(reader: RunReader, run_id: str) -> RunRecord | None:
+    try:
+        return reader.get_run(run_id)
+    except UserError:  # an ambiguous prefix: a page names whole ids
+        return None
 
 
 def _content(value: object) -> str:

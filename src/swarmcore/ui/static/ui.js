@@ -30,4 +30,14 @@
     refresh().then(function () { main.dataset.finished = "1"; });
   });
   events.addEventListener("gone", function () { events.close(); window.location.reload(); });
+  events.addEventListener("error", function () {
+    // Refused (too many pages follow this run) or the viewer stopped: say so, stop following.
+    if (events.readyState !== EventSource.CLOSED || !main.dataset.live) return;
+    delete main.dataset.live;
+    var note = document.createElement("p");
+    note.className = "note";
+    note.id = "live-off";
+    note.textContent = "Live updates are off for this page: reload it to see where the run is.";
+    main.insertBefore(note, main.firstChild);
+  });
 })();
