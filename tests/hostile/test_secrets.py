@@ -185,6 +185,12 @@ REDACT_TABLE = [
         "key%3D*** and\\n***",
         id="mixed-value-anywhere-even-glued",
     ),
+    pytest.param(
+        "token\\nqwPzLkRtYuIoPaSdFg",
+        ("qwPzLkRtYuIoPaSdFg",),
+        "token\\n***",
+        id="long-letters-only-value-anywhere",
+    ),
     pytest.param("the PWD is /srv", ("PWD",), "the PWD is /srv", id="tiny-value-kept"),
 ]
 

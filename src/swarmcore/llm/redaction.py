@@ -15,9 +15,9 @@ found by value, and its first half would be left in the text.
 
 Values shorter than ``MIN_SECRET_LENGTH`` are not replaced by value: a
 three-letter "token" would turn up in ordinary words and mangle the text. For
-the same reason a value made of letters alone (a dictionary password such as
-``postgres``) is replaced only where it stands as a word of its own, so
-``postgresql`` is left whole.
+the same reason a value of fewer than ``WORD_SECRET_LENGTH`` letters alone (a
+dictionary password such as ``postgres``) is replaced only where it stands as
+a word of its own, so ``postgresql`` is left whole.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "WORD_SECRET_LENGTH",
     "carries_secret",
     "env_secrets",
     "is_secret_name",
@@ -41,6 +42,10 @@ __all__ = [
 
 MIN_SECRET_LENGTH = 8
 """The shortest value redacted by value; shorter ones are left alone (shapes still apply)."""
+
+WORD_SECRET_LENGTH = 16
+"""A value of letters alone shorter than this is replaced only as a whole word (a longer one,
+more likely random than a word, anywhere)."""
 
 REDACTED = "***"
 
@@ -84,7 +89,8 @@ def redact(text: str, *secrets: str | None) -> str:
         text: The text, e.g. a provider's error message.
         *secrets: Values to replace wherever they occur (the longest first);
             None and values shorter than ``MIN_SECRET_LENGTH`` are skipped, and
-            a value of letters alone is replaced only where it is a whole word.
+            a short value of letters alone is replaced only where it is a whole
+            word (see ``WORD_SECRET_LENGTH``).
 
     Returns:
         The text with each secret, the user information of any URL, and anything
@@ -164,9 +170,11 @@ def _url_password(value: str) -> Iterator[str]:
 
 
 def _pattern(value: str) -> str:
-    """A value as a regex: anywhere, or as a whole word when it is letters alone."""
+    """A value as a regex: anywhere, or as a whole word when it is a short one of letters."""
     escaped = re.escape(value)
-    return rf"(?<![^\W_]){escaped}(?![^\W_])" if value.isalpha() else escaped
+    if value.isalpha() and len(value) < WORD_SECRET_LENGTH:
+        return rf"(?<![^\W_]){escaped}(?![^\W_])"
+    return escaped
 
 
 def _with_tokens(values: Iterable[str]) -> Iterator[str]:
