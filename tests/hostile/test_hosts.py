@@ -8,6 +8,7 @@ many open streams) would send. Each case is a row named for it.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import time
@@ -24,7 +25,7 @@ from swarmcore import Agent, Swarm
 from swarmcore.errors import StoreError
 from swarmcore.models import AgentFailure
 from swarmcore.store import RunRecord, SQLiteStore
-from swarmcore.testing import FunctionModel
+from swarmcore.testing import FunctionModel, TemporaryPostgres
 from swarmcore.ui.app import create_app
 from tests.serving import serve
 
@@ -509,3 +510,37 @@ def test_a_live_page_follows_the_runs_mark_not_the_whole_run(tmp_path: Path) -> 
         reader.close()
         writer.close()
     assert seen == [": following", "changed", "finished"]
+
+
+async def test_a_live_page_follows_a_dbos_run_by_its_mark(postgres: TemporaryPostgres) -> None:
+    from swarmcore.engines.dbos import DBOSEngine
+    from swarmcore.engines.dbos_history import DBOSHistory
+
+    class EngineRunsRefused(DBOSHistory):
+        def get_run(self, run_id: str) -> RunRecord | None:
+            raise StoreError(f"the live stream read run {run_id} whole")
+
+    engine = DBOSEngine(postgres.new_database())
+    try:
+        model = FunctionModel(lambda request: "done")
+        await Swarm(Agent("one", "One. Answer.", model=model.model), engine=engine).run(
+            "go", run_id="engine-run"
+        )
+
+        def follow() -> tuple[list[str], list[str]]:
+            history = EngineRunsRefused(engine.database_url)
+            try:
+                with serve(create_app(history, poll_seconds=0.05)) as url:
+                    seen = []
+                    for run_id in ("engine-run", "no-such-run"):
+                        with httpx.stream("GET", f"{url}/runs/{run_id}/events", timeout=60) as s:
+                            seen.append([e for e in _events(s) if not e.startswith(":")])
+                    return seen[0], seen[1]
+            finally:
+                history.close()
+
+        ended, unknown = await asyncio.to_thread(follow)
+    finally:
+        await engine.shutdown()
+    assert ended == ["finished"]
+    assert unknown == ["gone"]

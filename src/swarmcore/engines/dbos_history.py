@@ -25,7 +25,14 @@ from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos_approvals import send_decision, waiting
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
-from swarmcore.store.base import EarlierAttempt, RunListing, RunRecord, RunStatus, RunSummary
+from swarmcore.store.base import (
+    EarlierAttempt,
+    RunListing,
+    RunMark,
+    RunRecord,
+    RunStatus,
+    RunSummary,
+)
 from swarmcore.tools import Approval, ApprovalRequest
 
 __all__ = ["DBOSHistory"]
@@ -202,6 +209,29 @@ class DBOSHistory:
             UserError: No such call waits in that run.
         """
         return send_decision(self._client, run_id, call_id, approval)
+
+    def run_mark(self, run_id: str) -> RunMark | None:
+        """A cheap sign of the run's progress (a :class:`~swarmcore.store.RunMarks`).
+
+        The statuses and update times of the run's workflows, and how many of
+        its calls wait for a decision; no input or output is loaded.
+        """
+        found = self._client.list_workflows(
+            workflow_ids=[run_id], name=RUN_WORKFLOW, load_input=False, load_output=False
+        )
+        if len(found) != 1:
+            return None
+        run = found[0]
+        status = _STATUS.get(str(run.status), "running")
+        agents = self._client.list_workflows(
+            name=AGENT_WORKFLOW,
+            workflow_id_prefix=f"{run_id}/",
+            load_input=False,
+            load_output=False,
+        )
+        steps = sorted((a.workflow_id, str(a.status), a.updated_at or 0) for a in agents)
+        asking = len(waiting(self._client, run_id)) if status == "running" else 0
+        return RunMark(status=status, version=repr((run.updated_at, steps, asking)))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run (a unique id prefix works too) with its agents' results and failures."""
