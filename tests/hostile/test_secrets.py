@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import sqlite3
+import sys
 import traceback
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, closing
@@ -52,8 +53,9 @@ from swarmcore.events import Event
 from swarmcore.llm.errors import classify
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
 from swarmcore.llm.types import CallSpec
+from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
-from swarmcore.testing import Fail, MockOpenAIServer, Reply
+from swarmcore.testing import Call, Fail, FunctionModel, MockOpenAIServer, RecordedRequest, Reply
 from tests.serving import bound_socket, serve
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
@@ -702,3 +704,54 @@ async def test_a_remote_agent_quoting_our_token_leaves_no_part_of_it(
     text = peer_runs[case][path]
     assert "xxxxxxxx" in text, f"the remote's words were not captured on {path}:\n{text}"
     assert _part_of_key(text) is None, f"{_part_of_key(text)!r} of the token is on {path}:\n{text}"
+
+
+# --- an MCP server quoting the credentials it was given in its tools' errors ----------------
+
+MCP_ENV_SERVER = Path(__file__).parent / "_mcp_env_server.py"
+MCP_ENV = {"DATABASE_URL": HOSTILE_ENV["DATABASE_URL"], "PGPASSWORD": DB_PASSWORD}
+MCP_SECRETS = {"DATABASE_URL-password": URL_PASSWORD, "PGPASSWORD": DB_PASSWORD}
+MCP_PATHS = ("model-request", "logs", "events", "store")
+
+
+@pytest.fixture(scope="module")
+def mcp_run() -> dict[str, dict[str, str]]:
+    return {}
+
+
+@pytest.mark.parametrize(
+    ("secret", "path"),
+    [pytest.param(s, p, id=f"{s}/{p}") for s in MCP_SECRETS for p in MCP_PATHS],
+)
+async def test_an_mcp_server_quoting_its_environment_is_redacted(
+    mcp_run: dict[str, dict[str, str]], tmp_path: Path, secret: str, path: str
+) -> None:
+    if not mcp_run:
+        server = MCPServer.stdio(sys.executable, [str(MCP_ENV_SERVER)], env=MCP_ENV, name="db")
+
+        def answer(request: RecordedRequest) -> Reply:
+            if request.tool_results:
+                return Reply(text="The database is down.")
+            return Reply(tool_calls=[Call("connect", {}), Call("login", {})])
+
+        model = FunctionModel(answer)
+        db = tmp_path / "runs.db"
+        swarm = Swarm(
+            Agent("dba", "Check it.", model=model.model, tools=[server]), store=SQLiteStore(db)
+        )
+        seen: list[str] = []
+        with _Logs() as logs:
+            async for event in swarm.stream("Is the database up?"):
+                seen.append(_describe_event(event))
+        results = [str(r) for r in model.requests[-1].tool_results]
+        assert "could not connect" in str(results), results  # the server did quote them
+        assert "was rejected" in str(results), results
+        mcp_run["texts"] = {
+            "model-request": repr(model.requests[-1]),
+            "logs": logs.text,
+            "events": "\n".join(seen),
+            "store": _store_text(db),
+        }
+    text = mcp_run["texts"][path]
+    assert text.strip(), f"nothing was captured on {path}"
+    assert MCP_SECRETS[secret] not in text, f"{secret} leaked on {path}:\n{text}"
