@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from swarmcore import Agent, Swarm
-from swarmcore.errors import StoreError
+from swarmcore.errors import StoreError, UserError
 from swarmcore.models import AgentFailure
 from swarmcore.store import RunRecord, SQLiteStore
 from swarmcore.testing import FunctionModel, TemporaryPostgres
@@ -159,6 +159,52 @@ def test_a_host_it_was_not_bound_for_is_refused_whatever_the_path(
         assert "location" not in response.headers
         assert servers.run_id not in said
         assert "supportedInterfaces" not in said
+
+
+def test_a2a_answers_the_host_of_its_card_url_and_names_that_url() -> None:
+    swarm, _model = _echo_swarm()
+    with serve(swarm.to_a2a(url="https://agents.example/writers/")) as url:
+        card = httpx.get(f"{url}{CARD}", headers={"Host": "agents.example"})
+        assert card.status_code == 200
+        assert {i["url"] for i in card.json()["supportedInterfaces"]} == {
+            "https://agents.example/writers/"
+        }
+        assert httpx.get(f"{url}{CARD}", headers={"Host": "evil.example"}).status_code == 421
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param("http://viewer.lan", id="a-url"),
+        pytest.param("viewer.lan:8484", id="a-port"),
+        pytest.param("viewer.lan/runs", id="a-path"),
+        pytest.param("*", id="a-wildcard"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_an_allowed_host_that_is_no_host_name_is_refused_with_a_fix(entry: str) -> None:
+    store_path = Path("unused.db")
+    with pytest.raises(UserError, match="allowed_hosts holds"):
+        create_app(_NoRuns(), store_path=store_path, allowed_hosts=[entry])
+    swarm, _model = _echo_swarm()
+    with pytest.raises(UserError, match="allowed_hosts holds"):
+        swarm.to_a2a(allowed_hosts=[entry])
+
+
+class _NoRuns:
+    """A reader with no runs (the app is only built, never served)."""
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        return None
+
+    def read_runs(self, **_: Any) -> Any:
+        raise AssertionError("not read")
+
+    def count_runs(self, **_: Any) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
 
 
 @pytest.mark.parametrize("which", SERVERS)

@@ -49,3 +49,23 @@ def test_it_serves_the_store_on_loopback_and_prints_the_url(stored_runs: StoredR
         assert "swarmcore-flow" in page.text
         assert "swarmcore-timeline" in page.text
         assert httpx.post(f"{url}runs/{stored_runs.diamond}/delete", timeout=30).status_code == 403
+
+
+def test_it_answers_its_own_host_names_and_those_given_only(stored_runs: StoredRuns) -> None:
+    command = ("ui", "--store", str(stored_runs.path), "--port", "0", "--allowed-host", "runs.lan")
+    with serving_command(*command) as line:
+        url = line.split(" at ")[1].strip()
+        port = url.rstrip("/").rsplit(":", 1)[1]
+        for host in (f"localhost:{port}", f"runs.lan:{port}", "RUNS.LAN"):
+            assert httpx.get(url, headers={"Host": host}, timeout=30).status_code == 200, host
+        refused = httpx.get(url, headers={"Host": f"evil.example:{port}"}, timeout=30)
+        assert refused.status_code == 421
+        assert "127.0.0.1, localhost, [::1], runs.lan only" in refused.text
+
+
+def test_a_host_name_that_is_none_is_refused_before_serving(
+    stored_runs: StoredRuns, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--allowed-host", "http://runs.lan:8484/"]
+    assert main(["ui", "--store", str(stored_runs.path), "--port", "0", *extra]) == 2
+    assert "without scheme, port or path" in capsys.readouterr().err
