@@ -21,11 +21,13 @@ import ipaddress
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 from swarmcore.errors import UserError
+
+if TYPE_CHECKING:  # starlette comes with the [ui] and [a2a] extras; the CLI loads this without
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["LOOPBACK_NAMES", "HostGuard", "Hosts", "is_loopback"]
 
