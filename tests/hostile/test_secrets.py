@@ -14,6 +14,7 @@ Issue 40's secrets points, each case a row named for it:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -41,6 +42,9 @@ from a2a.types import (
     SendMessageRequest,
 )
 from google.protobuf.json_format import MessageToDict
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -49,6 +53,7 @@ from starlette.routing import Route
 from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
 from swarmcore.a2a import RemoteAgent
 from swarmcore.a2a.server import error_message
+from swarmcore.cli import main
 from swarmcore.events import Event
 from swarmcore.llm.errors import classify
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
@@ -56,6 +61,7 @@ from swarmcore.llm.types import CallSpec
 from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Call, Fail, FunctionModel, MockOpenAIServer, RecordedRequest, Reply
+from swarmcore.tracing import OpenTelemetryTracer
 from tests.serving import bound_socket, serve
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
@@ -266,7 +272,10 @@ class _Logs:
 async def _failing_run(flow: Flow, server: MockOpenAIServer, tmp: Path) -> dict[str, str]:
     """Run ``flow`` until it fails; the text each path let out, by path."""
     db = tmp / "runs.db"
-    swarm = Swarm(flow, store=SQLiteStore(db))
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    swarm = Swarm(flow, store=SQLiteStore(db), hooks=[OpenTelemetryTracer(tracing)])
     seen: list[str] = []
 
     async def stream() -> None:
@@ -275,13 +284,27 @@ async def _failing_run(flow: Flow, server: MockOpenAIServer, tmp: Path) -> dict[
 
     with _Logs() as logs, pytest.raises(SwarmError) as caught:
         await stream()
+    assert caught.value.partial is not None
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
+        assert main(["runs", "show", "--store", str(db), caught.value.partial.run_id]) == 0
     return {
         "error": _describe_error(caught.value),
         "logs": logs.text,
         "events": "\n".join(seen),
         "store": _store_text(db),
         "provider": "\n".join(map(repr, server.raw_bodies)),
+        "span": _spans_text(exporter),
+        "cli": shown.getvalue(),
     }
+
+
+def _spans_text(exporter: InMemorySpanExporter) -> str:
+    parts: list[str] = []
+    for span in exporter.get_finished_spans():
+        parts += [span.name, str(span.status.description), repr(dict(span.attributes or {}))]
+        parts += [f"{e.name} {dict(e.attributes or {})!r}" for e in span.events]
+    return "\n".join(parts)
 
 
 # --- points 3 and 4: tools quoting credentials, a provider echoing database passwords -------
@@ -321,7 +344,7 @@ HOSTILE_SOURCES = {
     "tool-error-quoting-DATABASE_URL": URL_PASSWORD,
     **{f"provider-echoes-{name}": value for name, value in ECHOED.items()},
 }
-HOSTILE_PATHS = ("error", "logs", "events", "store", "provider")
+HOSTILE_PATHS = ("error", "logs", "events", "store", "provider", "span", "cli")
 
 
 @pytest.fixture
@@ -442,8 +465,8 @@ CUTS: dict[str, Callable[[Path], Awaitable[dict[str, str]]]] = {
     "tool-error-at-max_tool_result_chars": _cut_tool_error,
 }
 CUT_PATHS = {
-    "provider-error-at-300": ("error", "logs", "events", "store"),
-    "tool-error-at-max_tool_result_chars": ("provider", "logs", "events", "store"),
+    "provider-error-at-300": ("error", "logs", "events", "store", "span", "cli"),
+    "tool-error-at-max_tool_result_chars": ("provider", "logs", "events", "store", "span"),
 }
 
 
