@@ -17,15 +17,24 @@ from pydantic import ValidationError
 
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, Decision, sum_cost
-from swarmcore.store.base import EarlierAttempt, RunListing, RunRecord, RunStatus, RunSummary
+from swarmcore.store.base import (
+    EarlierAttempt,
+    RunListing,
+    RunMark,
+    RunRecord,
+    RunStatus,
+    RunSummary,
+)
 
 __all__ = [
     "EARLIER",
+    "MARK",
     "count_query",
     "decode_page",
     "like_escape",
     "page_query",
     "record",
+    "run_mark",
     "run_row",
     "why",
 ]
@@ -227,3 +236,18 @@ def why(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"its settings are not JSON ({exc.msg})"
     return f"{type(exc).__name__}: {exc}"[:200]
+
+
+MARK = """SELECT status, ended_at, error IS NOT NULL,
+    (SELECT count(*) FROM agents a WHERE a.run_id = r.run_id),
+    (SELECT group_concat(status) FROM agents a WHERE a.run_id = r.run_id),
+    (SELECT max(finished_at) FROM agents a WHERE a.run_id = r.run_id),
+    (SELECT max(seq) FROM decisions d WHERE d.run_id = r.run_id)
+    FROM runs r WHERE run_id = ?"""
+"""A run's change marker: indexed lookups that parse no result."""
+
+
+def run_mark(row: tuple[Any, ...]) -> RunMark:
+    """A :data:`MARK` row as a mark; a damaged status reads as incomplete (its page says why)."""
+    status, *rest = row
+    return RunMark(status=status if status in _STATUSES else "incomplete", version=repr(rest))

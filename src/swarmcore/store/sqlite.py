@@ -27,7 +27,6 @@ import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import get_args
 
 from swarmcore.checks import check_number
 from swarmcore.errors import StoreError, UserError
@@ -354,31 +353,12 @@ class SQLiteStore:
     def run_mark(self, run_id: str) -> RunMark | None:
         """A cheap sign of the run's progress, for a viewer that follows it (a :class:`RunMarks`).
 
-        Three indexed lookups, none of which parses a result: the mark changes
-        when the run's status changes or an agent's result, failure or a
-        decision is stored.
-
-        Raises:
-            StoreError: The file is damaged.
+        It changes when the run's status does or an agent's result, failure or a
+        decision is stored; no result is parsed.
         """
-        with self._read():
-            run = self._db.execute(
-                "SELECT status, ended_at, error IS NOT NULL FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            if run is None:
-                return None
-            agents = self._db.execute(
-                "SELECT count(*), group_concat(status), max(finished_at) FROM agents "
-                "WHERE run_id = ?",
-                (run_id,),
-            ).fetchone()
-            decided = self._db.execute(
-                "SELECT max(seq) FROM decisions WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        status, *rest = run
-        if status not in get_args(RunStatus):
-            status = "incomplete"  # a damaged status: the page says so when it reads the run
-        return RunMark(status=status, version=repr((*rest, *agents, *decided)))
+        with self._read() as db:
+            row = db.execute(_listing.MARK, (run_id,)).fetchone()
+        return None if row is None else _listing.run_mark(row)
 
     def list_runs(self, *, limit: int = 20) -> list[RunSummary]:
         """The most recent runs, newest first; damaged rows are skipped with a logged warning.
