@@ -620,6 +620,10 @@ PEER_CASES: dict[str, Callable[[], Response]] = {
     ),
     # An HTTP 500 whose body quotes the token across the 300 characters kept of it.
     "http-500-body-at-300": lambda: Response(_across(299), status_code=500),
+    # A JSON-RPC error quoting the token (the SDK's exception says it too).
+    "jsonrpc-error-at-500": lambda: JSONResponse(
+        {"jsonrpc": "2.0", "id": "1", "error": {"code": -32000, "message": _across(480)}}
+    ),
     # A malformed field (dropped, and logged cut to 200 characters) quoting the token.
     "malformed-field-in-log-at-200": lambda: Response(
         _sse(
@@ -649,6 +653,7 @@ def _malformed() -> str:
 PEER_PATHS = {
     "failed-task-message-at-500": ("error", "logs", "events", "store"),
     "http-500-body-at-300": ("error", "logs", "events", "store"),
+    "jsonrpc-error-at-500": ("error", "logs", "events", "store"),
     "malformed-field-in-log-at-200": ("logs",),
 }
 

@@ -355,6 +355,7 @@ class RemoteAgent(Agent):
                     accepted_output_modes=list(ACCEPTED_OUTPUT_MODES),
                 )
             )
+            failed: tuple[str, bool, str] | None = None  # (what, retryable, state)
             try:
                 if self.card is not None:
                     client = factory.create(self.card)
@@ -377,13 +378,17 @@ class RemoteAgent(Agent):
                 finally:
                     await client.close()
             except Refused as refused:
-                self._fail(refused.what, state=refused.state, retryable=refused.retryable)
+                failed = (refused.what, refused.retryable, refused.state)
             except (RemoteAgentError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # the SDK's errors, httpx's, or a parser's
                 limit, secrets = self._byte_limit, self._secrets()
-                what, retryable = explain(exc, byte_limit=limit, secrets=secrets)
-                self._fail(what, retryable=retryable)
+                explained = explain(exc, byte_limit=limit, secrets=secrets)
+                failed = (explained.what, explained.retryable, "")
+        if failed is not None:
+            # Raised outside the except blocks: the SDK's exception may quote what the remote
+            # said (our token, echoed) unredacted, so it is no __context__ of ours.
+            self._fail(failed[0], retryable=failed[1], state=failed[2])
 
     @property
     def _byte_limit(self) -> int:
