@@ -316,6 +316,9 @@ REDACT_TABLE = [
         id="longest-first",
     ),
     pytest.param("nothing here", (None, ""), "nothing here", id="none-and-empty"),
+    pytest.param(
+        "dsn postgresql://app:pw@db/app", (), "dsn postgresql://***@db/app", id="url-userinfo"
+    ),
 ]
 
 
@@ -339,11 +342,29 @@ NAME_TABLE = [
             "azure_ad_token",
             "x-api-key",
             "Authorization",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "DB_PASS",
+            "GITHUB_PAT",
+            "GPG_PASSPHRASE",
+            "SSH_PRIVATE_KEY",
+            "SENTRY_DSN",
         )
     ),
     *(
         pytest.param(name, False, id=name)
-        for name in ("max_tokens", "PATH", "KEYBOARD_LAYOUT", "AZURE_API_BASE", "api_version")
+        for name in (
+            "max_tokens",
+            "PATH",
+            "KEYBOARD_LAYOUT",
+            "AZURE_API_BASE",
+            "api_version",
+            "PWD",
+            "OLDPWD",
+            "PASSENGER_APP_ENV",
+            "COMPASS_HOME",
+            "TOKENIZERS_PARALLELISM",
+        )
     ),
 ]
 
