@@ -27,7 +27,7 @@ from swarmcore.models import AgentFailure
 from swarmcore.store import RunRecord, SQLiteStore
 from swarmcore.testing import FunctionModel, TemporaryPostgres
 from swarmcore.ui.app import create_app
-from tests.serving import serve
+from tests.serving import serve, serving_command
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -460,6 +460,29 @@ def test_a2a_drops_finished_tasks_after_their_time_and_keeps_their_runs(
         assert record.status == "succeeded"
     finally:
         store.close()
+
+
+def test_serve_takes_its_bounds_and_host_names_from_the_command_line(tmp_path: Path) -> None:
+    command = [
+        *("serve", "tests/a2a/flows.py:flow", "--a2a", "--port", "0"),
+        *("--store", str(tmp_path / "runs.db"), "--allowed-host", "agents.lan"),
+        *("--max-request-bytes", "2048", "--keep-tasks", "0.2"),
+    ]
+    with serving_command(*command, cwd=Path(__file__).parents[2]) as line:
+        url = line.split(" at ")[1].split(",")[0].strip().rstrip("/")
+        port = _port(url)
+        assert httpx.get(f"{url}{CARD}", headers={"Host": f"agents.lan:{port}"}).status_code == 200
+        assert httpx.get(f"{url}{CARD}", headers={"Host": "evil.example"}).status_code == 421
+        big = httpx.post(f"{url}/", json=_send_message("x" * 4000), headers=V1)
+        assert big.status_code == 413
+        assert "2 KiB at most" in big.json()["error"]["message"]
+        sent = httpx.post(f"{url}/", json=_send_message("short"), headers=V1, timeout=60).json()
+        task_id = sent["result"]["task"]["id"]
+        deadline = time.monotonic() + DEADLINE
+        while "result" in (answer := _get_task(url, task_id)):
+            assert time.monotonic() < deadline, answer
+            time.sleep(0.1)
+        assert answer["error"]["code"] == -32001
 
 
 # --- The viewer's live streams: capped per run, following a cheap mark -------------------------
