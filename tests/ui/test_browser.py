@@ -357,3 +357,38 @@ def test_live_run_is_followed_to_its_end_without_a_reload(
         if reader is not None:
             reader.close()
     assert not failures, failures
+
+
+def test_a_page_past_a_runs_live_cap_says_live_updates_are_off(
+    chromium: Browser, tmp_path: Path
+) -> None:
+    path = tmp_path / "capped.db"
+    model = FunctionModel(lambda request: "done")
+    store = SQLiteStore(path)
+    try:
+        run_id = (
+            Swarm(Agent("one", "One. Answer.", model=model.model), store=store)
+            .run_sync("follow me")
+            .run_id
+        )
+        record = store.get_run(run_id)
+        assert record is not None
+        store.start_run(record)  # running again, as a run whose process died reads
+        with serve(create_app(store, poll_seconds=0.1, live_per_run=1)) as url:
+            context = chromium.new_context(viewport=VIEWPORT, base_url=url)
+            context.set_default_timeout(WAIT_MS)
+            try:
+                first = context.new_page()
+                first.goto(f"/runs/{run_id}")
+                expect(first.locator("main#run")).to_have_attribute("data-following", "1")
+                second = context.new_page()
+                second.goto(f"/runs/{run_id}")
+                note = second.locator("#live-off")
+                expect(note).to_be_visible()
+                expect(note).to_contain_text("reload it")
+                assert second.locator("main#run").get_attribute("data-live") is None
+                assert first.locator("#live-off").count() == 0
+            finally:
+                context.close()
+    finally:
+        store.close()

@@ -23,6 +23,7 @@
       });
   };
   var events = new EventSource(main.dataset.live);
+  events.addEventListener("open", function () { main.dataset.following = "1"; });
   events.addEventListener("changed", refresh);
   events.addEventListener("finished", function () {
     events.close();
