@@ -296,7 +296,7 @@ def main() -> None:
 
     from swarmcore.ui.app import create_app
 
-    client = TestClient(create_app(store, store_path=path))
+    client = TestClient(create_app(store, store_path=path), base_url="http://127.0.0.1")
 
     def get(url: str) -> Callable[[], object]:
         def fetch() -> object:
