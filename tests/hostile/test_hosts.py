@@ -392,6 +392,36 @@ def test_a_non_ascii_token_works_and_stays_out_of_the_cookie(tmp_path: Path) -> 
         store.close()
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/runs/x", id="a-page"),
+        pytest.param("//evil.example/runs", id="protocol-relative"),
+        pytest.param("/\\evil.example/runs", id="backslash"),
+        pytest.param("///evil.example", id="three-slashes"),
+    ],
+)
+def test_the_token_redirect_stays_on_this_server(guarded: tuple[str, str], path: str) -> None:
+    viewer, _ = guarded
+    with socket.create_connection(("127.0.0.1", _port(viewer)), timeout=30) as raw:
+        request = f"GET {path}?token={TOKEN}&q=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        raw.sendall(f"{request}Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    assert " 303 " in head.splitlines()[0], head
+    [location] = [
+        line.split(":", 1)[1].strip()
+        for line in head.splitlines()
+        if ":" in line and line.lower().startswith("location:")
+    ]
+    assert location.startswith("/"), location
+    assert not location.startswith(("//", "/\\")), location
+    assert location.endswith("?q=1"), location
+    assert TOKEN not in location
+
+
 # --- The A2A server's bounds: request size, task retention ------------------------------------
 
 SIZES = [

@@ -285,8 +285,10 @@ class _Guard:
             given = request.query_params.get("token")
             if given is not None and _same(given, self.token):
                 # A relative Location: the Host header never comes back in it.
+                # One leading slash: //evil.example (or /\evil.example) would name a host.
+                path = "/" + request.url.path.lstrip("/\\")
                 rest = request.url.remove_query_params("token").query
-                response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), 303)
+                response = RedirectResponse(path + (f"?{rest}" if rest else ""), 303)
                 response.set_cookie(_COOKIE, self.cookie, httponly=True, samesite="strict")
                 await response(scope, receive, send)
                 return
