@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from swarmcore.agent import normalize_variables
-from swarmcore.checks import check_number
+from swarmcore.checks import check_number, check_run_id
 from swarmcore.errors import SwarmError, UserError, first_error
 
 if TYPE_CHECKING:
@@ -329,10 +329,7 @@ def run_ids(tasks: Sequence[str], key: Callable[[str], str] | Sequence[str] | No
     else:
         given = list(key)
     for index, run_id in enumerate(given):
-        if not isinstance(run_id, str) or not run_id or "/" in run_id:
-            raise UserError(
-                f"key gave {run_id!r} for task {index}; a run id is a non-empty string without '/'."
-            )
+        check_run_id(run_id, name=f"key, for task {index}")
     return cast("list[str]", given)
 
 

@@ -1,4 +1,4 @@
-"""The one rule for numeric settings (budgets, timeouts, retries, limits, sizes), and for tasks.
+"""The one rule for numeric settings (budgets, timeouts, retries, limits, sizes), tasks and run ids.
 
 Every setting a user gives as a number is checked here when it is defined (an
 Agent, a Swarm, a RetryPolicy, a ModelLimit, a Tool...), so a bad value fails
@@ -11,10 +11,17 @@ computed from it. None of them is ever a usable setting.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import cast
 
 from swarmcore.errors import UserError
 
-__all__ = ["check_number", "check_task"]
+__all__ = ["MAX_RUN_ID", "check_number", "check_run_id", "check_same_run", "check_task"]
+
+MAX_RUN_ID = 256
+"""The most characters in a run id. Ids are keys in the run store and in the durable
+engine's database (whose index entries are bounded), and are shown in logs and pages;
+a longer key can be shortened to its hash."""
 
 
 def check_number(
@@ -70,6 +77,74 @@ def check_task(task: object) -> None:
     """
     if not isinstance(task, str) or not task.strip():
         raise UserError("Swarm.run() needs a non-empty task string.")
+
+
+def check_run_id(run_id: object, *, name: str = "run_id", lookup: bool = False) -> None:
+    """Refuse what cannot be a run id: a non-empty string without '/', of ``MAX_RUN_ID`` at most.
+
+    Args:
+        run_id: What the user passed.
+        name: Where it was passed, for the message: ``"run_id"``, ``"key, for task 3"``.
+        lookup: It names a stored run (its whole id or a prefix of it): only its
+            type and length are checked.
+
+    Raises:
+        UserError: It is no string, is too long (saying the limit), or, unless
+            ``lookup``, is empty or holds a '/'.
+    """
+    if not isinstance(run_id, str) or (not lookup and (not run_id or "/" in run_id)):
+        what = "a string" if lookup else "a non-empty string without '/'"
+        raise UserError(f"{name}: {_shown(run_id)} is no run id; a run id is {what}.")
+    if len(run_id) > MAX_RUN_ID:
+        raise UserError(
+            f"{name}: the run id is too long: {len(run_id):,} characters, and a run id has at "
+            f"most {MAX_RUN_ID} (this one starts {run_id[:24]!r}). Give a shorter one; for a "
+            "long key, its hash: hashlib.sha256(key.encode()).hexdigest() has 64 characters."
+        )
+
+
+def check_same_run(
+    run_id: str, *, task: str, variables: object, stored_task: object, stored_variables: object
+) -> None:
+    """Refuse to run ``task`` under the id of a stored run of another task or other variables.
+
+    A run id names one run: given again, the durable engine returns that run's
+    recorded outcome (another task's answer), and a run store would file this
+    run's results under that run's task.
+
+    Args:
+        run_id: The id given.
+        task: The task given with it.
+        variables: The prompt variables given with it.
+        stored_task: The task of the run already stored under ``run_id``.
+        stored_variables: That run's variables (None: none).
+
+    Raises:
+        UserError: The stored run is of another task, or of this task with
+            other variables; saying how to run anew.
+    """
+    if stored_task == task and _as_text(stored_variables) == _as_text(variables):
+        return
+    held = (
+        f"another task's run (its task: {_shown(stored_task)})"
+        if stored_task != task
+        else "a run of this task with other variables"
+    )
+    raise UserError(
+        f"Run id {run_id!r} already holds {held}; this task was not run: a run id names one "
+        "run, so its answer and its record would be that run's. To run this task, give it a "
+        "new run id (swarm.run(task) makes one when run_id is not given)."
+    )
+
+
+def _as_text(variables: object) -> dict[str, str] | str:
+    """Variables as they are rendered (names and values as text), to compare two runs'."""
+    if variables is None:
+        return {}
+    if isinstance(variables, Mapping):
+        stored = cast("Mapping[object, object]", variables)
+        return {str(k): str(v) for k, v in stored.items()}
+    return repr(variables)
 
 
 def _usable(value: object, *, whole: bool, zero: bool, unlimited: bool) -> bool:

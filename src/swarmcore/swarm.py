@@ -26,7 +26,7 @@ from swarmcore.agent import (
     reachable,
     run_sync,
 )
-from swarmcore.checks import check_number, check_task
+from swarmcore.checks import check_number, check_run_id, check_task
 from swarmcore.context import SharedContext
 from swarmcore.engines import Budget, Engine, LocalEngine, Subscriber, stream_events
 from swarmcore.errors import SwarmError, UserError
@@ -499,8 +499,8 @@ class Swarm:
     ) -> Run:
         """A fresh run, its input checked before any model call."""
         check_task(task)
-        if run_id is not None and (not isinstance(run_id, str) or not run_id or "/" in run_id):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
-            raise UserError(f"run_id must be a non-empty string without '/', got {run_id!r}.")
+        if run_id is not None:
+            check_run_id(run_id)
         values = normalize_variables(variables)
         if not self._variables_used <= values.keys():
             check_variables(self._agents, values)

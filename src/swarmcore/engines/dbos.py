@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
 from swarmcore.agent import Agent
-from swarmcore.checks import check_number
+from swarmcore.checks import check_number, check_run_id
 from swarmcore.engines import dbos_workers
 from swarmcore.engines.dbos_agents import AGENT_WORKFLOW as AGENT_WORKFLOW
 from swarmcore.engines.dbos_agents import (
@@ -43,7 +43,7 @@ from swarmcore.engines.dbos_agents import (
     outcome,
 )
 from swarmcore.engines.dbos_approvals import send_decision, waiting
-from swarmcore.engines.dbos_handle import RunHandle
+from swarmcore.engines.dbos_handle import RunHandle, same_run
 from swarmcore.engines.dbos_limits import DBOSLimits
 from swarmcore.engines.dbos_map import map_runs
 from swarmcore.engines.dbos_results import reparsed_run, storable, storable_error
@@ -255,11 +255,11 @@ class DBOSEngine:
             except SwarmError:
                 if live.outcome and isinstance(live.outcome[0], SwarmError):
                     raise live.outcome[0] from None
-                _say_recorded(run.run_id, "failed")  # the walk never ran here
+                await self._say_recorded(run, "failed")  # the walk never ran here
                 raise
             if live.outcome and not isinstance(live.outcome[0], SwarmError):
                 return live.outcome[0]
-            _say_recorded(run.run_id, "succeeded")
+            await self._say_recorded(run, "succeeded")
             return reparsed_run(recorded, setup.flow)  # recorded earlier: its parsed values as JSON
         finally:
             self._live.pop(run.run_id, None)
@@ -284,16 +284,19 @@ class DBOSEngine:
         }
         about = _about(swarm.flow, flow_version(swarm))
         await client.enqueue_async(options, about, run_id, task, dict(variables), dict(metadata))
+        await same_run(client, run_id, task, variables)  # the id may hold an earlier run
         return RunHandle(run_id, client)
 
     async def reopen(self, swarm: Swarm, run_id: str) -> Reopened:
         """Make the failed run ``run_id`` of ``swarm`` ready to run here again (swarm.resume)."""
+        check_run_id(run_id, lookup=True)
         reopened = await reopen(await self._client_async(), run_id, flow_version(swarm))
         self._resumed[run_id] = reopened.generation
         return reopened
 
     async def approvals(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of run ``run_id`` waiting for a decision (see :meth:`approve`)."""
+        check_run_id(run_id, lookup=True)
         client = await self._client_async()
         return await asyncio.to_thread(waiting, client, run_id)
 
@@ -301,6 +304,7 @@ class DBOSEngine:
         self, run_id: str, call_id: str, approval: Approval | bool
     ) -> ApprovalRequest:
         """Decide a waiting call of run ``run_id``, from any process; returns its request."""
+        check_run_id(run_id, lookup=True)
         client = await self._client_async()
         return await asyncio.to_thread(send_decision, client, run_id, call_id, approval)
 
@@ -320,6 +324,7 @@ class DBOSEngine:
 
     async def handle(self, run_id: str) -> RunHandle:
         """A handle on a run enqueued or started earlier, from any process."""
+        check_run_id(run_id, lookup=True)
         return RunHandle(run_id, await self._client_async())
 
     # --- DBOS ----------------------------------------------------------------------
@@ -439,6 +444,12 @@ class DBOSEngine:
             self._client = await asyncio.to_thread(connect)
         return self._client
 
+    async def _say_recorded(self, run: Run, status: str) -> None:
+        """Warn that ``run``'s id held a recorded run; refuse it if that one's task differs."""
+        client = await self._client_async()
+        await same_run(client, run.run_id, run.task, run.options.variables)
+        _say_recorded(run.run_id, status)
+
     def _swarm(self, version: str) -> Swarm:
         swarm = self._swarms.get(version)
         if swarm is None:
@@ -468,7 +479,7 @@ def _say_recorded(run_id: str, status: str) -> None:
             "(swarm.run(task) makes one); to continue a failed run without re-running its "
             f"finished agents, swarm.resume({run_id!r})."
         ),
-        stacklevel=5,  # swarm.run's caller, past run, _execute and execute
+        stacklevel=6,  # swarm.run's caller, past run, _execute, execute and _say_recorded
     )
 
 

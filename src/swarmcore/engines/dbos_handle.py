@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from dbos import DBOSClient, WorkflowHandleAsync
 
+from swarmcore.checks import check_same_run
+
 if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
 
-__all__ = ["RunHandle"]
+__all__ = ["RunHandle", "same_run"]
+
+
+async def same_run(
+    client: DBOSClient, run_id: str, task: str, variables: Mapping[str, object]
+) -> None:
+    """Refuse ``task`` when the run ``run_id`` already in the database is another task's.
+
+    The run id is the run's idempotency key: DBOS hands back the run recorded
+    under it, which for another task (or other variables) is another run's answer.
+
+    Raises:
+        UserError: The recorded run has another task or other variables.
+    """
+    found = await client.list_workflows_async(workflow_ids=[run_id], load_output=False)
+    if not found or found[0].input is None:
+        return
+    args = found[0].input["args"]
+    if len(args) == 5:  # (about, run_id, task, variables, metadata): a run's workflow
+        check_same_run(
+            run_id, task=task, variables=variables, stored_task=args[2], stored_variables=args[3]
+        )
 
 
 class RunHandle:

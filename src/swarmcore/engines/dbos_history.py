@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from dbos import DBOSClient, WorkflowStatus
 
-from swarmcore.checks import check_number
+from swarmcore.checks import check_number, check_run_id
 from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos_approvals import send_decision, waiting
 from swarmcore.errors import UserError
@@ -200,6 +200,7 @@ class DBOSHistory:
 
     def waiting(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of run ``run_id`` waiting for an approval decision."""
+        check_run_id(run_id, lookup=True)
         return waiting(self._client, run_id)
 
     def decide(self, run_id: str, call_id: str, approval: Approval | bool) -> ApprovalRequest:
@@ -208,6 +209,7 @@ class DBOSHistory:
         Raises:
             UserError: No such call waits in that run.
         """
+        check_run_id(run_id, lookup=True)
         return send_decision(self._client, run_id, call_id, approval)
 
     def run_mark(self, run_id: str) -> RunMark | None:
@@ -234,7 +236,12 @@ class DBOSHistory:
         return RunMark(status=status, version=repr((run.updated_at, steps, asking)))
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        """One run (a unique id prefix works too) with its agents' results and failures."""
+        """One run (a unique id prefix works too) with its agents' results and failures.
+
+        Raises:
+            UserError: The id is too long to be a run id.
+        """
+        check_run_id(run_id, lookup=True)
         found = self._client.list_workflows(name=RUN_WORKFLOW, workflow_id_prefix=run_id, limit=2)
         if len(found) != 1:
             return None

@@ -29,6 +29,7 @@ from swarmcore.store.base import (
 __all__ = [
     "EARLIER",
     "MARK",
+    "MAX_SEARCH",
     "count_query",
     "decode_page",
     "like_escape",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
+
+MAX_SEARCH = 1000
+"""The most characters in a search text (SQLite takes LIKE patterns of 50,000 bytes at most)."""
 
 EARLIER = "earlier"
 """The key of a run's settings under which a resumed run's earlier attempts are kept."""
@@ -144,6 +148,10 @@ def _where(
         clauses.append("status = :status")
         params["status"] = status
     if text:
+        if len(text) > MAX_SEARCH:  # SQLite refuses a long LIKE pattern as if the file were bad
+            raise UserError(
+                f"The search text is too long: {len(text):,} characters, at most {MAX_SEARCH}."
+            )
         clauses.append(
             "(run_id LIKE :text ESCAPE '\\' OR flow LIKE :text ESCAPE '\\'"
             " OR task LIKE :text ESCAPE '\\')"

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from swarmcore import events
-from swarmcore.errors import StoreError
+from swarmcore.checks import check_same_run
+from swarmcore.errors import StoreError, UserError
 from swarmcore.models import AgentResult, Decision, SwarmResult
 from swarmcore.store.base import RunRecord, RunStatus, RunStore
 
@@ -39,7 +40,13 @@ StoreErrors = Literal["raise", "warn"]
 def recording(
     store: RunStore, flow: Flow, run: Run, budget: Budget, on_error: StoreErrors
 ) -> Recorder:
-    """A :class:`Recorder` of ``run`` (of ``flow``, within ``budget``), told its decisions too."""
+    """A :class:`Recorder` of ``run`` (of ``flow``, within ``budget``), told its decisions too.
+
+    Raises:
+        UserError: The store holds another task's run (or other variables') under
+            ``run``'s id: this run's results would be filed under that task.
+    """
+    _check_reuse(store, run)
     settings = {
         "max_cost": budget.max_cost,
         "max_tokens": budget.max_tokens,
@@ -51,6 +58,22 @@ def recording(
     recorder = Recorder(store, shape=shape_of(flow), settings=settings, on_error=on_error)
     run.on_decision = lambda decision: recorder.decision(run.run_id, decision)
     return recorder
+
+
+def _check_reuse(store: RunStore, run: Run) -> None:
+    """Refuse a run under the id of a stored run of another task (a resume has the same)."""
+    try:
+        stored = store.get_run(run.run_id)
+    except (UserError, StoreError):  # a prefix of several runs' ids, or a damaged record
+        return
+    if stored is not None and stored.run_id == run.run_id:  # not a run it is a prefix of
+        check_same_run(
+            run.run_id,
+            task=run.task,
+            variables=run.options.variables,
+            stored_task=stored.task,
+            stored_variables=stored.settings.get("variables"),
+        )
 
 
 class Recorder:

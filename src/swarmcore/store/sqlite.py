@@ -28,7 +28,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
-from swarmcore.checks import check_number
+from swarmcore.checks import check_number, check_run_id
 from swarmcore.errors import StoreError, UserError
 from swarmcore.models import AgentFailure, AgentResult, Decision
 from swarmcore.store import _listing
@@ -316,9 +316,11 @@ class SQLiteStore:
         an empty id names none.
 
         Raises:
-            UserError: The prefix matches more than one run.
+            UserError: The prefix matches more than one run, or the id is too long
+                to be a run id.
             StoreError: The file or the run's rows are damaged.
         """
+        check_run_id(run_id, lookup=True)
         if not run_id:
             return None
         with self._read():
@@ -424,9 +426,11 @@ class SQLiteStore:
             True if it was deleted, False if there is no such run.
 
         Raises:
-            UserError: The run is ``running``: it may be in progress or resumable.
+            UserError: The run is ``running``: it may be in progress or resumable;
+                or the id is too long to be a run id.
             StoreError: The write failed.
         """
+        check_run_id(run_id, lookup=True)
         with self._write() as db:
             row = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
