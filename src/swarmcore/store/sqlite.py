@@ -326,9 +326,11 @@ class SQLiteStore:
         with self._read():
             rows = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchall()
             if not rows:
+                # A range on the primary key, not LIKE: the index finds a prefix at once,
+                # where LIKE scans every run (each new run asks for its id first).
                 rows = self._db.execute(
-                    "SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
-                    (_listing.like_escape(run_id) + "%",),
+                    "SELECT * FROM runs WHERE run_id > ? AND run_id < ? LIMIT 2",
+                    (run_id, run_id + "\U0010ffff"),
                 ).fetchall()
             if len(rows) > 1:
                 raise UserError(f"Run id prefix {run_id!r} matches several runs; give more of it.")
