@@ -41,14 +41,15 @@ class TokenUsage(_Record):
 
     model_config = _FROZEN
 
-    prompt_tokens: int = 0
+    # Never negative: a negative count would hand a run's token budget back.
+    prompt_tokens: int = Field(default=0, ge=0)
     """Tokens sent to the model (the prompt, tools and history)."""
-    completion_tokens: int = 0
+    completion_tokens: int = Field(default=0, ge=0)
     """Tokens the model generated."""
-    cached_tokens: int = 0
+    cached_tokens: int = Field(default=0, ge=0)
     """Of ``prompt_tokens``, how many the provider served from its prompt cache
     (OpenAI's ``usage.prompt_tokens_details.cached_tokens``)."""
-    reasoning_tokens: int = 0
+    reasoning_tokens: int = Field(default=0, ge=0)
     """Of ``completion_tokens``, how many were reasoning
     (OpenAI's ``usage.completion_tokens_details.reasoning_tokens``)."""
 

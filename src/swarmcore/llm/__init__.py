@@ -18,11 +18,13 @@ Modules, by concern:
   that choice;
 * ``openai_backend``: the native attempt at OpenAI-protocol endpoints, the
   protocol spoken over aiohttp, with ``endpoints`` saying where each request
-  goes (URL, headers, proxy, certificates) on which pool (one per event loop);
+  goes (URL, headers, proxy, certificates) on which pool (one per event loop),
+  and ``completion`` reading what a reply says, each field checked;
 * ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
   response to reply), with ``loader`` importing LiteLLM on first use;
 * ``errors``: provider exceptions classified into ``ModelError`` (their text
-  redacted), alike on both backends;
+  redacted), alike on both backends, with ``malformed`` recognising a reply
+  that is no chat completion in either backend's exception;
 * ``prechecks``: what is checked before a call (its key, a misspelt model name);
 * ``redaction``: credentials removed from text by value, then by shape;
 * ``pricing``: one pricing rule for both backends (a gateway's reported cost,

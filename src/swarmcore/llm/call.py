@@ -28,7 +28,7 @@ from swarmcore import durable, events
 from swarmcore.errors import ModelError
 from swarmcore.llm import budget, limits
 from swarmcore.llm.backends import Backend, backend_for
-from swarmcore.llm.errors import timed_out
+from swarmcore.llm.errors import empty_answer, timed_out
 from swarmcore.llm.prechecks import check_key, check_model_name
 from swarmcore.llm.pricing import is_priced
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
@@ -164,7 +164,7 @@ async def _call_once(request: LLMRequest, model: str, attempt: int) -> LLMReply:
 
 
 async def _within_deadline(request: LLMRequest, model: str, attempt: int) -> LLMReply:
-    """The backend's attempt, bounded by ``call_timeout`` as a whole.
+    """The backend's attempt, bounded by ``call_timeout`` as a whole; an empty answer raises.
 
     LiteLLM's own ``timeout=`` is not enough: custom providers ignore it, and
     over HTTP it bounds each read, so a server that trickles its reply would
@@ -174,12 +174,19 @@ async def _within_deadline(request: LLMRequest, model: str, attempt: int) -> LLM
     deadline = asyncio.timeout(call.call_timeout)
     try:
         async with deadline:
-            return await backend_for(call, model).attempt(request, model, attempt)
+            reply = await backend_for(call, model).attempt(request, model, attempt)
     except (TimeoutError, ModelError):
         # A backend that turned our cancellation into an error of its own timed out all the same.
         if deadline.expired():
             raise timed_out(call, model, attempt) from None
         raise
+    if reply.tool_calls or (reply.text or "").strip():
+        return reply
+    # An empty answer is never taken for one; its tokens were spent all the same.
+    meter = budget.current_meter()
+    if meter is not None:
+        meter.charge(reply.usage.total_tokens, reply.cost, model=model)
+    raise empty_answer(call, model, attempt, reply.finish_reason)
 
 
 def _estimate_tokens(request: LLMRequest) -> int:

@@ -9,7 +9,9 @@ the agent, the model, the status and a next step, worded the same on both
 backends: a status is named by the ``openai`` SDK's class for it, LiteLLM's
 own prefixes are taken off the provider's text, and a LiteLLM Proxy's answers
 (its context-window error, "Invalid model name", "No connected db.") are read
-for what they mean.
+for what they mean. A reply that is no chat completion (bad JSON, a list, a
+number for text, a stream cut before its end, a negative token count) is
+retryable too, the same on either backend (``malformed`` recognises one).
 
 The provider's text in a ``ModelError`` is redacted (``redaction``) with every
 credential the call could have sent: its ``api_key``, its secret settings and
@@ -31,6 +33,7 @@ from swarmcore.errors import ModelError
 from swarmcore.llm import price_data
 from swarmcore.llm.choice import is_native
 from swarmcore.llm.loader import load_litellm
+from swarmcore.llm.malformed import malformed_reply
 from swarmcore.llm.prechecks import (
     check_key,
     check_model_name,
@@ -49,6 +52,7 @@ __all__ = [
     "check_key",
     "check_model_name",
     "classify",
+    "empty_answer",
     "missing_keys",
     "redact",
     "timed_out",
@@ -104,6 +108,9 @@ def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelE
     HTTP client's own bounds each read and may fire before our deadline.
     Neither library is imported here: an exception of theirs means it is loaded.
     """
+    malformed = malformed_reply(exc)  # LiteLLM calls it a 500 or a connection error
+    if malformed is not None:
+        return _malformed_reply(call, model, attempt, malformed)
     unreachable = _connection_failure(exc)  # LiteLLM calls it a 500; nothing answered
     if unreachable is not None:
         return _could_not_connect(call, model, attempt, *unreachable)
@@ -472,3 +479,45 @@ def _could_not_connect(
 def _first_line(text: str, limit: int = 300) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# --- a reply that is not one --------------------------------------------------------------
+
+
+def _malformed_reply(call: CallSpec, model: str, attempt: int, what: str) -> ModelError:
+    # Redacted whole, then shortened: a server may echo the key in what it sent.
+    detail = _first_line(redact(what, *call_secrets(call, model)), 240)
+    return ModelError(
+        f"Agent {call.agent_name!r}: {model} answered with a malformed reply ({detail}; "
+        f"attempt {attempt} of {call.retry.max_retries + 1}). This may be transient: "
+        "retries and fallback_models apply; if it persists, check that the endpoint "
+        "speaks the OpenAI chat-completions protocol.",
+        agent_name=call.agent_name,
+        model=model,
+        retryable=True,
+    )
+
+
+def empty_answer(call: CallSpec, model: str, attempt: int, finish_reason: str | None) -> ModelError:
+    """The error of a reply with neither text nor tool calls: never taken as an answer.
+
+    Retryable, unless the model stopped at its token limit or its content filter,
+    which another attempt would meet again.
+    """
+    who = f"Agent {call.agent_name!r}: {model} answered with neither text nor tool calls"
+    tries = f"attempt {attempt} of {call.retry.max_retries + 1}"
+    if finish_reason == "length":
+        fix = "it stopped at its token limit first: raise max_tokens (or max_completion_tokens)."
+    elif finish_reason == "content_filter":
+        fix = "its content filter stopped it: rephrase the task or instructions."
+    else:
+        return ModelError(
+            f"{who} (finish_reason {finish_reason!r}; {tries}). This may be transient: "
+            "retries and fallback_models apply.",
+            agent_name=call.agent_name,
+            model=model,
+            retryable=True,
+        )
+    return ModelError(
+        f"{who} ({tries}): {fix}", agent_name=call.agent_name, model=model, retryable=False
+    )

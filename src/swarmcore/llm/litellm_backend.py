@@ -48,7 +48,7 @@ from swarmcore import events
 from swarmcore.llm.errors import classify
 from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.pricing import cost
-from swarmcore.llm.types import LLMReply, LLMRequest, ToolCall, usage_of
+from swarmcore.llm.types import LLMReply, LLMRequest, MalformedReply, ToolCall, usage_of
 
 __all__ = ["LiteLLMBackend"]
 
@@ -70,12 +70,11 @@ class LiteLLMBackend:
             response = await _acompletion(lit, _kwargs(request, model))
             if request.stream:
                 response = await _collect_stream(lit, request, response)
+            return _to_reply(model, response, time.perf_counter() - start)
         except Exception as exc:
             error = classify(exc, request.call, model, attempt)
             if error is None:
                 raise
-        else:
-            return _to_reply(model, response, time.perf_counter() - start)
         finally:
             if unlogged is not None and token is not None:
                 unlogged.reset(token)
@@ -198,21 +197,64 @@ _OURS = frozenset({"backend", "max_reply_bytes"})  # the latter bounds the nativ
 
 
 async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:
-    """Publish each text delta, then rebuild the whole response (usage included) from the chunks."""
+    """Publish each text delta, then rebuild the whole response (usage included) from the chunks.
+
+    Raises:
+        MalformedReply: The stream ended before the provider gave a ``finish_reason``.
+    """
     chunks: list[Any] = []
+    texts = 0
     async for chunk in stream:
         chunks.append(chunk)
         choices: Any = getattr(chunk, "choices", None) or []
         text = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
         if text:
+            texts += 1
             events.emit(events.TextDelta, agent_name=request.call.agent_name, text=text)
+    _check_finished(stream, texts)
     return lit.stream_chunk_builder(chunks, messages=list(request.messages))
 
 
+def _check_finished(stream: Any, texts: int) -> None:
+    """Raise unless the provider ended the stream with a ``finish_reason``.
+
+    LiteLLM ends every stream with one of its own ("stop"), even one cut short,
+    or an HTML page or a JSON body that carried no chunk at all; what the
+    provider sent it keeps aside (``received_finish_reason``, or
+    ``intermittent_finish_reason``). A LiteLLM release without them is trusted.
+    """
+    kept = [
+        getattr(stream, n, _NO) for n in ("received_finish_reason", "intermittent_finish_reason")
+    ]
+    if _NO in kept or any(kept):
+        return
+    if texts:
+        raise MalformedReply(
+            f"the stream ended after {texts} text chunk{'s' if texts > 1 else ''} without a "
+            "finish_reason: it was cut short"
+        )
+    raise MalformedReply(
+        "the reply to a streaming request carried no chat-completion chunk and no "
+        "finish_reason: not a stream (an HTML page, an empty body, or JSON?), or cut short"
+    )
+
+
+_NO = object()
+
+
 def _to_reply(model: str, response: Any, duration: float) -> LLMReply:
-    """A LiteLLM ``ModelResponse`` as our reply."""
-    choice: Any = response.choices[0]
+    """A LiteLLM ``ModelResponse`` as our reply.
+
+    Raises:
+        MalformedReply: It has no choices, or text that is not text.
+    """
+    choices: Any = response.choices
+    if not choices:
+        raise MalformedReply("the reply has no choices: not a chat completion")
+    choice: Any = choices[0]
     message: Any = choice.message
+    if message.content is not None and not isinstance(message.content, str):
+        raise MalformedReply(f"choices[0].message.content is {type(message.content).__name__}")
     usage = usage_of(getattr(response, "usage", None))
     return LLMReply(
         text=message.content,

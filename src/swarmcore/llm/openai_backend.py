@@ -16,7 +16,8 @@ sent as built and a reply read as JSON, as the SDK-based version of this
 module did to save a third of its CPU per call.
 
 Where a request goes, with which headers, on which connection pool is
-``endpoints``'s: this module is the exchange itself.
+``endpoints``'s, and what a reply says (every field checked) is
+``completion``'s: this module is the exchange itself.
 
 No retries here: ``complete`` owns the one retry policy and puts its own
 deadline around each attempt.
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmcore import events
 from swarmcore.errors import ModelError
-from swarmcore.llm import endpoints, price_data, pricing, reading
+from swarmcore.llm import completion, endpoints, price_data, pricing, reading
 from swarmcore.llm.errors import call_secrets, classify
 from swarmcore.llm.prechecks import shown_url
 from swarmcore.llm.redaction import redact
@@ -42,8 +43,6 @@ from swarmcore.llm.types import (
     EndpointUnreachable,
     LLMReply,
     LLMRequest,
-    ToolCall,
-    usage_of,
 )
 from swarmcore.models import TokenUsage
 
@@ -180,11 +179,12 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
             if response.status >= 400:
                 text = await reading.head(response, _ERROR_BYTES)
                 raise _status_error(response.status, text, response.headers)
-            if request.stream:
+            # A server that ignores "stream" answers JSON: read as the reply it is.
+            if request.stream and response.content_type != "application/json":
                 lines = reading.lines(reading.decoded(response, limit), deadline)
                 return await _streamed(_events(lines), request, model, response.headers)
             raw = await reading.body(response, limit)
-            return _to_reply(call.agent_name, model, raw, response.headers)
+            return _to_reply(request, model, raw, response.headers)
     except reading.Refused as exc:
         raise exc.at(str(endpoint.url)) from None
     except aiohttp.ClientError as exc:
@@ -229,7 +229,7 @@ def _status_error(status: int, raw: bytes, headers: Mapping[str, str]) -> Endpoi
         data: Any = json.loads(text)
     except ValueError:
         data = text
-    error, message = _error_parts(data)
+    error, message = completion.error_parts(data)
     return EndpointError(
         f"Error code: {status} - {data}",
         message=message or text.strip() or f"HTTP {status}",
@@ -239,19 +239,12 @@ def _status_error(status: int, raw: bytes, headers: Mapping[str, str]) -> Endpoi
     )
 
 
-def _error_parts(data: object) -> tuple[object, str | None]:
-    """An error body's ``error`` object (else the body) and its message, as the SDK reads them."""
-    fields = _mapping(data)
-    error: object = fields.get("error", data) if fields else data
-    message: object = _mapping(error).get("message")
-    return error, message if isinstance(message, str) and message else None
-
-
 async def _events(lines: AsyncIterator[str]) -> AsyncIterator[Any]:
     """The JSON of each server-sent event in ``lines``, up to ``[DONE]``; an ``error`` event raises.
 
     Raises:
         EndpointError: The stream carried an error instead of a chunk.
+        MalformedReply: An event's data is not JSON.
     """
     data: list[str] = []
     kind = ""
@@ -269,15 +262,8 @@ async def _events(lines: AsyncIterator[str]) -> AsyncIterator[Any]:
         payload, data, event_kind, kind = "\n".join(data), [], kind, ""
         if payload == "[DONE]":
             return
-        chunk: Any = json.loads(payload)
-        fields = _mapping(chunk)
-        if "error" in fields or (fields and event_kind == "error"):
-            error, message = _error_parts(fields)
-            raise EndpointError(
-                f"Error in the stream - {payload}",
-                message=message or payload,
-                body=error,
-            )
+        chunk = completion.parsed(payload, "a stream event's data")
+        completion.raise_error_event(chunk, payload, is_error_event=event_kind == "error")
         yield chunk
 
 
@@ -306,87 +292,48 @@ def _mapping(value: object) -> dict[str, Any]:
 async def _streamed(
     chunks: AsyncIterator[Any], request: LLMRequest, model: str, headers: Mapping[str, str]
 ) -> LLMReply:
-    """Publish each text delta, then build the whole reply (usage included) from the chunks."""
+    """Publish each text delta, then build the whole reply (usage included) from the chunks.
+
+    Raises:
+        MalformedReply: A chunk is not a chat-completion chunk, or the stream ended
+            before its ``finish_reason``.
+    """
     agent_name = request.call.agent_name
-    texts: list[str] = []
-    calls: dict[int, list[str]] = {}  # index: [id, name, arguments]
-    finish: str | None = None
-    usage: Any = None
-    tier: object = None
-    named: object = None
+    stream = completion.StreamedCompletion()
     async for chunk in chunks:
-        usage = chunk.get("usage") or usage
-        tier = chunk.get("service_tier") or tier
-        named = chunk.get("model") or named
-        choices: Any = chunk.get("choices")
-        if not choices:
-            continue
-        choice: Any = choices[0]
-        delta: Any = choice.get("delta") or {}
-        text: Any = delta.get("content")
+        text = stream.add(chunk)
         if text:
-            texts.append(text)
             events.emit(events.TextDelta, agent_name=agent_name, text=text)
-        for part in delta.get("tool_calls") or ():
-            slot = calls.setdefault(part.get("index", 0), ["", "", ""])
-            slot[0] = part.get("id") or slot[0]
-            function: Any = part.get("function")
-            if function:
-                slot[1] += function.get("name") or ""
-                slot[2] += function.get("arguments") or ""
-        finish = choice.get("finish_reason") or finish
-    used = usage_of(usage)
+    return _reply(model, stream.whole(headers.get("Content-Type")), headers)
+
+
+def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str, str]) -> LLMReply:
+    """A chat completion's JSON body as our reply.
+
+    Also the answer to a streaming request from a server that ignored ``"stream"``:
+    its text is then published as one delta.
+
+    Raises:
+        MalformedReply: The body is not a chat completion.
+        EndpointError: The body is an ``error`` object.
+    """
+    whole = completion.completion(completion.parsed(raw, "the reply's body"))
+    if request.stream and whole.text:
+        events.emit(events.TextDelta, agent_name=request.call.agent_name, text=whole.text)
+    return _reply(model, whole, headers)
+
+
+def _reply(model: str, whole: completion.Completion, headers: Mapping[str, str]) -> LLMReply:
     return LLMReply(
-        text="".join(texts) if texts else None,
-        tool_calls=tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in calls.values()),
-        usage=used,
-        cost=_cost(model, used, tier, headers, has_usage=usage is not None),
-        finish_reason=finish,
+        text=whole.text,
+        tool_calls=whole.tool_calls,
+        usage=whole.usage,
+        cost=_cost(model, whole.usage, whole.service_tier, headers, has_usage=whole.has_usage),
+        finish_reason=whole.finish_reason,
         duration_seconds=0.0,
         model=model,
-        response_model=_text(named),
+        response_model=whole.model,
     )
-
-
-def _to_reply(agent_name: str, model: str, raw: bytes, headers: Mapping[str, str]) -> LLMReply:
-    """A chat completion's JSON body as our reply."""
-    try:
-        data: Any = json.loads(raw)
-        choice: Any = data["choices"][0]
-        message: Any = choice["message"]
-        calls: list[Any] = message.get("tool_calls") or []
-        tool_calls = tuple(_tool_call(c) for c in calls if c.get("function") is not None)
-    except (ValueError, LookupError, TypeError, AttributeError) as exc:
-        raise ModelError(
-            f"Agent {agent_name!r}: {model} answered with a body that is not a chat completion "
-            f"({type(exc).__name__}: {str(exc)[:200]}); is the endpoint OpenAI-compatible?",
-            agent_name=agent_name,
-            model=model,
-            retryable=True,  # a proxy's error page, say: another attempt may get through
-        ) from None
-    usage = data.get("usage")
-    used = usage_of(usage)
-    return LLMReply(
-        text=message.get("content"),
-        tool_calls=tool_calls,
-        usage=used,
-        cost=_cost(model, used, data.get("service_tier"), headers, has_usage=usage is not None),
-        finish_reason=choice.get("finish_reason"),
-        duration_seconds=0.0,
-        model=model,
-        response_model=_text(data.get("model")),
-    )
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _tool_call(call: Any) -> ToolCall:
-    function: Any = call["function"]
-    name: Any = function.get("name") or ""
-    arguments: Any = function.get("arguments") or ""
-    return ToolCall(id=str(call["id"]), name=str(name), arguments=str(arguments))
 
 
 def _cost(

@@ -19,6 +19,7 @@ __all__ = [
     "EndpointUnreachable",
     "LLMReply",
     "LLMRequest",
+    "MalformedReply",
     "Message",
     "ToolCall",
     "usage_of",
@@ -176,19 +177,57 @@ class EndpointUnreachable(ConnectionError):
         self.url = url
 
 
+class MalformedReply(Exception):
+    """An endpoint answered, but not with a reply the protocol allows; the text says what.
+
+    Bad JSON, a chunk that is not an object, text that is a number, a stream
+    that ends before its ``finish_reason``, a negative token count...
+    ``errors.classify`` makes it a retryable ``ModelError`` on either backend:
+    another attempt (or a fallback model) may get a proper reply.
+    """
+
+
+MAX_TOKENS = 10**9
+"""More tokens than any one reply uses: a count past it is not a count (``usage_of``)."""
+
+
 def usage_of(usage: Any) -> TokenUsage:
     """An OpenAI-shaped ``usage`` as ours: an object (LiteLLM's, the SDK's) or its JSON.
 
     Cached and reasoning tokens sit in its details objects, each of which (and
     each count in them) may be missing or None, as may ``usage`` itself.
+
+    Raises:
+        MalformedReply: A count that is not a whole number from 0 to ``MAX_TOKENS``
+            (a negative one would hand a run's token budget back).
     """
     prompt_details = _part(usage, "prompt_tokens_details")
     completion_details = _part(usage, "completion_tokens_details")
     return TokenUsage(
-        prompt_tokens=int(_part(usage, "prompt_tokens") or 0),
-        completion_tokens=int(_part(usage, "completion_tokens") or 0),
-        cached_tokens=int(_part(prompt_details, "cached_tokens") or 0),
-        reasoning_tokens=int(_part(completion_details, "reasoning_tokens") or 0),
+        prompt_tokens=_count(usage, "prompt_tokens"),
+        completion_tokens=_count(usage, "completion_tokens"),
+        cached_tokens=_count(prompt_details, "cached_tokens", "prompt_tokens_details."),
+        reasoning_tokens=_count(
+            completion_details, "reasoning_tokens", "completion_tokens_details."
+        ),
+    )
+
+
+def _count(owner: Any, name: str, within: str = "") -> int:
+    """A token count: missing or None is 0; a whole number (``12.0`` too) up to ``MAX_TOKENS``."""
+    value = _part(owner, name)
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS:
+        return value
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_TOKENS:
+        return int(value)  # some servers write 12.0
+    # Only a number is quoted: text could be a credential the server echoed.
+    shown = repr(value) if isinstance(value, int | float) else f"a {type(value).__name__}"
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise MalformedReply(
+        f"usage.{within}{name} is {shown}, not a token count (a whole number from 0 "
+        f"to {MAX_TOKENS:,})"
     )
 
 
