@@ -79,6 +79,13 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     }
 
 
+def calling(tool_calls: object) -> bytes:
+    """A completion whose message carries ``tool_calls`` as given."""
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    return json.dumps({"object": "chat.completion", "choices": [choice]}).encode()
+
+
 def events(*parts: object, done: bool = True) -> bytes:
     """Server-sent events: each part as one event's data (JSON unless already text)."""
     lines = [f"data: {p if isinstance(p, str) else json.dumps(p)}\n\n" for p in parts]
@@ -98,6 +105,8 @@ DEEP = "[" * 100_000 + "]" * 100_000
 SSE = "text/event-stream"
 MALFORMED = r"answered with a malformed reply \(.*"
 EMPTY = r"answered with neither text nor tool calls \(finish_reason 'stop'"
+NO_CALLS = r"answered with neither text nor tool calls \(finish_reason 'tool_calls'"
+LITELLM_UNREAD = MALFORMED + r"LiteLLM could not read it as a chat completion"
 NOT_A_STREAM = r"not a stream"
 LITELLM_NOT_A_STREAM = r"carried no chat-completion chunk and no finish_reason: not a stream"
 
@@ -219,6 +228,31 @@ STREAMED = rows(
         ),
         id="negative-usage",
     ),
+    pytest.param(
+        Hostile(
+            events(
+                chunk({"tool_calls": [{"index": "x", "id": "c1", "function": {"name": "f"}}]}),
+                chunk({}, "tool_calls"),
+            ),
+            MALFORMED + r"stream chunk 1 has a tool call whose index is text of 1 character",
+            NO_CALLS,  # LiteLLM drops the call
+            content_type=SSE,
+        ),
+        id="tool-call-index-is-text",
+    ),
+    pytest.param(
+        Hostile(
+            events(
+                chunk({"tool_calls": [{"index": 0, "id": "c1", "function": "lookup"}]}),
+                chunk({}, "tool_calls"),
+            ),
+            MALFORMED + r"stream chunk 1's tool call 0 function is text of 6 characters, not a "
+            r"JSON object",
+            NO_CALLS,
+            content_type=SSE,
+        ),
+        id="tool-call-function-is-text",
+    ),
 )
 
 WHOLE = rows(
@@ -324,6 +358,23 @@ WHOLE = rows(
             MALFORMED + r"usage\.prompt_tokens is 1000000000000000, not a token count",
         ),
         id="absurd-usage",
+    ),
+    pytest.param(
+        Hostile(
+            calling("lookup"),
+            MALFORMED
+            + r"choices\[0\]\.message\.tool_calls is text of 6 characters, not a JSON array",
+            LITELLM_UNREAD,
+        ),
+        id="tool-calls-not-a-list",
+    ),
+    pytest.param(
+        Hostile(
+            calling([{"id": "c1", "type": "function", "function": "lookup"}]),
+            MALFORMED + r"tool_calls\[0\]\.function is text of 6 characters, not a JSON object",
+            LITELLM_UNREAD,
+        ),
+        id="tool-call-function-is-text",
     ),
 )
 

@@ -194,7 +194,7 @@ class StreamedCompletion:
                 "the reply to a streaming request carries no server-sent events "
                 f"(Content-Type {content_type or 'none'!r}): not a stream"
             )
-        chunks = f"{self._chunks} chunk{'s' if self._chunks > 1 else ''}"
+        chunks = _counted(self._chunks, "chunk")
         if not self._with_choices:
             return f"the stream's {chunks} carry no choices: not a chat-completion stream"
         return f"the stream ended after {chunks} without a finish_reason: it was cut short"
@@ -269,6 +269,8 @@ def _call_id(value: object, where: str) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # some servers number their calls
+    if value is None or value == "":
+        raise MalformedReply(f"{where} has no id")
     raise MalformedReply(f"{where} has {_shown(value)} for its id, not text")
 
 
@@ -292,8 +294,12 @@ def _shown(value: object) -> str:
         shown = repr(value)
         return f"a number ({shown if len(shown) <= 40 else shown[:37] + '...'})"
     if isinstance(value, str):
-        return f"text of {len(value):,} characters"
+        return f"text of {_counted(len(value), 'character')}"
     if isinstance(value, list):
         items: list[object] = value  # pyright: ignore[reportUnknownVariableType] -- JSON's
-        return f"a list of {len(items):,} items"
+        return f"a list of {_counted(len(items), 'item')}"
     return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _counted(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
