@@ -57,6 +57,7 @@ class Hostile:
     content_type: str = "application/json"
     streamed: bool = False
     """Whether it answers a streaming request."""
+    status: int = 200
 
     def pattern(self, backend: str) -> str:
         return self.litellm_says if backend == "litellm" and self.litellm_says else self.says
@@ -405,14 +406,14 @@ def serving(hostile: Hostile, *, bad_for: str | None = None) -> Iterator[Server]
                 first = len(server.models) == 1
             bad = body["model"] == bad_for if bad_for is not None else first
             if bad:
-                self._send(hostile.body, hostile.content_type)
+                self._send(hostile.body, hostile.content_type, hostile.status)
             elif body.get("stream"):
                 self._send(stream(), SSE)
             else:
                 self._send(completion(), "application/json")
 
-        def _send(self, data: bytes, kind: str) -> None:
-            self.send_response(200)
+        def _send(self, data: bytes, kind: str, status: int = 200) -> None:
+            self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -578,3 +579,22 @@ async def test_an_empty_answer_another_attempt_would_repeat_is_not_retried(
 def test_token_usage_is_never_negative() -> None:
     with pytest.raises(ValueError, match="greater than or equal to 0"):
         TokenUsage(prompt_tokens=-9_940_000)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        pytest.param(Hostile(b"<html>Bad gateway</html>", "", status=502), id="html-502"),
+        pytest.param(Hostile(b"{not json", "", status=503), id="bad-json-503"),
+        pytest.param(Hostile(b"", "", status=500), id="empty-500"),
+    ],
+)
+async def test_an_error_status_whose_body_is_malformed_is_the_status_s_error(
+    hostile: Hostile,
+) -> None:
+    """A body that does not parse under an error status is not a malformed reply."""
+    with serving(hostile) as server:
+        _, errors, _ = await run(Swarm(agent(server, retry=ONE_RETRY)), streamed=False)
+    assert len(errors) == 1
+    assert f"(InternalServerError, status {hostile.status})" in errors[0]
+    assert "malformed" not in errors[0]
