@@ -22,6 +22,11 @@ LiteLLM traps on the pinned release, each handled deliberately:
   which prints "coroutine ... was never awaited" in the user's process. So a
   cancellation waits for the hop to end (it is CPU work, milliseconds) and
   then cancels the call, which closes the coroutine;
+* its stream reader ends every stream with a ``finish_reason`` of its own
+  ("stop"), even one cut short, an HTML page or an empty body, and a body it
+  cannot read surfaces as a 500 or a connection error; so the provider's own
+  finish reason is read from the reader (``_check_finished``), and
+  ``malformed`` finds the decoding error under the 500;
 * its response cache raises on a hit, so it is never enabled;
 * any ``tools=`` call imports ``mcp``, so the dependency is ``litellm[mcp]``;
 * every call queues its success (or failure) log for LiteLLM's background
