@@ -21,10 +21,12 @@ import logging
 import os
 import sqlite3
 import sys
+import threading
 import traceback
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, closing
 from dataclasses import fields
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -783,3 +785,56 @@ async def test_an_mcp_server_quoting_its_environment_is_redacted(
     text = mcp_run["texts"][path]
     assert text.strip(), f"nothing was captured on {path}"
     assert MCP_SECRETS[secret] not in text, f"{secret} leaked on {path}:\n{text}"
+
+
+# --- a server that misbehaves quoting the key: what it did is said redacted, then cut -------
+
+
+class _EchoingHandler(BaseHTTPRequestHandler):
+    """Answers every request with a Content-Encoding it was not asked for, quoting the key."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "x" * 20 + CUT_KEY + " y" * 600)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def echoing_endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_refusal_quoting_the_key_is_redacted_before_it_is_cut(
+    echoing_endpoint: str,
+) -> None:
+    # The native backend says what a misbehaving server sent (here its Content-Encoding).
+    agent = Agent(
+        "writer",
+        "Write.",
+        model="openai/test-model",
+        api_base=echoing_endpoint,
+        api_key=CUT_KEY,
+        retry=RetryPolicy(max_retries=0),
+    )
+    with pytest.raises(SwarmError) as caught:
+        await Swarm(agent).run("Write a haiku.")
+    text = _describe_error(caught.value)
+    assert "Content-Encoding" in text, text
+    assert "xxxxxxxx" in text, text
+    assert "…" in str(caught.value), caught.value  # what the server sent was cut
+    assert _part_of_key(text) is None, f"{_part_of_key(text)!r} of the key is in:\n{text}"

@@ -96,6 +96,10 @@ class OpenAIBackend:
         raise error  # outside the except block: the endpoint's exception is not chained
 
 
+_REFUSAL_CHARS = 1000
+"""The most characters of what a misbehaving server did that an error shows."""
+
+
 def _refused(refused: reading.Refused, call: CallSpec, model: str, attempt: int) -> ModelError:
     """A server that answered but misbehaved (a redirect elsewhere, a bomb, a bad status line).
 
@@ -103,11 +107,12 @@ def _refused(refused: reading.Refused, call: CallSpec, model: str, attempt: int)
     """
     where = f" at {shown_url(refused.url)}" if refused.url else ""
     tries = f"attempt {attempt} of {call.retry.max_retries + 1}"
+    secrets = call_secrets(call, model)
+    # Redacted whole, then cut: what the server sent (a header, aiohttp's words) may quote the key.
+    said = redact(str(refused), *secrets)
+    said = said if len(said) <= _REFUSAL_CHARS else said[: _REFUSAL_CHARS - 1] + "…"
     return ModelError(
-        redact(
-            f"Agent {call.agent_name!r}: {model}{where} {refused} ({tries}).",
-            *call_secrets(call, model),
-        ),
+        redact(f"Agent {call.agent_name!r}: {model}{where} {said} ({tries}).", *secrets),
         agent_name=call.agent_name,
         model=model,
         retryable=refused.retryable,
@@ -205,7 +210,7 @@ def _misbehaved(exc: aiohttp.ClientError) -> str:
     """What a server that was reached did wrong, as aiohttp found it."""
     import aiohttp
 
-    detail = str(getattr(exc, "message", "") or exc or type(exc).__name__)[:200]
+    detail = str(getattr(exc, "message", "") or exc or type(exc).__name__)  # cut in _refused
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "closed the connection before its reply was complete"
     if isinstance(exc, aiohttp.ClientPayloadError):

@@ -216,7 +216,7 @@ def _decoder(encoding: str) -> _Step | None:
     if name == "deflate":
         return _Inflater(zlib.MAX_WBITS, raw_fallback=True)
     raise Refused(
-        f"sent a body in Content-Encoding {encoding.strip()[:40]!r}, which it was not asked "
+        f"sent a body in Content-Encoding {encoding.strip()!r}, which it was not asked "
         f"for (Accept-Encoding: {ACCEPT_ENCODING}); is a proxy rewriting the replies?",
         retryable=False,
     )
