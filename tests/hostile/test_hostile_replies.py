@@ -598,3 +598,22 @@ async def test_an_error_status_whose_body_is_malformed_is_the_status_s_error(
     assert len(errors) == 1
     assert f"(InternalServerError, status {hostile.status})" in errors[0]
     assert "malformed" not in errors[0]
+
+
+async def test_negative_usage_never_hands_a_token_budget_back(each_backend: str) -> None:
+    """An endpoint reporting -9,940,000 tokens cannot let the agents after it run for free."""
+    hostile = Hostile(completion(usage={"prompt_tokens": -9_940_000, "completion_tokens": 5}), "")
+    with serving(hostile, bad_for="other") as server:
+        first = agent(server, retry=NO_RETRY)
+        later = [
+            Agent(name, "Answer.", model="openai/other", api_base=server.url, api_key=KEY, retry=0)
+            for name in ("b", "c")
+        ]
+        swarm = Swarm(first >> later[0] >> later[1], max_tokens=100)
+        with pytest.raises(ModelError, match=r"usage\.prompt_tokens is -9940000") as caught:
+            await swarm.run("go")
+    assert caught.value.agent_name == "b"
+    assert caught.value.partial is not None
+    assert list(caught.value.partial.context) == ["a"]
+    assert caught.value.partial.token_usage.total_tokens == 34
+    assert server.models == ["primary", "other"]  # c never ran
