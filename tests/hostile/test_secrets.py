@@ -622,6 +622,8 @@ PEER_CASES: dict[str, Callable[[], Response]] = {
     ),
     # An HTTP 500 whose body quotes the token across the 300 characters kept of it.
     "http-500-body-at-300": lambda: Response(_across(299), status_code=500),
+    # A page that is no JSON, beginning with the token across the 120 characters shown of it.
+    "not-json-at-120": lambda: Response(_across(120), media_type="text/html"),
     # A JSON-RPC error quoting the token (the SDK's exception says it too).
     "jsonrpc-error-at-500": lambda: JSONResponse(
         {"jsonrpc": "2.0", "id": "1", "error": {"code": -32000, "message": _across(480)}}
@@ -656,6 +658,7 @@ PEER_PATHS = {
     "failed-task-message-at-500": ("error", "logs", "events", "store"),
     "http-500-body-at-300": ("error", "logs", "events", "store"),
     "jsonrpc-error-at-500": ("error", "logs", "events", "store"),
+    "not-json-at-120": ("error", "logs", "events", "store"),
     "malformed-field-in-log-at-200": ("logs",),
 }
 

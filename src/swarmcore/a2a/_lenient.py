@@ -214,7 +214,7 @@ class LenientTransport(httpx.AsyncBaseTransport):
                 body = b"".join([chunk async for chunk in response.stream])
             finally:
                 await response.stream.aclose()
-            _check_json(body, content_type)
+            _check_json(body, content_type, self._secrets)
             fixed = fixed_message(body, repair)
             stream = httpx.ByteStream(fixed)
             headers = httpx.Headers(
@@ -233,7 +233,7 @@ class LenientTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def _check_json(body: bytes, content_type: str) -> None:
+def _check_json(body: bytes, content_type: str, secrets: Sequence[str]) -> None:
     """Raise NotAnAnswer unless ``body`` is JSON: say what it is instead, and how it begins."""
     kind = content_type.split(";")[0].strip() or "no content type"
     if not body.strip():
@@ -242,7 +242,9 @@ def _check_json(body: bytes, content_type: str) -> None:
     try:
         json.loads(body)
     except ValueError:
-        begins = " ".join(body[:120].decode("utf-8", "replace").split())
+        # Redacted, then cut: a credential (ours, echoed) across the cut would keep its start.
+        head = redact(body[:4096].decode("utf-8", "replace"), *secrets)
+        begins = " ".join(head.split())[:120]
         raise NotAnAnswer(
             f"sent a malformed response, not JSON ({kind}, beginning {begins!r}), where an "
             "A2A reply was expected; is the URL the agent's A2A endpoint?",
