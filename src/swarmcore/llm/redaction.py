@@ -68,7 +68,8 @@ _SECRET_NAME = re.compile(
 ``PGPASSWORD``, ``DB_PASS``, ``MYSQL_PWD``, ``GITHUB_PAT``, ``*_PASSPHRASE``,
 ``*_PRIVATE_KEY``, ``SENTRY_DSN``, ``api_key``, ``x-api-key``, ``Authorization``...
 Not ``max_tokens`` (``TOKENS``), ``PATH``, ``PWD``, ``OLDPWD``, ``PASSENGER_*``,
-``COMPASS_*`` or ``TOKENIZERS_PARALLELISM``: the word must stand between separators."""
+``COMPASS_*`` or ``TOKENIZERS_PARALLELISM``: a word stands between separators (only the
+long, unambiguous ones may be glued on at the front)."""
 
 
 def is_secret_name(name: str) -> bool:
