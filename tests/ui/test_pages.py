@@ -239,7 +239,9 @@ def test_actions_need_the_flag_and_the_page_s_csrf_token(
     path = tmp_path / "copy.db"
     shutil.copy(stored_runs.path, path)
     store = SQLiteStore(path)
-    with TestClient(base_url=LOCAL, app=create_app(store, store_path=path, allow_actions=True)) as c:
+    with TestClient(
+        base_url=LOCAL, app=create_app(store, store_path=path, allow_actions=True)
+    ) as c:
         url = f"/runs/{stored_runs.diamond}"
         token = _csrf(c.get(url).text)
         for sent in ({}, {"csrf": ""}, {"csrf": token[:-1] + "x"}):
@@ -267,7 +269,9 @@ def test_the_resume_button_resumes_a_failed_run_to_success(
     healed.touch()
     monkeypatch.setenv(HEALED, str(healed))  # the resumed process inherits it
     store = SQLiteStore(path)
-    with TestClient(base_url=LOCAL, app=create_app(store, store_path=path, allow_actions=True)) as c:
+    with TestClient(
+        base_url=LOCAL, app=create_app(store, store_path=path, allow_actions=True)
+    ) as c:
         html = c.get(f"/runs/{run_id}").text
         assert 'action="/runs/' in html
         response = c.post(
