@@ -187,6 +187,14 @@ def test_every_response_carries_a_policy_that_only_runs_our_own_script(
         assert headers["x-content-type-options"] == "nosniff"
 
 
+def test_a_search_no_store_can_answer_is_a_400_not_a_broken_store(client: TestClient) -> None:
+    response = client.get("/?q=" + "x" * 1001)
+    assert response.status_code == 400
+    assert "This request cannot be answered" in response.text
+    assert "could not be read" not in response.text
+    assert "search text" in response.text
+
+
 def test_an_unknown_run_is_a_404_page(client: TestClient) -> None:
     response = client.get("/runs/no-such-run")
     assert response.status_code == 404

@@ -137,7 +137,7 @@ def create_app(
             Route("/runs/{run_id}/{action:str}", viewer.act, methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("swarmcore.ui", "static")]), name="static"),
         ],
-        exception_handlers={StoreError: viewer.failed, UserError: viewer.failed},
+        exception_handlers={StoreError: viewer.failed, UserError: viewer.refused},
         middleware=[Middleware(HostGuard, hosts=hosts), Middleware(_Guard, token=token)],
     )
 
@@ -180,6 +180,11 @@ class _Viewer:
 
     async def failed(self, request: Request, exc: Exception) -> Response:
         return self.error(500, "The store could not be read", str(exc))
+
+    async def refused(self, request: Request, exc: Exception) -> Response:
+        # The request asked for something no store could answer (an ambiguous id
+        # prefix, an overlong id or search): the reader's fault, not the store's.
+        return self.error(400, "This request cannot be answered", str(exc))
 
     async def runs(self, request: Request) -> Response:
         status = request.query_params.get("status") or None
