@@ -14,7 +14,11 @@ The choice, made per model string and setting (``backends`` acts on it):
 An agent whose settings only LiteLLM understands (its callbacks,
 ``mock_response``, ``custom_llm_provider``...) stays on LiteLLM, and so does
 every call while a LiteLLM callback is registered globally: what LiteLLM
-logged before keeps being logged.
+logged before keeps being logged. The first time a callback moves a model off
+the native backend, a :class:`BackendSwitchWarning` says so, once per process.
+
+Whether LiteLLM is listening (:func:`litellm_listener`) is defined here alone:
+the LiteLLM backend asks it too, to log a call only when something reads the log.
 """
 
 from __future__ import annotations
@@ -22,24 +26,49 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from swarmcore.errors import UserError
 from swarmcore.llm.types import CallSpec
 
-__all__ = ["BackendName", "is_native", "is_openai_model", "model_backend", "set_model_backend"]
+__all__ = [
+    "LITELLM_LISTENERS",
+    "PER_CALL_LISTENERS",
+    "BackendName",
+    "BackendSwitchWarning",
+    "is_native",
+    "is_openai_model",
+    "litellm_listener",
+    "model_backend",
+    "set_model_backend",
+]
 
 BackendName = Literal["auto", "openai", "litellm"]
 """``auto`` picks by model; ``openai`` is the native OpenAI-protocol backend."""
 
 ENV_VAR = "SWARMCORE_MODEL_BACKEND"
 
+# LiteLLM's callback registries on the module (its ``_async_*`` ones are where it
+# moves coroutine callbacks it was given): a callback in any one reads every call's log.
+LITELLM_LISTENERS = (
+    "callbacks",
+    "success_callback",
+    "failure_callback",
+    "input_callback",
+    "service_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+    "_async_input_callback",
+)
+# The ones ``acompletion`` also takes per call (an agent's ``model_settings``).
+PER_CALL_LISTENERS = ("callbacks", "success_callback", "failure_callback")
+
 # Settings only LiteLLM acts on: an agent that sets one keeps LiteLLM's path.
 _LITELLM_ONLY = frozenset(
     {
-        "callbacks",
-        "success_callback",
-        "failure_callback",
+        *PER_CALL_LISTENERS,
         "mock_response",
         "mock_tool_calls",
         "custom_llm_provider",
@@ -52,11 +81,20 @@ _LITELLM_ONLY = frozenset(
         "cache",
     }
 )
-# LiteLLM's registries of callbacks: while one is set, calls go where it listens.
-_LITELLM_LISTENERS = ("callbacks", "success_callback", "failure_callback", "input_callback")
+
+
+class BackendSwitchWarning(UserWarning):
+    """A LiteLLM callback sent an OpenAI model through LiteLLM instead of the native backend.
+
+    Said once per process. Choosing the backend explicitly silences it:
+    ``set_model_backend("litellm")`` (or ``SWARMCORE_MODEL_BACKEND=litellm``) keeps
+    every model on LiteLLM, where the callback hears it; an agent's
+    ``model_settings={"backend": "openai"}`` keeps that agent native.
+    """
 
 
 _default: BackendName | None = None
+_switch_told = False
 
 
 def set_model_backend(name: BackendName | None) -> None:
@@ -96,9 +134,15 @@ def is_native(call: CallSpec, model: str) -> bool:
     if forced is not None:
         return _checked(forced, f"Agent {call.agent_name!r}: model_settings['backend']") == "openai"
     default = model_backend()
-    if default == "litellm" or _litellm_listens() or not _LITELLM_ONLY.isdisjoint(call.settings):
+    if default == "litellm" or not _LITELLM_ONLY.isdisjoint(call.settings):
         return False
-    return default == "openai" or is_openai_model(model)
+    if not (default == "openai" or is_openai_model(model)):
+        return False
+    listener = litellm_listener(sys.modules.get("litellm"))
+    if listener is not None:
+        _tell_switch(model, listener, default)
+        return False
+    return True
 
 
 @functools.cache
@@ -113,7 +157,38 @@ def is_openai_model(model: str) -> bool:
     return price_data.is_openai_model(model)
 
 
-def _litellm_listens() -> bool:
-    """Whether LiteLLM is loaded with a callback registered (it never is unless loaded)."""
-    lit: Any = sys.modules.get("litellm")
-    return lit is not None and any(getattr(lit, n, None) for n in _LITELLM_LISTENERS)
+def litellm_listener(lit: Any, settings: Mapping[str, Any] | None = None) -> str | None:
+    """Where a LiteLLM callback is registered, e.g. ``"litellm.success_callback"``; None if nowhere.
+
+    The one definition of "LiteLLM is listening": a callback in any of
+    LiteLLM's registries on the module, or in a call's own settings.
+
+    Args:
+        lit: The ``litellm`` module, or None when it is not imported (then no
+            callback can be registered on it).
+        settings: A call's ``model_settings``, whose ``callbacks``,
+            ``success_callback`` and ``failure_callback`` LiteLLM also reads.
+    """
+    found = [f"litellm.{n}" for n in LITELLM_LISTENERS if getattr(lit, n, None)]
+    if settings is not None:
+        found += [f"model_settings[{n!r}]" for n in PER_CALL_LISTENERS if settings.get(n)]
+    return found[0] if found else None
+
+
+def _tell_switch(model: str, listener: str, default: BackendName) -> None:
+    """Warn, once per process, that ``listener`` moved ``model`` off the native backend."""
+    global _switch_told
+    if _switch_told:
+        return
+    _switch_told = True
+    chosen = f'set_model_backend("{default}")' if default == "openai" else "the default (auto)"
+    warnings.warn(
+        BackendSwitchWarning(
+            f"A LiteLLM callback is registered ({listener}), so {model!r}, and every model "
+            f"{chosen} gives the native OpenAI backend, goes through LiteLLM instead, where "
+            "the callback hears it. Choose explicitly to silence this: "
+            'set_model_backend("litellm") (or SWARMCORE_MODEL_BACKEND=litellm) keeps LiteLLM; '
+            'model_settings={"backend": "openai"} on an agent keeps that agent native.'
+        ),
+        stacklevel=2,
+    )

@@ -50,6 +50,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from swarmcore import events
+from swarmcore.llm.choice import litellm_listener
 from swarmcore.llm.errors import classify
 from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.pricing import cost
@@ -130,20 +131,6 @@ def _in_executor_hop(call: asyncio.Task[Any]) -> bool:
     )
 
 
-# LiteLLM's callback registries: while all are empty, nothing reads its per-call logs.
-_LISTENERS = (
-    "callbacks",
-    "success_callback",
-    "failure_callback",
-    "input_callback",
-    "service_callback",
-    "_async_success_callback",
-    "_async_failure_callback",
-    "_async_input_callback",
-)
-_PER_CALL_LISTENERS = ("callbacks", "success_callback", "failure_callback")
-
-
 def _unlogged_flag(lit: Any, settings: Mapping[str, Any]) -> ContextVar[bool] | None:
     """LiteLLM's "internal call, do not log" flag, when nothing would read this call's log.
 
@@ -151,9 +138,7 @@ def _unlogged_flag(lit: Any, settings: Mapping[str, Any]) -> ContextVar[bool] | 
     the call's settings, or ``litellm.max_budget`` is set (LiteLLM counts spend
     in its logging), or when this LiteLLM release has no such flag.
     """
-    if getattr(lit, "max_budget", None) or any(getattr(lit, n, None) for n in _LISTENERS):
-        return None
-    if any(settings.get(n) for n in _PER_CALL_LISTENERS):
+    if getattr(lit, "max_budget", None) or litellm_listener(lit, settings) is not None:
         return None
     return _internal_call_flag()
 
