@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from swarmcore.models import AgentResult, LLMCallRecord, TokenUsage, ToolCallRecord
+from swarmcore.results import AgentResult, LLMCallRecord, TokenUsage, ToolCallRecord
 from swarmcore.store import SCHEMA_VERSION, RunStatus, SQLiteStore
 
 BUILD = "1"

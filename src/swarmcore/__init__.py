@@ -73,27 +73,6 @@ if TYPE_CHECKING:
     from swarmcore.llm.limits import (
         set_model_limit as set_model_limit,
     )
-    from swarmcore.models import (
-        AgentFailure as AgentFailure,
-    )
-    from swarmcore.models import (
-        AgentResult as AgentResult,
-    )
-    from swarmcore.models import (
-        Decision as Decision,
-    )
-    from swarmcore.models import (
-        LLMCallRecord as LLMCallRecord,
-    )
-    from swarmcore.models import (
-        SwarmResult as SwarmResult,
-    )
-    from swarmcore.models import (
-        TokenUsage as TokenUsage,
-    )
-    from swarmcore.models import (
-        ToolCallRecord as ToolCallRecord,
-    )
     from swarmcore.policies import (
         BEST_EFFORT as BEST_EFFORT,
     )
@@ -102,6 +81,27 @@ if TYPE_CHECKING:
     )
     from swarmcore.policies import (
         RetryPolicy as RetryPolicy,
+    )
+    from swarmcore.results import (
+        AgentFailure as AgentFailure,
+    )
+    from swarmcore.results import (
+        AgentResult as AgentResult,
+    )
+    from swarmcore.results import (
+        Decision as Decision,
+    )
+    from swarmcore.results import (
+        LLMCallRecord as LLMCallRecord,
+    )
+    from swarmcore.results import (
+        SwarmResult as SwarmResult,
+    )
+    from swarmcore.results import (
+        TokenUsage as TokenUsage,
+    )
+    from swarmcore.results import (
+        ToolCallRecord as ToolCallRecord,
     )
     from swarmcore.swarm import Swarm as Swarm
     from swarmcore.tools import (
@@ -122,16 +122,16 @@ _SOURCES: dict[str, str] = {
     "Agent": "swarmcore.agent",
     "AgentDefaults": "swarmcore.agent",
     "AgentError": "swarmcore.errors",
-    "AgentFailure": "swarmcore.models",
-    "AgentResult": "swarmcore.models",
+    "AgentFailure": "swarmcore.results",
+    "AgentResult": "swarmcore.results",
     "Approval": "swarmcore.tools",
     "ApprovalRequest": "swarmcore.tools",
     "BudgetExceeded": "swarmcore.errors",
-    "Decision": "swarmcore.models",
+    "Decision": "swarmcore.results",
     "DelegationDepthExceeded": "swarmcore.errors",
     "Flow": "swarmcore.flow",
     "GroupError": "swarmcore.errors",
-    "LLMCallRecord": "swarmcore.models",
+    "LLMCallRecord": "swarmcore.results",
     "MapProgress": "swarmcore.batch",
     "MaxTurnsExceeded": "swarmcore.errors",
     "ModelError": "swarmcore.errors",
@@ -143,10 +143,10 @@ _SOURCES: dict[str, str] = {
     "StoreError": "swarmcore.errors",
     "Swarm": "swarmcore.swarm",
     "SwarmError": "swarmcore.errors",
-    "SwarmResult": "swarmcore.models",
-    "TokenUsage": "swarmcore.models",
+    "SwarmResult": "swarmcore.results",
+    "TokenUsage": "swarmcore.results",
     "Tool": "swarmcore.tools",
-    "ToolCallRecord": "swarmcore.models",
+    "ToolCallRecord": "swarmcore.results",
     "UserError": "swarmcore.errors",
     "chain": "swarmcore.flow",
     "clear_model_limits": "swarmcore.llm.limits",

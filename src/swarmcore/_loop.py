@@ -39,7 +39,7 @@ from swarmcore.errors import (
 )
 from swarmcore.llm.redaction import secret_values
 from swarmcore.llm.target import target
-from swarmcore.models import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
+from swarmcore.results import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.settings import AgentDefaults
 from swarmcore.tools import Approver, Decided, Tool, ask, run_tool_call, to_tools
 

@@ -20,9 +20,9 @@ from swarmcore.checks import check_number
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
 from swarmcore.flow import FlowNode
-from swarmcore.models import AgentResult
 from swarmcore.policies import RetryPolicy
 from swarmcore.prompt import SUMMARY_INSTRUCTION, normalize_variables, placeholders
+from swarmcore.results import AgentResult
 from swarmcore.settings import AgentDefaults, check_settings
 from swarmcore.tools import Approver, Tool, Toolset, function_tool, to_tools, validate_name
 

@@ -18,7 +18,7 @@ from swarmcore import events
 from swarmcore._table import text_table
 from swarmcore.agent import Agent
 from swarmcore.flow import Flow, FlowNode
-from swarmcore.models import format_cost, sum_cost
+from swarmcore.results import format_cost, sum_cost
 from swarmcore.tools import Tool
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from swarmcore.models import AgentFailure, SwarmResult
+    from swarmcore.results import AgentFailure, SwarmResult
 
 __all__ = [
     "AgentError",

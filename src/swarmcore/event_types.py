@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from swarmcore.flow import FlowShape
-    from swarmcore.models import AgentResult, SwarmResult, TokenUsage
+    from swarmcore.results import AgentResult, SwarmResult, TokenUsage
 
 __all__ = [
     "AgentFinished",

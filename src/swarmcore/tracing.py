@@ -73,7 +73,7 @@ from swarmcore.events import (
     ToolCallStarted,
 )
 from swarmcore.llm.target import model_target
-from swarmcore.models import SwarmResult, TokenUsage
+from swarmcore.results import SwarmResult, TokenUsage
 from swarmcore.semconv import (
     AGENT_NAME,
     AGENTS,

@@ -41,8 +41,8 @@ from swarmcore.errors import (
     first_error,
 )
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, control_nodes
-from swarmcore.models import AgentFailure, AgentResult, Decision, SwarmResult
 from swarmcore.policies import Quorum
+from swarmcore.results import AgentFailure, AgentResult, Decision, SwarmResult
 
 if TYPE_CHECKING:
     from swarmcore.modes import Mode, Prepared

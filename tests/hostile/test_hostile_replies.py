@@ -28,7 +28,7 @@ import pytest
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelFallback, RetryScheduled, TextDelta
-from swarmcore.models import TokenUsage
+from swarmcore.results import TokenUsage
 from swarmcore.store import open_store
 
 pytestmark = [

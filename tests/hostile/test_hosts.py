@@ -23,7 +23,7 @@ import pytest
 
 from swarmcore import Agent, Swarm
 from swarmcore.errors import StoreError, UserError
-from swarmcore.models import AgentFailure
+from swarmcore.results import AgentFailure
 from swarmcore.store import RunRecord, SQLiteStore
 from swarmcore.testing import FunctionModel, TemporaryPostgres
 from swarmcore.ui.app import create_app

@@ -21,7 +21,7 @@ import pytest
 
 from swarmcore import Flow, StoreError, Swarm, UserError, chain, route
 from swarmcore.cli import main
-from swarmcore.models import AgentFailure, AgentResult, Decision
+from swarmcore.results import AgentFailure, AgentResult, Decision
 from swarmcore.store import RunRecord, RunStatus, SQLiteStore
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
 from tests.helpers import agents

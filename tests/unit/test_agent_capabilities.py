@@ -34,7 +34,7 @@ from swarmcore.events import (
     ToolCallStarted,
 )
 from swarmcore.llm import load_litellm
-from swarmcore.models import sum_usage
+from swarmcore.results import sum_usage
 from swarmcore.testing import (
     Call,
     Fail,

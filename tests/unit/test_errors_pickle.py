@@ -19,7 +19,7 @@ from swarmcore.errors import (
     SwarmError,
     UserError,
 )
-from swarmcore.models import AgentFailure, AgentResult, SwarmResult
+from swarmcore.results import AgentFailure, AgentResult, SwarmResult
 
 FAILURE = AgentFailure(agent_name="b", error_type="ModelError", message="b broke", retryable=True)
 

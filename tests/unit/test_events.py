@@ -26,7 +26,7 @@ from swarmcore.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from swarmcore.models import TokenUsage, sum_usage
+from swarmcore.results import TokenUsage, sum_usage
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from tests.helpers import agents, echo_model
 

@@ -17,7 +17,7 @@ import pytest
 
 from swarmcore import BudgetExceeded
 from swarmcore.llm import budget, is_priced, load_litellm, price_data, pricing, prompt_cost
-from swarmcore.models import TokenUsage
+from swarmcore.results import TokenUsage
 
 
 def _raw_map() -> dict[str, Any]:
@@ -181,7 +181,7 @@ def test_a_fresh_process_prices_without_importing_litellm() -> None:
     code = (
         "import sys\n"
         "from swarmcore.llm import pricing\n"
-        "from swarmcore.models import TokenUsage\n"
+        "from swarmcore.results import TokenUsage\n"
         "assert pricing.is_priced('openai/anthropic/claude-opus-4-6')\n"
         "usd = pricing.usage_cost('anthropic/claude-opus-4-6', TokenUsage(prompt_tokens=1000))\n"
         "assert usd is not None and usd > 0, usd\n"

@@ -16,7 +16,7 @@ import pytest
 
 from swarmcore import Agent, ModelError, Swarm
 from swarmcore.llm.types import LLMReply
-from swarmcore.models import AgentResult, LLMCallRecord, TokenUsage, ToolCallRecord
+from swarmcore.results import AgentResult, LLMCallRecord, TokenUsage, ToolCallRecord
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply
 

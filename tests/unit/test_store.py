@@ -26,7 +26,7 @@ from swarmcore import (
     parallel,
 )
 from swarmcore.flow import shape_of
-from swarmcore.models import AgentResult, TokenUsage, sum_usage
+from swarmcore.results import AgentResult, TokenUsage, sum_usage
 from swarmcore.store import SCHEMA_VERSION, RunRecord, SQLiteStore
 from swarmcore.store.sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, ReplayModel, Reply

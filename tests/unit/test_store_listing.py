@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from swarmcore import UserError
-from swarmcore.models import AgentFailure, AgentResult, LLMCallRecord, TokenUsage
+from swarmcore.results import AgentFailure, AgentResult, LLMCallRecord, TokenUsage
 from swarmcore.store import (
     SCHEMA_VERSION,
     RunListing,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from swarmcore import Agent, ModelError, Swarm
-from swarmcore.models import AgentFailure, AgentResult
+from swarmcore.results import AgentFailure, AgentResult
 from swarmcore.store import SQLiteStore
 from swarmcore.store.base import RunRecord
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply

@@ -20,7 +20,7 @@ from google.protobuf.json_format import MessageToDict
 
 from swarmcore import events
 from swarmcore.llm.redaction import redact
-from swarmcore.models import AgentResult, LLMCallRecord, TokenUsage
+from swarmcore.results import AgentResult, LLMCallRecord, TokenUsage
 
 __all__ = ["Answer", "Refused", "short", "state_name"]
 

@@ -52,8 +52,8 @@ from swarmcore.checks import check_number
 from swarmcore.errors import AgentError, UserError
 from swarmcore.llm import budget
 from swarmcore.llm.redaction import env_secrets, redact, secret_values
-from swarmcore.models import AgentResult
 from swarmcore.policies import RetryPolicy
+from swarmcore.results import AgentResult
 from swarmcore.tools import Tool, function_tool
 from swarmcore.walk import AgentStep
 

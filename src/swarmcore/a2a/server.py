@@ -88,7 +88,7 @@ from swarmcore.tools import Approval, ApprovalRequest
 if TYPE_CHECKING:
     from a2a.server.events import EventQueue
 
-    from swarmcore.models import SwarmResult
+    from swarmcore.results import SwarmResult
     from swarmcore.swarm import Swarm
 
 __all__ = ["KEEP_TASKS", "MAX_REQUEST_BYTES", "SwarmExecutor", "to_a2a"]

@@ -25,7 +25,7 @@ from swarmcore.swarm import ContextMode, Swarm
 from swarmcore.tools import ApprovalRequest, Approver, Tool
 
 if TYPE_CHECKING:
-    from swarmcore.models import SwarmResult
+    from swarmcore.results import SwarmResult
 
 __all__ = [
     "agent_settings",

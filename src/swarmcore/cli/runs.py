@@ -27,7 +27,7 @@ from swarmcore.cli.run import agent_settings, approver, execute, progress_hooks,
 from swarmcore.cli.shape import agent_order
 from swarmcore.cli.targets import as_flow, load_target, model_name, on_model
 from swarmcore.flow import Flow
-from swarmcore.models import Decision, failure_status, format_cost, sum_cost
+from swarmcore.results import Decision, failure_status, format_cost, sum_cost
 from swarmcore.store import (
     EarlierAttempt,
     RunRecord,

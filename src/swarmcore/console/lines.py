@@ -30,7 +30,7 @@ from swarmcore.events import (
 )
 
 if TYPE_CHECKING:  # annotations only: the console never imports pydantic itself
-    from swarmcore.models import SwarmResult
+    from swarmcore.results import SwarmResult
 
 __all__ = [
     "DEBUG",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmcore.errors import UserError
 from swarmcore.flow import Flow, FlowNode, chain
-from swarmcore.models import AgentResult
+from swarmcore.results import AgentResult
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent

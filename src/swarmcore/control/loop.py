@@ -27,7 +27,7 @@ from swarmcore.control.plan import Plan
 from swarmcore.errors import UserError
 from swarmcore.flow import ControlNode, Flow, FlowNode, chain, control_nodes
 from swarmcore.flow.shape import LoopShape
-from swarmcore.models import Decision
+from swarmcore.results import Decision
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent

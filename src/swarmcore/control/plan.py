@@ -22,7 +22,7 @@ from swarmcore.control._common import (
 from swarmcore.errors import UserError
 from swarmcore.flow import ControlNode, Flow, FlowNode, chain
 from swarmcore.flow.shape import PlanShape
-from swarmcore.models import Decision
+from swarmcore.results import Decision
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent

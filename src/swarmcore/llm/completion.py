@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmcore.llm.types import EndpointError, MalformedReply, ToolCall, usage_of
-from swarmcore.models import TokenUsage
+from swarmcore.results import TokenUsage
 
 __all__ = ["Completion", "StreamedCompletion", "completion", "error_parts", "parsed"]
 

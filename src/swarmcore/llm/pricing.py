@@ -30,7 +30,7 @@ from typing import Any, Final
 from swarmcore.llm import price_data
 from swarmcore.llm.choice import is_openai_model
 from swarmcore.llm.loader import load_litellm
-from swarmcore.models import TokenUsage
+from swarmcore.results import TokenUsage
 
 __all__ = [
     "COST_HEADER",

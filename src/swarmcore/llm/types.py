@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Required, TypedDict
 
-from swarmcore.models import TokenUsage
 from swarmcore.policies import RetryPolicy
+from swarmcore.results import TokenUsage
 
 __all__ = [
     "CallSpec",

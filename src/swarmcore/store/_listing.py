@@ -16,7 +16,7 @@ from typing import Any, cast, get_args
 from pydantic import ValidationError
 
 from swarmcore.errors import UserError
-from swarmcore.models import AgentFailure, AgentResult, Decision, sum_cost
+from swarmcore.results import AgentFailure, AgentResult, Decision, sum_cost
 from swarmcore.store.base import (
     EarlierAttempt,
     RunListing,

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swarmcore.models import AgentFailure, AgentResult, Decision
+from swarmcore.results import AgentFailure, AgentResult, Decision
 
 __all__ = [
     "EarlierAttempt",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 from swarmcore import events
 from swarmcore.checks import check_same_run
 from swarmcore.errors import StoreError, UserError
-from swarmcore.models import AgentResult, Decision, SwarmResult
+from swarmcore.results import AgentResult, Decision, SwarmResult
 from swarmcore.store.base import RunRecord, RunStatus, RunStore
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from swarmcore.agent import Agent
 from swarmcore.errors import UserError
 from swarmcore.flow import Flow, shape_of
-from swarmcore.models import AgentResult
+from swarmcore.results import AgentResult
 from swarmcore.walk import FlowSetup, Run, iteration_ranks
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from swarmcore.checks import check_number, check_run_id
 from swarmcore.errors import StoreError, UserError
-from swarmcore.models import AgentFailure, AgentResult, Decision
+from swarmcore.results import AgentFailure, AgentResult, Decision
 from swarmcore.store import _listing
 from swarmcore.store._location import check_location
 from swarmcore.store.base import RunListing, RunMark, RunRecord, RunStatus, RunSummary

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from swarmcore.models import AgentResult
+from swarmcore.results import AgentResult
 from swarmcore.structured import text_tool_marker
 from swarmcore.testing._provider import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step

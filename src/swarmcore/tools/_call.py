@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from swarmcore.errors import SwarmError
 from swarmcore.llm.redaction import env_secrets, redact
-from swarmcore.models import ToolCallRecord
+from swarmcore.results import ToolCallRecord
 from swarmcore.tools._approval import Approver, Decided, ask
 from swarmcore.tools._tool import Tool, ToolArgumentsError, ToolReportedError
 

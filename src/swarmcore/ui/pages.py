@@ -17,7 +17,7 @@ from typing import Any
 
 from swarmcore.cli.format import duration, local_time, run_metadata, run_origin, shorten
 from swarmcore.flow.shape import FlowShape
-from swarmcore.models import AgentFailure, AgentResult, format_cost, sum_cost
+from swarmcore.results import AgentFailure, AgentResult, format_cost, sum_cost
 from swarmcore.store.base import EarlierAttempt, RunRecord, RunSummary
 from swarmcore.ui.graph import flow_svg
 from swarmcore.ui.timeline import timeline_svg

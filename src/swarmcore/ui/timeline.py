@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from swarmcore.models import AgentFailure, AgentResult
+from swarmcore.results import AgentFailure, AgentResult
 from swarmcore.store.base import RunRecord
 from swarmcore.ui.svg import number as _n
 from swarmcore.ui.svg import text as _text
