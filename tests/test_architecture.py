@@ -126,12 +126,3 @@ def test_flow_never_imports_agent() -> None:
     for name, deps in graph.items():
         if name == "swarmcore.flow" or name.startswith("swarmcore.flow."):
             assert "swarmcore.agent" not in deps, name
-
-
-def test_no_module_is_over_about_500_lines() -> None:
-    long = {
-        _module_name(p): n
-        for p in SRC.rglob("*.py")
-        if (n := len(p.read_text().splitlines())) > 550
-    }
-    assert not long, long

@@ -40,9 +40,11 @@ from typing import TYPE_CHECKING, cast
 
 from swarmcore.agent import normalize_variables
 from swarmcore.checks import check_number, check_run_id
+from swarmcore.engines import CanMap
 from swarmcore.errors import SwarmError, UserError, first_error
 
 if TYPE_CHECKING:
+    from swarmcore.engines import Engine
     from swarmcore.models import SwarmResult
     from swarmcore.swarm import Swarm
 
@@ -126,7 +128,7 @@ async def run_batch(
 
 async def map_tasks(
     swarm: Swarm,
-    engine: object,
+    engine: Engine,
     tasks: Iterable[str],
     *,
     concurrency: int,
@@ -136,12 +138,11 @@ async def map_tasks(
     check: Callable[[str, Mapping[str, object] | None], object],
 ) -> list[SwarmResult | BaseException]:
     """``Swarm.map``: a batch in process, or one enqueued run per task on a durable engine."""
-    durable_map = getattr(engine, "map", None)
-    if durable_map is None:
+    if not isinstance(engine, CanMap):
         if key is not None:
             raise UserError(
-                "map(key=...) needs a durable engine: Swarm(flow, engine=DBOSEngine(url)); "
-                "in process every task runs anyway."
+                "map(key=...) needs a durable engine, one that declares swarmcore.engines.CanMap: "
+                "Swarm(flow, engine=DBOSEngine(url)); in process every task runs anyway."
             )
         return await run_batch(
             lambda task, values: swarm.run(task, variables=values),
@@ -153,10 +154,7 @@ async def map_tasks(
         )
     todo, per_task = prepare(tasks, concurrency, variables, progress, check)
     ids = run_ids(todo, key)
-    done: list[SwarmResult | BaseException] = await durable_map(
-        swarm, todo, per_task, ids, Tally(len(todo), progress)
-    )
-    return done
+    return await engine.map(swarm, todo, per_task, ids, Tally(len(todo), progress))
 
 
 def prepare(

@@ -28,7 +28,17 @@ from swarmcore.agent import (
 )
 from swarmcore.checks import check_number, check_run_id, check_task
 from swarmcore.context import SharedContext
-from swarmcore.engines import Budget, Engine, LocalEngine, Subscriber, stream_events
+from swarmcore.engines import (
+    Budget,
+    CanApprove,
+    CanEnqueue,
+    DurableEngine,
+    Engine,
+    LocalEngine,
+    RunHandle,
+    Subscriber,
+    stream_events,
+)
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Hook
 from swarmcore.flow import Flow, FlowNode, chain
@@ -41,12 +51,16 @@ from swarmcore.walk import FlowSetup, Run
 if TYPE_CHECKING:
     from swarmcore.batch import MapProgress
     from swarmcore.dryrun import DryRunReport
-    from swarmcore.engines.dbos import RunHandle
     from swarmcore.events import Event
     from swarmcore.store import RunStore
     from swarmcore.store.recorder import StoreErrors
 
 __all__ = ["ContextMode", "Swarm"]
+
+_NEEDS_DURABLE = (
+    "{}() needs a durable engine, and {} is not one that declares swarmcore.engines.{}: "
+    "Swarm(flow, engine=DBOSEngine(database_url)) (from swarmcore.engines.dbos)."
+)
 
 
 class Swarm:
@@ -83,10 +97,12 @@ class Swarm:
             call to a tool marked ``requires_approval``; returns
             ``Approval.allow()``, ``.deny(reason)``, ``.edit(arguments)``, or a bool.
             Without it, a flow with such a tool fails before any model call.
-        engine: Where runs execute: in this process (default), or a durable
-            engine such as ``swarmcore.engines.dbos.DBOSEngine``, which makes
-            each run a workflow that survives its process and enables
-            :meth:`enqueue`.
+        engine: Where runs execute (a :class:`~swarmcore.engines.Engine`): in
+            this process (default), or a durable engine such as
+            ``swarmcore.engines.dbos.DBOSEngine``, which makes each run a
+            workflow that survives its process; :meth:`enqueue`,
+            :meth:`decide` and ``map(key=...)`` need the capabilities it
+            declares (:mod:`swarmcore.engines`).
 
     Raises:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
@@ -148,9 +164,8 @@ class Swarm:
             from swarmcore.store import open_store  # sqlite3 is loaded only for runs that store
 
             self._store = open_store(store)
-        attach = getattr(self._engine, "attach", None)
-        if attach is not None:  # a durable engine serves (and may recover) this Swarm's runs
-            attach(self)
+        if isinstance(self._engine, DurableEngine):  # it serves (and may recover) these runs
+            self._engine.attach(self)
 
     @property
     def approve(self) -> Approver | None:
@@ -277,20 +292,17 @@ class Swarm:
             UserError: The Swarm has no durable engine, or the input is bad
                 (checked here, before anything is enqueued).
         """
-        enqueue = getattr(self._engine, "enqueue", None)
-        if enqueue is None:
-            raise UserError(
-                "enqueue() needs a durable engine: Swarm(flow, engine=DBOSEngine(database_url))."
-            )
+        engine = self._engine
+        if not isinstance(engine, CanEnqueue):
+            raise UserError(_NEEDS_DURABLE.format("enqueue", type(engine).__name__, "CanEnqueue"))
         run = self._new_run(task, variables, metadata, run_id=run_id)
-        handle: RunHandle = await enqueue(
+        return await engine.enqueue(
             self,
             run.task,
             run_id=run.run_id,
             variables=run.options.variables,
             metadata=run.metadata,
         )
-        return handle
 
     async def pending_approvals(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of a durable run waiting for a decision (see :meth:`decide`).
@@ -301,7 +313,7 @@ class Swarm:
         Raises:
             UserError: The Swarm has no durable engine.
         """
-        return await self._durable("pending_approvals").approvals(run_id)
+        return await self._approving("pending_approvals").approvals(run_id)
 
     async def decide(self, run_id: str, call_id: str, approval: Approval | bool) -> ApprovalRequest:
         """Decide a call waiting for approval in a durable run; the run goes on.
@@ -318,13 +330,12 @@ class Swarm:
         Raises:
             UserError: The Swarm has no durable engine, or no such call waits.
         """
-        return await self._durable("decide").approve(run_id, call_id, approval)
+        return await self._approving("decide").approve(run_id, call_id, approval)
 
-    def _durable(self, method: str) -> Any:
-        if not hasattr(self._engine, "approve"):
-            raise UserError(
-                f"{method}() needs a durable engine: Swarm(flow, engine=DBOSEngine(database_url))."
-            )
+    def _approving(self, method: str) -> CanApprove:
+        if not isinstance(self._engine, CanApprove):
+            name = type(self._engine).__name__
+            raise UserError(_NEEDS_DURABLE.format(method, name, "CanApprove"))
         return self._engine
 
     def run_sync(
@@ -362,9 +373,8 @@ class Swarm:
                 than the stored run's.
             StoreError: The store or the run's record cannot be read.
         """
-        reopen = getattr(self._engine, "reopen", None)
-        if reopen is not None:  # a durable engine keeps its own record of the run
-            was = await reopen(self, run_id)
+        if isinstance(self._engine, DurableEngine):  # it keeps its own record of the run
+            was = await self._engine.reopen(self, run_id)
             run = self._new_run(was.task, was.variables, was.metadata, run_id=run_id)
             return await self._execute(run)
         from swarmcore.store.restore import restore, resumable
@@ -505,7 +515,7 @@ class Swarm:
         if not self._variables_used <= values.keys():
             check_variables(self._agents, values)
         approve = approve or self._approve
-        if approve is None and self._needs_approval and not hasattr(self._engine, "approve"):
+        if approve is None and self._needs_approval and not isinstance(self._engine, CanApprove):
             check_approvals(self._agents)
         options = _loop.RunOptions(defaults=self._setup.defaults, variables=values, approve=approve)
         return Run(

@@ -2,9 +2,38 @@
 
 An engine takes a run set up by the :class:`~swarmcore.Swarm` facade and walks
 its flow, calling each agent through the walk's one seam
-(:data:`~swarmcore.walk.AgentRunner`).
+(:data:`~swarmcore.walk.AgentRunner`). :class:`Engine` is what every engine
+does; a durable engine (``swarmcore.engines.dbos.DBOSEngine``) declares what it
+adds with :class:`DurableEngine`, :class:`CanEnqueue`, :class:`CanApprove` and
+:class:`CanMap`, and the Swarm uses a capability only on an engine that declares it;
+the viewer decides waiting calls only through an :class:`ApprovalInbox`.
 """
 
-from swarmcore.engines.local import Budget, Engine, LocalEngine, Subscriber, stream_events
+from swarmcore.engines._base import (
+    ApprovalInbox,
+    Budget,
+    CanApprove,
+    CanEnqueue,
+    CanMap,
+    DurableEngine,
+    Engine,
+    RunHandle,
+    RunInputs,
+    Subscriber,
+)
+from swarmcore.engines.local import LocalEngine, stream_events
 
-__all__ = ["Budget", "Engine", "LocalEngine", "Subscriber", "stream_events"]
+__all__ = [
+    "ApprovalInbox",
+    "Budget",
+    "CanApprove",
+    "CanEnqueue",
+    "CanMap",
+    "DurableEngine",
+    "Engine",
+    "LocalEngine",
+    "RunHandle",
+    "RunInputs",
+    "Subscriber",
+    "stream_events",
+]

@@ -33,7 +33,15 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
 from swarmcore.agent import Agent
 from swarmcore.checks import check_number, check_run_id
-from swarmcore.engines import dbos_workers
+from swarmcore.engines import (
+    Budget,
+    CanApprove,
+    CanEnqueue,
+    CanMap,
+    DurableEngine,
+    Subscriber,
+    dbos_workers,
+)
 from swarmcore.engines.dbos_agents import AGENT_WORKFLOW as AGENT_WORKFLOW
 from swarmcore.engines.dbos_agents import (
     AgentMisplaced,
@@ -48,7 +56,7 @@ from swarmcore.engines.dbos_limits import DBOSLimits
 from swarmcore.engines.dbos_map import map_runs
 from swarmcore.engines.dbos_results import reparsed_run, storable, storable_error
 from swarmcore.engines.dbos_resume import Reopened, reopen
-from swarmcore.engines.local import Budget, LocalEngine, Subscriber
+from swarmcore.engines.local import LocalEngine
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.tools import Approval, ApprovalRequest
 
@@ -112,8 +120,12 @@ class _Live:
     """What the walk here ended with, ``parsed`` objects intact (DBOS stores them as JSON)."""
 
 
-class DBOSEngine:
+class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
     """Runs flows as DBOS workflows on PostgreSQL, so they survive crashes and deploys.
+
+    A durable engine with every capability :mod:`swarmcore.engines` declares:
+    it resumes runs from its own records, enqueues them for workers, waits for
+    approvals decided from any process, and maps a batch as one run per task.
 
     One engine per process (DBOS itself is one per process). It launches DBOS
     on first use. A process that only enqueues runs never launches it.
@@ -202,12 +214,11 @@ class DBOSEngine:
 
     # --- the Swarm's side --------------------------------------------------------------
 
-    def attach(self, swarm: Swarm) -> str:
-        """Serve runs of ``swarm`` here; returns its flow version (its queue's name)."""
+    def attach(self, swarm: Swarm) -> None:
+        """Serve runs of ``swarm`` here, on the queue of its flow version."""
         version = flow_version(swarm)
         self._swarms[version] = swarm
         self._versions[id(swarm.flow)] = version
-        return version
 
     def queue_name(self, swarm: Swarm) -> str:
         """The DBOS queue runs of ``swarm`` are enqueued on."""

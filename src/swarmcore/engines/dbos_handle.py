@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from dbos import DBOSClient, WorkflowHandleAsync
 
+from swarmcore import engines
 from swarmcore.checks import check_same_run
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ async def same_run(
         )
 
 
-class RunHandle:
+class RunHandle(engines.RunHandle):
     """A run handed to the engine: ask its status, or wait for its result.
 
     Args:

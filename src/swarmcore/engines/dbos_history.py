@@ -21,6 +21,7 @@ from typing import Any, cast
 from dbos import DBOSClient, WorkflowStatus
 
 from swarmcore.checks import check_number, check_run_id
+from swarmcore.engines import ApprovalInbox
 from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos_approvals import send_decision, waiting
 from swarmcore.errors import UserError
@@ -29,6 +30,7 @@ from swarmcore.store.base import (
     EarlierAttempt,
     RunListing,
     RunMark,
+    RunReader,
     RunRecord,
     RunStatus,
     RunSummary,
@@ -57,7 +59,7 @@ _BATCH = 200
 """Runs read at a time while filtering by text."""
 
 
-class DBOSHistory:
+class DBOSHistory(RunReader, ApprovalInbox):
     """The runs of a DBOS engine's database, newest first.
 
     Args:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from swarmcore import events
 from swarmcore.agent import Agent
+from swarmcore.engines._base import Budget, Engine, Subscriber
 from swarmcore.events import EventBus, Hook
 from swarmcore.llm import budget
 from swarmcore.walk import AgentRunner, AgentStep, FlowSetup, Run, Walk, run_in_process
@@ -18,45 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Budget", "Engine", "LocalEngine", "Subscriber", "stream_events"]
 
-Subscriber = tuple[Hook, tuple[type[events.Event], ...]]
-"""An event consumer and the event types it wants (every type when empty)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """What one run may spend, shared by every branch (checked by ``budget.Meter``)."""
-
-    max_cost: float | None = None
-    max_tokens: int | None = None
-    allow_unpriced: bool = False
-
-    def meter(self) -> budget.Meter | None:
-        """A fresh meter for one run, or None when nothing is limited."""
-        if self.max_cost is None and self.max_tokens is None:
-            return None
-        return budget.Meter(
-            max_cost=self.max_cost, max_tokens=self.max_tokens, allow_unpriced=self.allow_unpriced
-        )
-
-
-class Engine(Protocol):
-    """Where a Swarm's runs execute: walks ``run`` and returns its result."""
-
-    async def execute(
-        self,
-        setup: FlowSetup,
-        run: Run,
-        subscribers: Sequence[Subscriber],
-        *,
-        limits: Budget,
-        text_deltas: bool = False,
-        checkpoint: Callable[[], None] | None = None,
-    ) -> SwarmResult:
-        """Walk ``run`` to its end (see :meth:`LocalEngine.execute`)."""
-        ...
-
-
-class LocalEngine:
+class LocalEngine(Engine):
     """Runs flows in this process; each agent through ``runner`` (the walk's seam).
 
     Args:

@@ -48,6 +48,7 @@ from starlette.staticfiles import StaticFiles
 from swarmcore import __version__
 from swarmcore._hosts import HostGuard, Hosts
 from swarmcore.checks import check_number
+from swarmcore.engines import ApprovalInbox
 from swarmcore.errors import StoreError, UserError
 from swarmcore.store.base import RunListing, RunMark, RunMarks, RunReader, RunRecord, RunStatus
 from swarmcore.tools import Approval, ApprovalRequest
@@ -250,7 +251,7 @@ class _Viewer:
         if action == "resume" and self.resume_with and view.resume and record.status != "running":
             _resume(record.run_id, self.resume_with)
             return RedirectResponse(f"/runs/{record.run_id}", status_code=303)
-        if action == "approve" and hasattr(self.reader, "decide"):
+        if action == "approve" and isinstance(self.reader, ApprovalInbox):
             try:
                 await run_in_threadpool(_decide, self.reader, record.run_id, form)
             except UserError as exc:
@@ -355,13 +356,12 @@ async def _get(reader: RunReader, run_id: str) -> RunRecord | None:
 
 def _waiting(reader: RunReader, record: RunRecord) -> list[ApprovalRequest]:
     """The calls of a running run that wait for an approval (the DBOS engine's durable waits)."""
-    waiting = getattr(reader, "waiting", None)
-    if waiting is None or record.status != "running":
+    if not isinstance(reader, ApprovalInbox) or record.status != "running":
         return []
-    return list(waiting(record.run_id))
+    return reader.waiting(record.run_id)
 
 
-def _decide(reader: RunReader, run_id: str, form: Any) -> None:
+def _decide(reader: ApprovalInbox, run_id: str, form: Any) -> None:
     """Send the approve form's decision on one waiting call."""
     call_id, decision = form.get("call_id"), form.get("decision")
     if not isinstance(call_id, str) or decision not in ("allow", "deny"):
@@ -371,7 +371,7 @@ def _decide(reader: RunReader, run_id: str, form: Any) -> None:
         reason.strip() if isinstance(reason, str) and reason.strip() else "denied in the viewer"
     )
     approval = Approval.allow() if decision == "allow" else Approval.deny(reason)
-    reader.decide(run_id, call_id, approval)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    reader.decide(run_id, call_id, approval)
 
 
 def _resume(run_id: str, where: list[str]) -> None:

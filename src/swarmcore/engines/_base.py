@@ -1,0 +1,250 @@
+"""The engine seam: what every engine does, and the capabilities a durable engine adds.
+
+:class:`Engine` is all a Swarm needs to run a flow. A durable engine keeps its
+runs in a database of its own and declares what it adds as protocols:
+:class:`DurableEngine` (it serves a Swarm's runs and resumes them from its own
+records), :class:`CanEnqueue`, :class:`CanApprove` and :class:`CanMap`; a
+reader of its history that can decide waiting calls is an :class:`ApprovalInbox`. The
+Swarm dispatches on these with ``isinstance``; a method an engine lacks is a
+``UserError`` that says which engine to use, never an ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from swarmcore import events
+from swarmcore.events import Hook
+from swarmcore.llm import budget
+
+if TYPE_CHECKING:
+    from swarmcore.batch import Tally
+    from swarmcore.models import SwarmResult
+    from swarmcore.swarm import Swarm
+    from swarmcore.tools import Approval, ApprovalRequest
+    from swarmcore.walk import FlowSetup, Run
+
+__all__ = [
+    "ApprovalInbox",
+    "Budget",
+    "CanApprove",
+    "CanEnqueue",
+    "CanMap",
+    "DurableEngine",
+    "Engine",
+    "RunHandle",
+    "RunInputs",
+    "Subscriber",
+]
+
+Subscriber = tuple[Hook, tuple[type[events.Event], ...]]
+"""An event consumer and the event types it wants (every type when empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What one run may spend, shared by every branch (checked by ``budget.Meter``)."""
+
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    allow_unpriced: bool = False
+
+    def meter(self) -> budget.Meter | None:
+        """A fresh meter for one run, or None when nothing is limited."""
+        if self.max_cost is None and self.max_tokens is None:
+            return None
+        return budget.Meter(
+            max_cost=self.max_cost, max_tokens=self.max_tokens, allow_unpriced=self.allow_unpriced
+        )
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Where a Swarm's runs execute: walks a run and returns its result.
+
+    The one thing every engine does. :class:`~swarmcore.engines.LocalEngine`
+    walks the run in this process, each agent through the walk's one seam
+    (:data:`~swarmcore.walk.AgentRunner`); a durable engine records the walk too.
+    An engine that only implements this runs flows (``run``, ``stream``,
+    ``map`` in process); the durable calls of a Swarm need the protocols below.
+    """
+
+    async def execute(
+        self,
+        setup: FlowSetup,
+        run: Run,
+        subscribers: Sequence[Subscriber],
+        *,
+        limits: Budget,
+        text_deltas: bool = False,
+        checkpoint: Callable[[], None] | None = None,
+    ) -> SwarmResult:
+        """Walk ``run`` to its end.
+
+        Args:
+            setup: What every run of the Swarm shares.
+            run: This run's state.
+            subscribers: Who receives the run's events.
+            limits: What the run may spend.
+            text_deltas: Stream model text as events.
+            checkpoint: Called before each agent starts; what it raises stops
+                the run there (the run store's failed write, say).
+
+        Raises:
+            SwarmError: Whatever stopped the run; ``error.partial`` holds what finished.
+        """
+        ...
+
+
+class RunInputs(Protocol):
+    """What a run was started with, as a durable engine recorded it."""
+
+    @property
+    def task(self) -> str:
+        """The run's task."""
+        ...
+
+    @property
+    def variables(self) -> Mapping[str, object]:
+        """Its prompt variables."""
+        ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """Its JSON-able notes."""
+        ...
+
+
+class RunHandle(Protocol):
+    """A run handed to a durable engine: its status and its result, from any process."""
+
+    run_id: str
+    """The run's id."""
+
+    async def status(self) -> str:
+        """The engine's word for where the run is (for DBOS: ENQUEUED, PENDING, SUCCESS...)."""
+        ...
+
+    async def result(self, *, poll_seconds: float = 0.2) -> SwarmResult:
+        """Wait for the run to end; its SwarmResult, or the error that ended it raised."""
+        ...
+
+
+@runtime_checkable
+class DurableEngine(Engine, Protocol):
+    """An engine whose runs outlive the process: it records them in its own database.
+
+    A Swarm attaches itself to such an engine when it is made (so the engine
+    can serve, and after a crash recover, the Swarm's runs), and
+    ``Swarm.resume`` reads the run from the engine's records, not a run store.
+    """
+
+    def attach(self, swarm: Swarm) -> None:
+        """Serve (and, after a crash, recover) the runs of ``swarm``; called by ``Swarm()``."""
+        ...
+
+    async def reopen(self, swarm: Swarm, run_id: str) -> RunInputs:
+        """Make the failed run ``run_id`` of ``swarm`` ready to run again (``Swarm.resume``).
+
+        The Swarm then runs it under the same id through :meth:`execute`; the
+        engine's records say which agents already finished.
+
+        Raises:
+            UserError: No such run, or it cannot be resumed (still running, or
+                already succeeded, or made by another version of the flow).
+        """
+        ...
+
+
+@runtime_checkable
+class CanEnqueue(Protocol):
+    """A durable engine that takes runs for its workers to serve (``Swarm.enqueue``)."""
+
+    async def enqueue(
+        self,
+        swarm: Swarm,
+        task: str,
+        *,
+        run_id: str,
+        variables: Mapping[str, object],
+        metadata: Mapping[str, Any],
+    ) -> RunHandle:
+        """Enqueue a run of ``swarm`` for a worker; idempotent per ``run_id``."""
+        ...
+
+    async def handle(self, run_id: str) -> RunHandle:
+        """A handle on a run enqueued or started earlier, from any process."""
+        ...
+
+
+@runtime_checkable
+class CanApprove(Protocol):
+    """A durable engine whose runs wait for approval decisions made from any process.
+
+    On such an engine a run with no approval callback waits at each call to a
+    tool marked ``requires_approval`` (``Swarm.pending_approvals``, ``Swarm.decide``).
+    """
+
+    async def approvals(self, run_id: str) -> list[ApprovalRequest]:
+        """The calls of run ``run_id`` waiting for a decision."""
+        ...
+
+    async def approve(
+        self, run_id: str, call_id: str, approval: Approval | bool
+    ) -> ApprovalRequest:
+        """Decide a waiting call of run ``run_id``; returns its request.
+
+        Raises:
+            UserError: No such call waits in that run.
+        """
+        ...
+
+
+@runtime_checkable
+class CanMap(Protocol):
+    """A durable engine that runs ``Swarm.map`` as one recorded run per task."""
+
+    async def map(
+        self,
+        swarm: Swarm,
+        tasks: Sequence[str],
+        per_task: Sequence[Mapping[str, object] | None],
+        run_ids: Sequence[str],
+        tally: Tally,
+    ) -> list[SwarmResult | BaseException]:
+        """Run one task per run id (already checked) and wait for them all.
+
+        Args:
+            swarm: The Swarm whose flow each run walks.
+            tasks: The tasks, one run each.
+            per_task: Each task's prompt variables.
+            run_ids: Each task's run id and idempotency key.
+            tally: Counts each run's end and reports it to ``progress``.
+
+        Returns:
+            One entry per task, in order: its SwarmResult, or its error.
+        """
+        ...
+
+
+@runtime_checkable
+class ApprovalInbox(Protocol):
+    """A reader of a durable engine's runs that lists and decides their waiting calls.
+
+    The viewer (``swarmcore ui --database-url``) shows a running run's waiting calls,
+    and its approve button decides one, only on a reader that declares this.
+    """
+
+    def waiting(self, run_id: str) -> list[ApprovalRequest]:
+        """The calls of run ``run_id`` waiting for an approval decision."""
+        ...
+
+    def decide(self, run_id: str, call_id: str, approval: Approval | bool) -> ApprovalRequest:
+        """Send the decision on a call of run ``run_id`` that waits for one.
+
+        Raises:
+            UserError: No such call waits in that run.
+        """
+        ...
