@@ -24,7 +24,7 @@ Design:
   also logged at DEBUG; nothing is printed.
 * **On a durable engine** (:func:`map_tasks`) the same checks run, then every
   task is enqueued as a run of its own for the workers, under the run id its
-  ``key`` gives (engines/dbos_map.py), and the same :class:`Tally` reports them.
+  ``key`` gives (engines/dbos/_map.py), and the same :class:`Tally` reports them.
 """
 
 from __future__ import annotations

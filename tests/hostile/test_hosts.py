@@ -612,8 +612,7 @@ def test_a_live_page_follows_the_runs_mark_not_the_whole_run(tmp_path: Path) -> 
 
 
 async def test_a_live_page_follows_a_dbos_run_by_its_mark(postgres: TemporaryPostgres) -> None:
-    from swarmcore.engines.dbos import DBOSEngine
-    from swarmcore.engines.dbos_history import DBOSHistory
+    from swarmcore.engines.dbos import DBOSEngine, DBOSHistory
 
     class EngineRunsRefused(DBOSHistory):
         def get_run(self, run_id: str) -> RunRecord | None:

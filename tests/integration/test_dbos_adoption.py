@@ -29,7 +29,7 @@ from dbos import DBOSClient
 
 from swarmcore import Swarm
 from swarmcore.engines.dbos import DBOSEngine
-from swarmcore.engines.dbos_workers import TABLE, claim, create_table
+from swarmcore.engines.dbos._workers import TABLE, claim, create_table
 from swarmcore.errors import BudgetExceeded, UserError
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply, TemporaryPostgres
 from tests.integration._adopt_flow import build

@@ -22,7 +22,7 @@ from dbos import DBOS, DBOSClient
 
 from swarmcore import Agent, Approval, ApprovalRequest, Flow, Swarm, function_tool
 from swarmcore.engines.dbos import DBOSEngine
-from swarmcore.engines.dbos_approvals import waiting
+from swarmcore.engines.dbos._approvals import waiting
 from swarmcore.errors import UserError
 from swarmcore.testing import (
     FunctionModel,

@@ -25,7 +25,7 @@ import pytest
 
 from swarmcore import Agent, Swarm, clear_model_limits, limit_model
 from swarmcore.engines.dbos import RUN_WORKFLOW, DBOSEngine
-from swarmcore.engines.dbos_limits import PERMIT_WORKFLOW, model_queue, queue_rate
+from swarmcore.engines.dbos._limits import PERMIT_WORKFLOW, model_queue, queue_rate
 from swarmcore.llm.limits import ModelLimit
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply, TemporaryPostgres
 from tests.integration._limited_flow import PACED_MODEL, SLOW_MODEL, build

@@ -8,8 +8,7 @@ import psycopg
 import pytest
 
 from swarmcore import Agent, Swarm, SwarmResult
-from swarmcore.engines.dbos import DBOSEngine
-from swarmcore.engines.dbos_history import DBOSHistory
+from swarmcore.engines.dbos import DBOSEngine, DBOSHistory
 from swarmcore.errors import ModelError, UserError
 from swarmcore.store import RunListing, RunReader
 from swarmcore.testing import OfflineModel

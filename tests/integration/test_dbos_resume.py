@@ -84,7 +84,7 @@ async def test_resume_runs_only_the_failed_agent_and_what_follows_under_the_same
     with pytest.raises(UserError, match="already succeeded; nothing to resume"):
         await swarm.resume("trip")
 
-    from swarmcore.engines.dbos_history import DBOSHistory
+    from swarmcore.engines.dbos import DBOSHistory
 
     history = DBOSHistory(engine.database_url)  # what runs show and the viewer read
     try:

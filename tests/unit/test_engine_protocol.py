@@ -171,7 +171,7 @@ def test_the_dbos_engine_declares_every_durable_capability() -> None:
 
 
 def test_only_a_reader_declaring_the_inbox_offers_the_viewer_approvals(tmp_path: Path) -> None:
-    history = pytest.importorskip("swarmcore.engines.dbos_history")
+    history = pytest.importorskip("swarmcore.engines.dbos._history")
     assert issubclass(history.DBOSHistory, ApprovalInbox)
     assert issubclass(history.DBOSHistory, RunReader)
     store = SQLiteStore(tmp_path / "runs.db")

@@ -82,7 +82,7 @@ def command_runs_list(args: argparse.Namespace) -> int:
     limit = _count("--limit", args.limit, 1)
     if args.database_url:
         require_dbos("swarmcore runs list --database-url")
-        from swarmcore.engines.dbos_history import DBOSHistory
+        from swarmcore.engines.dbos import DBOSHistory
 
         history = DBOSHistory(args.database_url)
         try:
@@ -137,7 +137,7 @@ def command_runs_show(args: argparse.Namespace) -> int:
     """``swarmcore runs show``: one run, its agents, its decisions."""
     if args.database_url:
         require_dbos("swarmcore runs show --database-url")
-        from swarmcore.engines.dbos_history import DBOSHistory
+        from swarmcore.engines.dbos import DBOSHistory
 
         history = DBOSHistory(args.database_url)
         try:
@@ -223,7 +223,7 @@ def command_runs_approve(args: argparse.Namespace) -> int:
     require_dbos("swarmcore runs approve")
     from dbos import DBOSClient
 
-    from swarmcore.engines.dbos_approvals import send_decision
+    from swarmcore.engines.dbos._approvals import send_decision
     from swarmcore.tools import Approval
 
     approval = Approval.allow()
@@ -354,7 +354,7 @@ def _requeue(database_url: str, run_id: str) -> int:
 
     from dbos import DBOSClient
 
-    from swarmcore.engines.dbos_resume import requeue
+    from swarmcore.engines.dbos._resume import requeue
 
     async def hand_back() -> int:
         client = await asyncio.to_thread(DBOSClient, system_database_url=database_url)

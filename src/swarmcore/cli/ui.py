@@ -120,7 +120,7 @@ def _reader(args: argparse.Namespace) -> tuple[Any, Any]:
         if args.store:
             raise CLIError("give --store or --database-url, not both")
         require_dbos("swarmcore ui --database-url")
-        from swarmcore.engines.dbos_history import DBOSHistory
+        from swarmcore.engines.dbos import DBOSHistory
 
         return DBOSHistory(args.database_url), None
     from swarmcore.store import SQLiteStore

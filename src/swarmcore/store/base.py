@@ -164,7 +164,7 @@ class RunReader(Protocol):
     """What a viewer of run history needs: pages of runs, counts, one run.
 
     :class:`~swarmcore.store.SQLiteStore` and the DBOS engine's
-    :class:`~swarmcore.engines.dbos_history.DBOSHistory` implement it.
+    :class:`~swarmcore.engines.dbos.DBOSHistory` implement it.
     """
 
     def get_run(self, run_id: str) -> RunRecord | None:

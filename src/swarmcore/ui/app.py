@@ -90,7 +90,7 @@ def create_app(
 
     Args:
         reader: Where runs are read: a :class:`~swarmcore.store.SQLiteStore`,
-            or a DBOS engine's :class:`~swarmcore.engines.dbos_history.DBOSHistory`.
+            or a DBOS engine's :class:`~swarmcore.engines.dbos.DBOSHistory`.
         store_path: The store's file, named in the resume command a failed run's
             page shows; None leaves the default store implied.
         database_url: For a DBOS engine's history: its database, which the

@@ -26,9 +26,9 @@ from typing import Any, TypeVar, cast
 from dbos import DBOS, DBOSClient, SetWorkflowID, WorkflowHandleAsync
 
 from swarmcore import durable
-from swarmcore.engines.dbos_approvals import await_decision
-from swarmcore.engines.dbos_results import plain, reparsed
-from swarmcore.engines.dbos_resume import agent_workflow_id
+from swarmcore.engines.dbos._approvals import await_decision
+from swarmcore.engines.dbos._results import plain, reparsed
+from swarmcore.engines.dbos._resume import agent_workflow_id
 from swarmcore.errors import AgentError, UserError
 from swarmcore.llm import budget
 from swarmcore.models import AgentResult
@@ -37,6 +37,7 @@ from swarmcore.walk import AgentStep, run_in_process
 
 __all__ = [
     "AGENT_WORKFLOW",
+    "RUN_WORKFLOW",
     "AgentMisplaced",
     "AgentWorkflows",
     "generation",
@@ -47,6 +48,8 @@ __all__ = [
 T = TypeVar("T")
 
 AGENT_WORKFLOW = "swarmcore.agent"
+RUN_WORKFLOW = "swarmcore.run"
+"""The run workflow's name (the workflow itself is in the package's ``__init__``)."""
 
 inside: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "swarmcore_dbos_run", default=None
@@ -55,7 +58,7 @@ inside: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 generation: contextvars.ContextVar[int] = contextvars.ContextVar(
     "swarmcore_dbos_generation", default=0
 )
-"""How many times the run being walked was resumed (see engines/dbos_resume.py)."""
+"""How many times the run being walked was resumed (see engines/dbos/_resume.py)."""
 
 _served: AgentWorkflows | None = None
 """This process's agent workflows (one engine per process, so one of these)."""

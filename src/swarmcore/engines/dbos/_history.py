@@ -22,8 +22,8 @@ from dbos import DBOSClient, WorkflowStatus
 
 from swarmcore.checks import check_number, check_run_id
 from swarmcore.engines import ApprovalInbox
-from swarmcore.engines.dbos import AGENT_WORKFLOW, RUN_WORKFLOW
-from swarmcore.engines.dbos_approvals import send_decision, waiting
+from swarmcore.engines.dbos._agents import AGENT_WORKFLOW, RUN_WORKFLOW
+from swarmcore.engines.dbos._approvals import send_decision, waiting
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
 from swarmcore.store.base import (

@@ -20,7 +20,7 @@ from typing import Any
 
 from dbos import DBOSClient, EnqueueOptions
 
-from swarmcore.engines.dbos_workers import LIVE_WITHIN, live_workers
+from swarmcore.engines.dbos._workers import LIVE_WITHIN, live_workers
 from swarmcore.errors import UserError
 
 __all__ = ["Reopened", "agent_workflow_id", "reopen", "requeue"]

@@ -26,7 +26,7 @@ __all__ = ["WAITING", "await_decision", "send_decision", "waiting"]
 WAITING = "swarmcore.approval"
 """The agent workflow's event holding the request it waits on (None once decided)."""
 
-_AGENT_WORKFLOW = "swarmcore.agent"  # engines/dbos.py names its agent workflows so
+_AGENT_WORKFLOW = "swarmcore.agent"  # engines/dbos/__init__.py names its agent workflows so
 _log = logging.getLogger("swarmcore.engines.dbos")
 
 

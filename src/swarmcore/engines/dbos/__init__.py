@@ -8,7 +8,8 @@ workflow is recovered and walks its flow again: an agent that had finished
 returns its recorded result at once, an agent that was running replays its
 recorded calls and makes only the one that was in flight.
 
-Agents as workflows are in :mod:`swarmcore.engines.dbos_agents`.
+Agents as workflows are in ``_agents.py``; the other private modules of this package hold
+its approvals, limits, history, map, resume and workers.
 
 Runs can also be enqueued (:meth:`DBOSEngine.enqueue`, ``swarm.enqueue``) from
 any process and served by workers (``swarmcore worker``), on one queue per
@@ -40,22 +41,24 @@ from swarmcore.engines import (
     CanMap,
     DurableEngine,
     Subscriber,
-    dbos_workers,
 )
-from swarmcore.engines.dbos_agents import AGENT_WORKFLOW as AGENT_WORKFLOW
-from swarmcore.engines.dbos_agents import (
+from swarmcore.engines.dbos import _workers
+from swarmcore.engines.dbos._agents import AGENT_WORKFLOW as AGENT_WORKFLOW
+from swarmcore.engines.dbos._agents import RUN_WORKFLOW as RUN_WORKFLOW
+from swarmcore.engines.dbos._agents import (
     AgentMisplaced,
     AgentWorkflows,
     generation,
     inside,
     outcome,
 )
-from swarmcore.engines.dbos_approvals import send_decision, waiting
-from swarmcore.engines.dbos_handle import RunHandle, same_run
-from swarmcore.engines.dbos_limits import DBOSLimits
-from swarmcore.engines.dbos_map import map_runs
-from swarmcore.engines.dbos_results import reparsed_run, storable, storable_error
-from swarmcore.engines.dbos_resume import Reopened, reopen
+from swarmcore.engines.dbos._approvals import send_decision, waiting
+from swarmcore.engines.dbos._handle import RunHandle, same_run
+from swarmcore.engines.dbos._history import DBOSHistory
+from swarmcore.engines.dbos._limits import DBOSLimits
+from swarmcore.engines.dbos._map import map_runs
+from swarmcore.engines.dbos._results import reparsed_run, storable, storable_error
+from swarmcore.engines.dbos._resume import Reopened, reopen
 from swarmcore.engines.local import LocalEngine
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.tools import Approval, ApprovalRequest
@@ -72,12 +75,11 @@ __all__ = [
     "RUN_WORKFLOW",
     "AgentMisplaced",
     "DBOSEngine",
+    "DBOSHistory",
     "RecordedOutcome",
     "RunHandle",
     "flow_version",
 ]
-
-RUN_WORKFLOW = "swarmcore.run"
 
 _engine: DBOSEngine | None = None
 """The process's engine: DBOS is one instance per process, and so is this."""
@@ -150,7 +152,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         heartbeat: Seconds between a worker's heartbeats in the database.
         adopt_after: Seconds of silence after which one live worker of the
             same flow adopts a worker's runs (None: never); see
-            :mod:`swarmcore.engines.dbos_workers`.
+            :mod:`swarmcore.engines.dbos._workers`.
 
     Raises:
         UserError: A second engine in one process, or a bad setting.
@@ -187,8 +189,8 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         self.queue_poll = queue_poll
         self.log_level = log_level
         self.approval_timeout = approval_timeout
-        self.heartbeat, self.adopt_after = dbos_workers.checked(heartbeat, adopt_after)
-        self._watch: dbos_workers.Watch | None = None
+        self.heartbeat, self.adopt_after = _workers.checked(heartbeat, adopt_after)
+        self._watch: _workers.Watch | None = None
         self._swarms: dict[str, Swarm] = {}
         self._versions: dict[int, str] = {}
         """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
@@ -375,7 +377,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         try:
             DBOS(config=self.config())
             shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
-            own = dbos_workers.own_queues(self, queues)  # where adopted runs come to this worker
+            own = _workers.own_queues(self, queues)  # where adopted runs come to this worker
             DBOS.listen_queues([*queues, *own, *shared.queues()])
             self._shared_limits = shared
             shared.install()
@@ -389,7 +391,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
                 await DBOS.register_queue_async(
                     name, worker_concurrency=concurrency, polling_interval_sec=self.queue_poll
                 )
-            self._watch = await dbos_workers.watch(self, queues)  # a worker's heartbeat
+            self._watch = await _workers.watch(self, queues)  # a worker's heartbeat
         finally:
             self._up.set()
 
@@ -438,7 +440,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         if self._client is not None:
             await asyncio.to_thread(self._client.destroy)
             self._client = None
-        self._watch = await dbos_workers.stop(self._watch)
+        self._watch = await _workers.stop(self._watch)
         if _engine is self:
             _engine = None
         return handed_back
