@@ -50,11 +50,9 @@ from contextvars import ContextVar
 from typing import Any
 
 from swarmcore import events
-from swarmcore.llm import litellm_transport, reading
 from swarmcore.llm.choice import litellm_listener
 from swarmcore.llm.errors import classify
 from swarmcore.llm.loader import load_litellm
-from swarmcore.llm.openai_backend import refusal
 from swarmcore.llm.pricing import cost
 from swarmcore.llm.types import LLMReply, LLMRequest, MalformedReply, ToolCall, usage_of
 
@@ -71,25 +69,18 @@ class LiteLLMBackend:
             ModelError: The provider failed or refused; says whether a retry may help.
         """
         lit = load_litellm()
-        limit = reading.max_reply_bytes(request.call.settings)
-        await litellm_transport.install(lit)
         unlogged = _unlogged_flag(lit, request.call.settings)
         token = unlogged.set(True) if unlogged is not None else None
         start = time.perf_counter()
         try:
-            with litellm_transport.limit(limit):
-                response = await _acompletion(lit, _kwargs(request, model))
-                if request.stream:
-                    response = await _collect_stream(lit, request, response)
+            response = await _acompletion(lit, _kwargs(request, model))
+            if request.stream:
+                response = await _collect_stream(lit, request, response)
             return _to_reply(model, response, time.perf_counter() - start)
         except Exception as exc:
-            refused = _refused_under(exc)
-            if refused is not None:  # LiteLLM calls it a connection error: it is the reply's
-                error = refusal(refused, request.call, model, attempt)
-            else:
-                error = classify(exc, request.call, model, attempt)
-                if error is None:
-                    raise
+            error = classify(exc, request.call, model, attempt)
+            if error is None:
+                raise
         finally:
             if unlogged is not None and token is not None:
                 unlogged.reset(token)
@@ -97,18 +88,6 @@ class LiteLLMBackend:
         # provider's own exception can echo the key. The message keeps its type and
         # (redacted) text.
         raise error
-
-
-def _refused_under(exc: BaseException) -> reading.Refused | None:
-    """The reply's refusal (too large, an encoding not asked for) under LiteLLM's exception."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, reading.Refused):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
 
 
 async def _acompletion(lit: Any, kwargs: dict[str, Any]) -> Any:
@@ -204,7 +183,7 @@ def without_backend(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k not in _OURS}
 
 
-_OURS = frozenset({"backend", reading.SETTING})  # the latter bounds the replies read
+_OURS = frozenset({"backend", "max_reply_bytes"})  # the latter bounds the native backend's reads
 
 
 async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:

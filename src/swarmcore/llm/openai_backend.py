@@ -86,7 +86,7 @@ class OpenAIBackend:
         try:
             reply = await _exchange(request, model)
         except reading.Refused as exc:
-            error = refusal(exc, call, model, attempt)
+            error = _refused(exc, call, model, attempt)
         except Exception as exc:
             error = classify(exc, call, model, attempt)
             if error is None:
@@ -100,7 +100,7 @@ _REFUSAL_CHARS = 1000
 """The most characters of what a misbehaving server did that an error shows."""
 
 
-def refusal(refused: reading.Refused, call: CallSpec, model: str, attempt: int) -> ModelError:
+def _refused(refused: reading.Refused, call: CallSpec, model: str, attempt: int) -> ModelError:
     """A server that answered but misbehaved (a redirect elsewhere, a bomb, a bad status line).
 
     Said as what it did, never as a connection that failed: the server was reached.
@@ -210,7 +210,7 @@ def _misbehaved(exc: aiohttp.ClientError) -> str:
     """What a server that was reached did wrong, as aiohttp found it."""
     import aiohttp
 
-    detail = str(getattr(exc, "message", "") or exc or type(exc).__name__)  # cut in refusal
+    detail = str(getattr(exc, "message", "") or exc or type(exc).__name__)  # cut in _refused
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "closed the connection before its reply was complete"
     if isinstance(exc, aiohttp.ClientPayloadError):

@@ -122,39 +122,12 @@ async def decoded(
     Raises:
         Refused: As :func:`body`.
     """
-    pieces = bounded(
-        response.content.iter_any(),
-        response.content_length,
-        response.headers.get("Content-Encoding", ""),
-        limit,
-        cut=cut,
-    )
-    async with contextlib.aclosing(pieces):
-        async for piece in pieces:
-            yield piece
-
-
-async def bounded(
-    raws: AsyncIterator[bytes],
-    declared: int | None,
-    encoding: str,
-    limit: int,
-    *,
-    cut: bool = False,
-) -> AsyncGenerator[bytes]:
-    """``raws`` (a body as it arrives, in ``encoding``, announced as ``declared`` bytes), decoded.
-
-    What :func:`decoded` yields, for a body from any HTTP client (the LiteLLM
-    backend's httpx, say).
-
-    Raises:
-        Refused: As :func:`body`.
-    """
+    declared = response.content_length
     if declared is not None and declared > limit and not cut:
-        raise too_large(limit, f"announced {declared:,} bytes")
-    decoder = _decoder(encoding)
+        raise Refused(_too_large(limit, f"announced {declared:,} bytes"), retryable=False)
+    decoder = _decoder(response.headers.get("Content-Encoding", ""))
     received = produced = 0
-    async for raw in raws:
+    async for raw in response.content.iter_any():
         received += len(raw)
         if received > limit:
             if cut:
@@ -180,11 +153,6 @@ async def bounded(
             if len(piece) < STEP and not decoder.pending():
                 break
             await asyncio.sleep(0)  # a turn for the loop: siblings run, a deadline lands
-
-
-def too_large(limit: int, what: str) -> Refused:
-    """The refusal of a reply over ``limit`` bytes; ``what`` says how it is (not retried)."""
-    return Refused(_too_large(limit, what), retryable=False)
 
 
 def _too_large(limit: int, what: str) -> str:
