@@ -17,10 +17,9 @@ import os
 import sqlite3
 import subprocess
 import sys
-import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from swarmcore import Agent, RetryPolicy, Swarm, SwarmError
 from swarmcore.cli import main
-from swarmcore.events import Event
 from swarmcore.llm import redact
 from swarmcore.llm.redaction import is_secret_name, secret_values
 from swarmcore.mcp import MCPServer
@@ -44,6 +42,7 @@ from swarmcore.testing import (
     ScriptedModel,
 )
 from swarmcore.tracing import OpenTelemetryTracer
+from tests.hostile.leaks import describe_error, describe_event
 
 # Once per model backend: the native OpenAI one and LiteLLM must behave the same.
 pytestmark = pytest.mark.usefixtures("each_backend")
@@ -151,35 +150,6 @@ PATHS = ("message", "traceback", "partial", "stream-events", "log-lines", "span"
 TABLE = [pytest.param(s, p, id=f"{s}/{p}") for s in SOURCES for p in PATHS]
 
 
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    """The error and every exception it holds as cause or context, printed or not."""
-    seen: list[BaseException] = []
-    todo: list[BaseException] = [error]
-    while todo:
-        exc = todo.pop()
-        if any(exc is s for s in seen):
-            continue
-        seen.append(exc)
-        yield exc
-        todo.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
-
-
-def _describe_error(error: BaseException) -> str:
-    parts = ["".join(traceback.format_exception(error))]
-    for exc in _chain(error):
-        parts += [str(exc), repr(exc), *map(repr, exc.args), repr(vars(exc))]
-    return "\n".join(parts)
-
-
-def _describe_event(event: Event) -> str:
-    parts = [repr(event)]
-    for f in fields(event):
-        value = getattr(event, f.name)
-        if isinstance(value, BaseException):
-            parts.append(_describe_error(value))
-    return "\n".join(parts)
-
-
 def _spans_text(exporter: InMemorySpanExporter) -> str:
     parts: list[str] = []
     for span in exporter.get_finished_spans():
@@ -195,7 +165,7 @@ def _store_text(path: Path) -> str:
 
 async def _stream(swarm: Swarm, into: list[str]) -> None:
     async for event in swarm.stream("Write a haiku."):
-        into.append(_describe_event(event))
+        into.append(describe_event(event))
 
 
 async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
@@ -238,7 +208,7 @@ async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
                 os.environ[name] = value
     error = caught.value
     texts["message"] = f"{error}\n{error!r}"
-    texts["traceback"] = _describe_error(error)
+    texts["traceback"] = describe_error(error)
     assert error.partial is not None
     texts["partial"] = error.partial.model_dump_json()
     texts["stream-events"] = "\n".join(events)

@@ -22,10 +22,8 @@ import os
 import sqlite3
 import sys
 import threading
-import traceback
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, closing
-from dataclasses import fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -56,7 +54,6 @@ from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
 from swarmcore.a2a import RemoteAgent
 from swarmcore.a2a.server import error_message
 from swarmcore.cli import main
-from swarmcore.events import Event
 from swarmcore.llm.errors import classify
 from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
 from swarmcore.llm.types import CallSpec
@@ -64,6 +61,7 @@ from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Call, Fail, FunctionModel, MockOpenAIServer, RecordedRequest, Reply
 from swarmcore.tracing import OpenTelemetryTracer
+from tests.hostile.leaks import describe_error, describe_event
 from tests.serving import bound_socket, serve
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0)
@@ -213,35 +211,6 @@ def test_redact(text: str, secrets: tuple[str, ...], expected: str) -> None:
 # --- a hostile run: what every path let out --------------------------------------------------
 
 
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    """The error and every exception it holds as cause or context."""
-    seen: list[BaseException] = []
-    todo = [error]
-    while todo:
-        exc = todo.pop()
-        if any(exc is s for s in seen):
-            continue
-        seen.append(exc)
-        yield exc
-        todo.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
-
-
-def _describe_error(error: BaseException) -> str:
-    parts = ["".join(traceback.format_exception(error))]
-    for exc in _chain(error):
-        parts += [str(exc), repr(exc), *map(repr, exc.args), repr(vars(exc))]
-    return "\n".join(parts)
-
-
-def _describe_event(event: Event) -> str:
-    parts = [repr(event)]
-    for f in fields(event):
-        value = getattr(event, f.name)
-        if isinstance(value, BaseException):
-            parts.append(_describe_error(value))
-    return "\n".join(parts)
-
-
 def _store_text(path: Path) -> str:
     with closing(sqlite3.connect(path)) as db:
         return "\n".join(db.iterdump())
@@ -282,7 +251,7 @@ async def _failing_run(flow: Flow, server: MockOpenAIServer, tmp: Path) -> dict[
 
     async def stream() -> None:
         async for event in swarm.stream("What is the weather in Lyon?"):
-            seen.append(_describe_event(event))
+            seen.append(describe_event(event))
 
     with _Logs() as logs, pytest.raises(SwarmError) as caught:
         await stream()
@@ -291,7 +260,7 @@ async def _failing_run(flow: Flow, server: MockOpenAIServer, tmp: Path) -> dict[
     with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
         assert main(["runs", "show", "--store", str(db), caught.value.partial.run_id]) == 0
     return {
-        "error": _describe_error(caught.value),
+        "error": describe_error(caught.value),
         "logs": logs.text,
         "events": "\n".join(seen),
         "store": _store_text(db),
@@ -724,12 +693,12 @@ async def test_a_remote_agent_quoting_our_token_leaves_no_part_of_it(
 
         async def stream() -> None:
             async for event in swarm.stream("Summarise the report."):
-                seen.append(_describe_event(event))
+                seen.append(describe_event(event))
 
         with _Logs() as logs, pytest.raises(SwarmError) as caught:
             await stream()
         peer_runs[case] = {
-            "error": _describe_error(caught.value),
+            "error": describe_error(caught.value),
             "logs": logs.text,
             "events": "\n".join(seen),
             "store": _store_text(db),
@@ -775,7 +744,7 @@ async def test_an_mcp_server_quoting_its_environment_is_redacted(
         seen: list[str] = []
         with _Logs() as logs:
             async for event in swarm.stream("Is the database up?"):
-                seen.append(_describe_event(event))
+                seen.append(describe_event(event))
         results = [str(r) for r in model.requests[-1].tool_results]
         assert "could not connect" in str(results), results  # the server did quote them
         assert "was rejected" in str(results), results
@@ -836,7 +805,7 @@ async def test_a_refusal_quoting_the_key_is_redacted_before_it_is_cut(
     )
     with pytest.raises(SwarmError) as caught:
         await Swarm(agent).run("Write a haiku.")
-    text = _describe_error(caught.value)
+    text = describe_error(caught.value)
     assert "Content-Encoding" in text, text
     assert "xxxxxxxx" in text, text
     assert "…" in str(caught.value), caught.value  # what the server sent was cut
