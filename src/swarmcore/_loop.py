@@ -478,6 +478,7 @@ class RunState:
             # Kept as plain dicts: a provider's extra keys must survive the round trip.
             messages=cast("list[dict[str, Any]]", self.messages),
             attempts=1,
+            rejections=self.rejected,
             parsed=answer.parsed,
             delegations=delegations,
         )

@@ -193,6 +193,9 @@ class AgentResult(_Record):
     """The whole conversation in OpenAI message format, final answer included."""
     attempts: int = 1
     """Runs of the agent this result took (more than 1 after step-level retries)."""
+    rejections: int = 0
+    """Answers sent back to the model for another try (its last run): rejected by
+    the ``output_type`` or an output validator, or an unreadable tool-call block."""
     parsed: Any = None
     """For an agent with an ``output_type``: the validated object (``output`` holds it
     as JSON text, which is what later agents read). None otherwise."""

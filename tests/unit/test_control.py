@@ -598,6 +598,20 @@ async def test_an_unknown_agent_in_a_plan_goes_back_to_the_planner() -> None:
     assert team.calls["writer"] == 0
     assert result.decisions[0].value == "researcher >> analyst"
     assert result.decisions[0].attempts == 2
+    assert result["planner"].rejections == 1
+
+
+async def test_a_plan_counts_rejections_not_messages_that_look_like_them() -> None:
+    # The count is the loop's typed record, not a match on the feedback's wording:
+    # a goal that reads like the feedback is not a rejected answer.
+    team = Team()
+    agents = team.agents("a", "b")
+    planner_model = ScriptedModel(['{"flow": "a >> b"}'])
+    planner = Agent("planner", "planner plans.", model=planner_model.model)
+    result = await Swarm(plan(planner, agents)).run("Your answer was late; plan again.")
+    assert result["planner"].messages[1]["content"].startswith("Your answer was")
+    assert result["planner"].rejections == 0
+    assert result.decisions[0].attempts == 1
 
 
 async def test_a_syntax_error_in_a_plan_goes_back_with_its_column() -> None:

@@ -268,6 +268,7 @@ async def test_text_protocol_puts_the_schema_in_the_prompt_and_parses_the_answer
     assert "response_format" not in request.params
     assert request.tools == []
     assert isinstance(result.parsed, City)
+    assert result.rejections == 0
     assert result.parsed == OSLO
     assert result.output == OSLO_DUMP
     assert json.loads(result.output) == {"name": "Oslo", "population": 709000}
@@ -367,6 +368,7 @@ async def test_an_invalid_answer_goes_back_with_the_error(
     assert [m["role"] for m in retry.messages] == ["system", "user", "assistant", "user"]
     assert retry.messages[1]["content"] == "Largest city in Norway?"
     assert len(result.llm_calls) == 2
+    assert result.rejections == 1
     assert [m["role"] for m in result.messages] == [
         "system",
         "user",

@@ -168,11 +168,7 @@ async def run_plan(step: Plan, walk: Walk, at: Position) -> Position:
     await walk.agent(planner, at)
     answer = run.results[planner.name]
     planned = Flow.parse(str(field_of(answer, "flow")), step.agents)  # its validator accepted it
-    attempts = 1 + sum(
-        1
-        for m in answer.messages
-        if m.get("role") == "user" and str(m.get("content", "")).startswith("Your answer was")
-    )
+    attempts = 1 + answer.rejections
     start = walk.setup.positions[planner.name]
     run.context.place({n: (start, i + 1) for i, n in enumerate(planned.names)})
     reason = str(field_of(answer, "reason") or "")
