@@ -67,7 +67,8 @@ class Agent(FlowNode):
     """
 
     name: str
-    """Unique within a flow; keys the shared context and must be a valid tool name."""
+    """Unique within a flow; keys the shared context and must be a valid tool name (so
+    it holds no ``#``, which marks a loop's runs: ``writer#2``)."""
     instructions: str
     """The system prompt."""
     model: str = DEFAULT_MODEL

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from swarmcore.errors import UserError
+from swarmcore.results import AgentKey
 
 __all__ = [
     "ContextEntry",
@@ -289,9 +290,9 @@ class SharedContext:
         """The newest output of ``name``: of its last loop iteration (``name#k``), or its own."""
         newest: tuple[int, str] | None = None
         for key, entry in self._ordered().items():
-            base, _, k = key.partition("#")
-            if base == name and (k.isdigit() or not k):
-                rank = int(k) if k else 0
+            found = AgentKey.parse(key)
+            if found.base == name:
+                rank = found.iteration or 0
                 if newest is None or rank >= newest[0]:
                     newest = (rank, entry.output)
         return newest[1] if newest else None

@@ -18,7 +18,7 @@ from swarmcore import events
 from swarmcore._table import text_table
 from swarmcore.agent import Agent
 from swarmcore.flow import Flow, FlowNode
-from swarmcore.results import format_cost, sum_cost
+from swarmcore.results import AgentKey, format_cost, sum_cost
 from swarmcore.tools import Tool
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class PromptCounter:
         """Count a finished model call; a loop's iterations (w#1, w#2) count to their agent."""
         if isinstance(event, events.ModelCallFinished):
             tokens = event.usage.prompt_tokens if event.usage else 0
-            self._sent.setdefault(event.agent_name.partition("#")[0], []).append(tokens)
+            self._sent.setdefault(AgentKey.parse(event.agent_name).base, []).append(tokens)
 
     def report(self, flow: Flow) -> DryRunReport:
         """Per agent of ``flow`` (on its real model), in flow order: calls, tokens and cost."""

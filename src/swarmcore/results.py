@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import pydantic_core
@@ -372,7 +374,7 @@ class SwarmResult(BaseModel):
         for r in self.history:
             if r.agent_name == agent_name:
                 return r
-        iterations = [r for r in self.history if r.agent_name.partition("#")[0] == agent_name]
+        iterations = [r for r in self.history if AgentKey.parse(r.agent_name).base == agent_name]
         if iterations:
             return iterations[-1]
         names = ", ".join(r.agent_name for r in self.history) or "none"
@@ -407,3 +409,40 @@ def format_cost(cost: float | None) -> str:
     if cost is None:
         return "unpriced"
     return f"${cost:.4f}" if cost >= 0.01 or cost == 0 else f"${cost:.6f}"
+
+
+_ITERATION = re.compile(r"(.+)#([1-9][0-9]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentKey:
+    """The key an agent's work is kept under: its name, or ``name#k`` for a loop's k-th run.
+
+    Results, failures, the shared context, events and stored runs all carry the
+    key as text; this is the one place that writes and reads that text, and
+    ``str(AgentKey.parse(text)) == text`` for every string, so records written
+    before read the same. Agent names cannot contain ``#`` (they are
+    identifiers: ``Agent`` refuses any other name), so the form is unambiguous.
+    """
+
+    base: str
+    """The agent's name in the flow (``writer`` for ``writer#2``)."""
+    iteration: int | None = None
+    """Which run of a loop's body this is, from 1; None outside a loop."""
+
+    def __post_init__(self) -> None:
+        if self.iteration is not None and self.iteration < 1:
+            raise ValueError(f"A loop iteration counts from 1, got {self.iteration}.")
+        if self.iteration is None and _ITERATION.fullmatch(self.base):
+            # It would read back as an iteration: str() then parse() would not round-trip.
+            raise ValueError(f"{self.base!r} is an iteration key; use AgentKey.parse.")
+
+    @classmethod
+    def parse(cls, key: str) -> AgentKey:
+        """Read ``key``: ``writer#2`` is iteration 2 of ``writer``; any other text is a name."""
+        found = _ITERATION.fullmatch(key)
+        return cls(found[1], int(found[2])) if found else cls(key)
+
+    def __str__(self) -> str:
+        """The stored form: ``writer``, or ``writer#2`` for an iteration."""
+        return self.base if self.iteration is None else f"{self.base}#{self.iteration}"

@@ -42,7 +42,7 @@ from swarmcore.errors import (
 )
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, control_nodes
 from swarmcore.policies import Quorum
-from swarmcore.results import AgentFailure, AgentResult, Decision, SwarmResult
+from swarmcore.results import AgentFailure, AgentKey, AgentResult, Decision, SwarmResult
 
 if TYPE_CHECKING:
     from swarmcore.modes import Mode, Prepared
@@ -251,7 +251,7 @@ class Walk:
             try:
                 return await self._dispatch(step, at)
             finally:
-                failed = tuple(n for n in self.run.failures if n.partition("#")[0] in names)
+                failed = tuple(n for n in self.run.failures if AgentKey.parse(n).base in names)
                 span.set(failed=failed)
 
     async def _dispatch(self, step: Step | Flow, at: Position) -> Position:
@@ -461,9 +461,9 @@ def iteration_ranks(
             starts.update(dict.fromkeys((*node.body.names, *judge), start))
     ranks: dict[str, tuple[int, ...]] = {}
     for name in names:
-        base, _, k = name.partition("#")
-        if base in starts and k.isdigit():
-            ranks[name] = (starts[base], int(k), positions[base])
+        key = AgentKey.parse(name)
+        if key.base in starts and key.iteration is not None:
+            ranks[name] = (starts[key.base], key.iteration, positions[key.base])
     return ranks
 
 

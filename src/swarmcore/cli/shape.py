@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from swarmcore.flow.shape import AgentShape, FlowShape, GroupShape, StepShape
+from swarmcore.results import AgentKey
 from swarmcore.store import RunRecord
 
 __all__ = ["agent_order"]
@@ -26,9 +27,10 @@ def agent_order(record: RunRecord) -> tuple[list[str], bool]:
         expected = list(_expected(FlowShape.from_json(record.shape).steps))
     except ValueError:  # an unreadable shape: list the agents as they ran
         expected = []
+    keys = {n: AgentKey.parse(n) for n in ran}
     names: list[str] = []
     for name, maybe in expected:
-        runs = [n for n in ran if n.partition("#")[0] == name and "#" in n]
+        runs = [n for n, key in keys.items() if key.base == name and key.iteration is not None]
         for n in runs or ([name] if not maybe or name in ran else []):
             if n not in names:
                 names.append(n)
@@ -52,6 +54,10 @@ def _expected(steps: tuple[StepShape, ...]) -> Iterator[tuple[str, bool]]:
 
 def _with_runs(names: list[str], ran: list[str]) -> list[str]:
     """``names``, a loop's iterations in the order they ran (w#1, c#1, w#2...), then the rest."""
-    iterations = iter(sorted((n for n in names if "#" in n), key=ran.index))
-    ordered = [next(iterations) if "#" in n else n for n in names]
+    iterations = iter(sorted(filter(_looped, names), key=ran.index))
+    ordered = [next(iterations) if _looped(n) else n for n in names]
     return ordered + [n for n in ran if n not in ordered]
+
+
+def _looped(name: str) -> bool:
+    return AgentKey.parse(name).iteration is not None

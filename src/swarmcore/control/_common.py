@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmcore.errors import UserError
 from swarmcore.flow import Flow, FlowNode, chain
-from swarmcore.results import AgentResult
+from swarmcore.results import AgentKey, AgentResult
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
@@ -53,10 +53,10 @@ def once(variants: dict[str, Any], role: str, build: Callable[[], Agent]) -> Age
 
 def variant(agent: Agent, **changes: Any) -> Agent:
     """``agent.clone(**changes)``, for agents renamed for a loop iteration (``triage#2``) too."""
-    name = agent.name
-    if "#" not in name:
+    key = AgentKey.parse(agent.name)
+    if key.iteration is None:
         return agent.clone(**changes)
-    return agent.renamed(name.partition("#")[0]).clone(**changes).renamed(name)
+    return agent.renamed(key.base).clone(**changes).renamed(agent.name)
 
 
 def describe_agent(agent: Any) -> str:

@@ -27,7 +27,7 @@ from swarmcore.control.plan import Plan
 from swarmcore.errors import UserError
 from swarmcore.flow import ControlNode, Flow, FlowNode, chain, control_nodes
 from swarmcore.flow.shape import LoopShape
-from swarmcore.results import Decision
+from swarmcore.results import AgentKey, Decision
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
@@ -162,7 +162,7 @@ async def run_loop(step: Loop, walk: Walk, at: Position) -> Position:
     reason, feedback, done = "max_iterations", "", 0
     for k in range(1, step.max_iterations + 1):
         # Iteration k of `writer` is `writer#k`, placed after iteration k - 1.
-        run.context.place(walk.iteration_ranks(f"{n}#{k}" for n in names))
+        run.context.place(walk.iteration_ranks(str(AgentKey(n, k)) for n in names))
         body = step.body.map_agents(functools.partial(_iteration, k=k))
         events.emit(
             events.LoopIteration,
@@ -174,7 +174,7 @@ async def run_loop(step: Loop, walk: Walk, at: Position) -> Position:
         at = await walk.steps(body.step_tuple, at)
         done = k
         if step.judge is not None:
-            judge = judge_of(step).renamed(f"{step.judge.name}#{k}")
+            judge = judge_of(step).renamed(str(AgentKey(step.judge.name, k)))
             await walk.agent(judge, at)
             at = at.seeing(judge.name)
             verdict = run.results[judge.name]
@@ -202,4 +202,4 @@ async def run_loop(step: Loop, walk: Walk, at: Position) -> Position:
 
 def _iteration(node: FlowNode, k: int) -> FlowNode:
     assert is_agent(node)  # loop bodies hold agents and routes (checked by loop())
-    return typing.cast("Agent", node).renamed(f"{node.name}#{k}")
+    return typing.cast("Agent", node).renamed(str(AgentKey(node.name, k)))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from swarmcore.agent import Agent
 from swarmcore.errors import UserError
 from swarmcore.flow import Flow, shape_of
-from swarmcore.results import AgentResult
+from swarmcore.results import AgentKey, AgentResult
 from swarmcore.walk import FlowSetup, Run, iteration_ranks
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def restore(run: Run, record: RunRecord, setup: FlowSetup, agents: Sequence[Agen
     run.context.place(iteration_ranks(setup.flow, setup.positions, names))
     specs = {a.name: a.output_spec for a in agents}
     for result in record.results:
-        if result.agent_name.partition("#")[0] in setup.positions:
+        if AgentKey.parse(result.agent_name).base in setup.positions:
             run.finish(reparsed(result, specs.get(result.agent_name)))
 
 

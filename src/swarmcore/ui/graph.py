@@ -15,7 +15,6 @@ the number of characters.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -29,6 +28,7 @@ from swarmcore.flow.shape import (
     RouteShape,
     StepShape,
 )
+from swarmcore.results import AgentKey
 from swarmcore.ui.svg import number as _n
 from swarmcore.ui.svg import text as _text
 
@@ -50,8 +50,6 @@ MARGIN = 8.0
 
 _Point: TypeAlias = tuple[float, float]
 _Port: TypeAlias = tuple[_Point, "str | None"]  # an entry point, and the label of edges into it
-
-_ITERATION = re.compile(r"(.+)#(\d+)")
 
 _STYLE = (
     "<style>.swarmcore-flow{font:12px system-ui,-apple-system,'Segoe UI',sans-serif}"
@@ -253,10 +251,10 @@ class _Canvas:
         self.nodes: list[str] = []
         # A loop records iteration k of `name` as `name#k`: the newest stands for the agent.
         self.newest: dict[str, tuple[int, str]] = {}
-        for key, status in statuses.items():
-            found = _ITERATION.fullmatch(key)
-            if found and int(found[2]) >= self.newest.get(found[1], (-1, ""))[0]:
-                self.newest[found[1]] = (int(found[2]), status)
+        for name, status in statuses.items():
+            key = AgentKey.parse(name)
+            if key.iteration and key.iteration >= self.newest.get(key.base, (-1, ""))[0]:
+                self.newest[key.base] = (key.iteration, status)
 
     def draw(self, item: _Item, x: float, y: float) -> tuple[list[_Port], list[_Point]]:
         """Draw ``item`` with its top-left at ``(x, y)``; its entry and exit points."""

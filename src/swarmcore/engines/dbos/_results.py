@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from swarmcore.agent import Agent
 from swarmcore.errors import SwarmError
+from swarmcore.results import AgentKey
 from swarmcore.store.restore import reparsed as stored_reparsed
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def reparsed_run(result: SwarmResult, flow: Flow) -> SwarmResult:
     """A recorded run's result with each flow agent's ``parsed`` of its output_type again."""
     agents = {a.name: a for a in flow.agents if isinstance(a, Agent)}
     history = [
-        reparsed(r, agents[base]) if (base := r.agent_name.partition("#")[0]) in agents else r
+        reparsed(r, agents[base]) if (base := AgentKey.parse(r.agent_name).base) in agents else r
         for r in result.history
     ]
     return result.model_copy(update={"history": history})
