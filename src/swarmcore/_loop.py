@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from swarmcore import durable, events, llm, prompt, structured
+from swarmcore import _text_tools, durable, events, llm, prompt, structured
 from swarmcore.context import parse_summary
 from swarmcore.errors import (
     AgentError,
@@ -204,8 +204,8 @@ class RunState:
         # Redacted from tool errors, as from the model's (with the environment's).
         self.secrets = secret_values(api_key=agent.api_key, settings=agent.model_settings)
         text_tools = bool(tools) and not self.native_tools
-        # Per run, so no text the run reads can carry it (see structured.new_marker).
-        self.marker = structured.new_marker() if text_tools else None
+        # Per run, so no text the run reads can carry it (see _text_tools.new_marker).
+        self.marker = _text_tools.new_marker() if text_tools else None
         self.tail = prompt.answer_format(list(tools.values()), self.marker, output, native_output)
         self.messages = messages
         self.chain = options.chain or (agent.name,)
@@ -310,7 +310,7 @@ class RunState:
         """
         if self.marker is None:  # native tools, or none offered: a call to one is unknown
             return reply.tool_calls, None
-        found, feedback = structured.parse_text_tool_calls(reply.text or "", self.marker)
+        found, feedback = _text_tools.parse_text_tool_calls(reply.text or "", self.marker)
         first = len(self.tool_records) + 1  # per run, so a replayed run sends the same ids
         calls = [
             llm.ToolCall(id=f"call_{first + i}", name=c.name, arguments=c.arguments)

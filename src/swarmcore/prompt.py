@@ -130,7 +130,7 @@ def answer_format(
     """
     tail: list[str] = []
     if tools and marker is not None:
-        from swarmcore.structured import text_tool_instructions
+        from swarmcore._text_tools import text_tool_instructions
 
         tail.append(text_tool_instructions([t.spec for t in tools], marker))
     if output is None:

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from swarmcore import Agent
-from swarmcore.structured import text_tool_marker
+from swarmcore._text_tools import text_tool_marker
 from swarmcore.testing import Call, MockOpenAIServer, Reply
 
 # Once per model backend: the native OpenAI one and LiteLLM must behave the same.

@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from swarmcore._text_tools import text_tool_marker
 from swarmcore.results import AgentResult
-from swarmcore.structured import text_tool_marker
 from swarmcore.testing._provider import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from swarmcore.structured import text_tool_marker
+from swarmcore._text_tools import text_tool_marker
 
 __all__ = ["Call", "Fail", "RecordedRequest", "Reply", "Step"]
 
