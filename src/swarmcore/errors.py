@@ -53,8 +53,8 @@ class SwarmError(Exception):
         self.partial = None
 
     def __reduce__(self) -> tuple[object, ...]:
-        # Keyword-only constructors defeat pickle's default (cls(*args)); a durable
-        # engine stores errors, so rebuild from the message and the attributes.
+        # Keyword-only constructors defeat the default (cls(*args)) that copy.copy and
+        # pickle (multiprocessing, a process pool) use: rebuild from message and attributes.
         return (_rebuild, (type(self), self.args, self.__dict__))
 
 

@@ -1,8 +1,6 @@
 """The result records' former home: they live in :mod:`swarmcore.results`.
 
-Kept so that ``from swarmcore.models import AgentResult`` still works, and so
-that a pickle naming ``swarmcore.models.AgentResult`` (a DBOS run recorded by an
-older release) still finds its class: pickle looks a class up by module and name.
+Kept so that ``from swarmcore.models import AgentResult`` still works.
 """
 
 from swarmcore.results import (

@@ -85,9 +85,6 @@ class MissingVariables(UserError):
         super().__init__(message)
         self.used_by = {name: list(agents) for name, agents in used_by.items()}
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (str(self), self.used_by))
-
 
 class _UsesVariables(Protocol):
     @property

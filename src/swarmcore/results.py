@@ -25,20 +25,7 @@ __all__ = [
 _FROZEN = ConfigDict(frozen=True, defer_build=True)
 
 
-class _Record(BaseModel):
-    """A result model whose old pickles (a DBOS workflow's recorded steps) still load."""
-
-    def __setstate__(self, state: dict[Any, Any]) -> None:
-        # A pickle made before a field existed lacks it; unpickling skips validation,
-        # so each missing field's default is filled in here.
-        values: dict[str, Any] = state["__dict__"]
-        for name, info in type(self).model_fields.items():
-            if name not in values and not info.is_required():
-                values[name] = info.get_default(call_default_factory=True)
-        super().__setstate__(state)
-
-
-class TokenUsage(_Record):
+class TokenUsage(BaseModel):
     """Tokens spent, as the provider reported them."""
 
     model_config = _FROZEN
@@ -89,7 +76,7 @@ def sum_cost(costs: list[float | None]) -> float | None:
     return sum(c for c in costs if c is not None)
 
 
-class ToolCallRecord(_Record):
+class ToolCallRecord(BaseModel):
     """One tool call the model asked for, and what came back."""
 
     model_config = _FROZEN
@@ -146,7 +133,7 @@ class ToolCallRecord(_Record):
         return cast("dict[str, Any]", value)
 
 
-class LLMCallRecord(_Record):
+class LLMCallRecord(BaseModel):
     """One model call made by an agent."""
 
     model_config = _FROZEN
@@ -170,7 +157,7 @@ class LLMCallRecord(_Record):
     records made before swarmcore kept start times."""
 
 
-class AgentResult(_Record):
+class AgentResult(BaseModel):
     """What one agent produced in one run."""
 
     model_config = _FROZEN
@@ -216,7 +203,7 @@ class AgentResult(_Record):
         return sum_cost([c.cost for c in self.llm_calls] + [d.cost for d in self.delegations])
 
 
-class AgentFailure(_Record):
+class AgentFailure(BaseModel):
     """An agent that did not finish: it failed, was cancelled, or was never run."""
 
     model_config = _FROZEN

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import pickle
-
 import swarmcore
 import swarmcore.models
 import swarmcore.results
@@ -17,31 +14,7 @@ from swarmcore.results import (
     TokenUsage,
     ToolCallRecord,
 )
-
-# A SwarmResult holding one of every record, pickled by a release whose records lived in
-# swarmcore.models: how a DBOS run recorded then names them.
-OLD_MODULE_PICKLE = (
-    "gASV6AQAAAAAAACMEHN3YXJtY29yZS5tb2RlbHOUjAtTd2FybVJlc3VsdJSTlCmBlH2UKIwIX19kaWN0X1+UfZQo"
-    "jAZvdXRwdXSUjAFvlIwHY29udGV4dJR9lIwBYZRoCHOMB2hpc3RvcnmUXZRoAIwLQWdlbnRSZXN1bHSUk5QpgZR9"
-    "lChoBX2UKIwKYWdlbnRfbmFtZZRoC2gHaAiMB3N1bW1hcnmUjAFzlIwFbW9kZWyUjAFtlIwQZHVyYXRpb25fc2Vj"
-    "b25kc5RHQAAAAAAAAACMC3Rva2VuX3VzYWdllGgAjApUb2tlblVzYWdllJOUKYGUfZQoaAV9lCiMDXByb21wdF90"
-    "b2tlbnOUSwOMEWNvbXBsZXRpb25fdG9rZW5zlEsCjA1jYWNoZWRfdG9rZW5zlEsAjBByZWFzb25pbmdfdG9rZW5z"
-    "lEsAdYwSX19weWRhbnRpY19leHRyYV9flE6MF19fcHlkYW50aWNfZmllbGRzX3NldF9flI+UKGgfaCCQjBRfX3B5"
-    "ZGFudGljX3ByaXZhdGVfX5ROdWKMCnRvb2xfY2FsbHOUXZRoAIwOVG9vbENhbGxSZWNvcmSUk5QpgZR9lChoBX2U"
-    "KIwHY2FsbF9pZJSMATGUjAl0b29sX25hbWWUjAF0lIwJYXJndW1lbnRzlIwCe32UjAZyZXN1bHSUjAFylIwFZXJy"
-    "b3KUTowOdHJ1bmNhdGVkX2Zyb22UTowGc2VydmVylE6MCGFwcHJvdmFslE5oGEcAAAAAAAAAAIwKc3RhcnRlZF9h"
-    "dJRHQBQAAAAAAAB1aCNOaCSPlChoMmguaDRoOmgwkGgmTnViYYwJbGxtX2NhbGxzlF2UaACMDUxMTUNhbGxSZWNv"
-    "cmSUk5QpgZR9lChoBX2UKGgWaBdoGEc/8AAAAAAAAGgZaBspgZR9lChoBX2UKGgfSwNoIEsCaCFLAGgiSwB1aCNO"
-    "aCSPlChoH2ggkGgmTnVijARjb3N0lEc/0AAAAAAAAIwNZmluaXNoX3JlYXNvbpSMBHN0b3CUaCdLAIwIYXR0ZW1w"
-    "dHOUSwFoOkdAEAAAAAAAAHVoI05oJI+UKGgYaBloSGg6aBZoR5BoJk51YmGMCG1lc3NhZ2VzlF2UaEpLAYwGcGFy"
-    "c2VklE6MC2RlbGVnYXRpb25zlF2UaDpHQAgAAAAAAAB1aCNOaCSPlChoGGgZaCdoB2gTaBRoOmg8aBaQaCZOdWJh"
-    "aBhHQAQAAAAAAACMCGZhaWx1cmVzlF2UaACMDEFnZW50RmFpbHVyZZSTlCmBlH2UKGgFfZQoaBOMAWKUjAplcnJv"
-    "cl90eXBllIwKTW9kZWxFcnJvcpSMB21lc3NhZ2WUjARkb3dulIwJcmV0cnlhYmxllIiMCWNhbmNlbGxlZJSJaEpL"
-    "AWgWjACUaBhOaDpOdWgjTmgkj5QoaFxoWmgTaF6QaCZOdWJhjAZydW5faWSUjANvbGSUjAlkZWNpc2lvbnOUXZRo"
-    "AIwIRGVjaXNpb26Uk5QpgZR9lChoBX2UKIwEa2luZJSMBXJvdXRllIwEc3RlcJRoNYwFdmFsdWWUaAuMAmJ5lIwJ"
-    "cHJlZGljYXRllIwGZGV0YWlslGhgaEpLAXVoI05oJI+UKGhraG9obmhtkGgmTnViYXVoI05oJI+UKGgYaAdoZGgJ"
-    "aAxoYmhSkGgmTnViLg=="
-)
+from swarmcore.store import records
 
 
 def _the_same_result() -> SwarmResult:
@@ -86,12 +59,14 @@ def test_the_old_module_names_the_same_classes_and_helpers() -> None:
     assert AgentResult.__module__ == "swarmcore.results"
 
 
-def test_a_result_pickled_under_the_old_module_path_loads_as_the_new_classes() -> None:
-    raw = base64.b64decode(OLD_MODULE_PICKLE)
-    assert b"swarmcore.models" in raw
-    old = pickle.loads(raw)
-    assert type(old) is SwarmResult
-    assert type(old.history[0].llm_calls[0]) is LLMCallRecord
-    assert old == _the_same_result()
-    assert old.cost == 0.25
-    assert b"swarmcore.results" in pickle.dumps(old)  # written under the new path from now on
+def test_a_recorded_result_loads_as_the_classes_of_swarmcore_results() -> None:
+    # Durable records name record types, not modules: the committed JSON fixture
+    # (tests/fixtures/records, read by test_records.py) loads whatever module holds them.
+    document = records.dumps(_the_same_result())
+    assert "swarmcore.models" not in document
+    assert "swarmcore.results" not in document
+    loaded = records.loads(document)
+    assert type(loaded) is SwarmResult
+    assert type(loaded.history[0].llm_calls[0]) is LLMCallRecord
+    assert loaded == _the_same_result()
+    assert loaded.cost == 0.25

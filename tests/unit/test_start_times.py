@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import copyreg
-import io
 import json
-import pickle
 import sqlite3
 import time
 from contextlib import closing
@@ -17,7 +14,7 @@ import pytest
 from swarmcore import Agent, ModelError, Swarm
 from swarmcore.llm.types import LLMReply
 from swarmcore.results import AgentResult, LLMCallRecord, TokenUsage, ToolCallRecord
-from swarmcore.store import SQLiteStore
+from swarmcore.store import SQLiteStore, records
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply
 
 # Ends are start (time.time) plus a duration (perf_counter): two clocks, so orderings
@@ -144,28 +141,8 @@ async def test_a_record_stored_before_start_times_existed_loads_with_none(tmp_pa
     assert loaded.output == "b output"
 
 
-class _OldPickler(pickle.Pickler):
-    """Pickles as a swarmcore without start times did: the same state, lacking ``started_at``."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, ToolCallRecord | LLMCallRecord | AgentResult):
-            state = obj.__getstate__()
-            fields = {k: v for k, v in state["__dict__"].items() if k != "started_at"}
-            return copyreg.__newobj__, (type(obj),), {**state, "__dict__": fields}
-        if isinstance(obj, LLMReply):
-            # started_at and response_model (newer still) are the last two
-            return copyreg.__newobj__, (LLMReply,), obj.__getstate__()[:-2]
-        return NotImplemented
-
-
-def old_pickle(obj: object) -> bytes:
-    buffer = io.BytesIO()
-    _OldPickler(buffer).dump(obj)
-    return buffer.getvalue()
-
-
-def test_start_times_survive_pickles_and_old_pickles_load_with_none() -> None:
-    """The DBOS engine records model replies, tool records and agent results as pickles."""
+def test_start_times_survive_the_record_encoding() -> None:
+    """A durable engine records model replies, tool records and agent results as JSON."""
     tool = ToolCallRecord(call_id="1", tool_name="t", arguments="{}", result="r", started_at=5.0)
     call = LLMCallRecord(
         model="m",
@@ -187,25 +164,12 @@ def test_start_times_survive_pickles_and_old_pickles_load_with_none() -> None:
     )
     reply = LLMReply("hi", (), TokenUsage(), None, "stop", 0.5, "m", 2).timed(1.5, 3, 6.0)
     assert reply.started_at == 6.0
-    assert pickle.loads(pickle.dumps(result)) == result
-    assert pickle.loads(pickle.dumps(reply)) == reply
-
-    old = pickle.loads(old_pickle(result))
-    assert isinstance(old, AgentResult)
-    assert old.started_at is None
-    assert old.llm_calls[0].started_at is None
-    assert old.tool_calls[0].started_at is None
-    assert old.llm_calls[0].token_usage.prompt_tokens == 3
-    unstamped = {"started_at": None}
-    assert old == result.model_copy(
-        update={
-            **unstamped,
-            "tool_calls": [tool.model_copy(update=unstamped)],
-            "llm_calls": [call.model_copy(update=unstamped)],
-        }
-    )
-    old_reply = pickle.loads(old_pickle(reply))
+    assert records.loads(records.dumps(result)) == result
+    assert records.loads(records.dumps(reply)) == reply
+    # A reply recorded before started_at and response_model existed: they are None.
+    old = json.loads(records.dumps(reply))
+    del old["value"]["data"]["started_at"], old["value"]["data"]["response_model"]
+    old_reply = records.loads(json.dumps(old))
     assert isinstance(old_reply, LLMReply)
-    assert old_reply.started_at is None
-    assert old_reply.response_model is None
+    assert (old_reply.started_at, old_reply.response_model) == (None, None)
     assert (old_reply.text, old_reply.duration_seconds, old_reply.attempts) == ("hi", 1.5, 3)

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-import pickle
 import sqlite3
 import time
 from collections import Counter
@@ -26,7 +24,7 @@ from swarmcore import (
     parallel,
 )
 from swarmcore.flow import shape_of
-from swarmcore.results import AgentResult, TokenUsage, sum_usage
+from swarmcore.results import AgentResult, sum_usage
 from swarmcore.store import SCHEMA_VERSION, RunRecord, SQLiteStore
 from swarmcore.store.sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, ReplayModel, Reply
@@ -514,32 +512,6 @@ async def test_a_result_stored_before_cached_and_reasoning_tokens_loads_and_repl
     replayed = await Swarm(replay.flow(chain(a))).run("go")
     assert replayed.output == first.output
     assert replayed.token_usage == usage
-
-
-# The same result as the DBOS engine's records hold it (pickled), made by that older release.
-OLD_PICKLE = (
-    "gASVEAIAAAAAAACMEHN3YXJtY29yZS5tb2RlbHOUjAtBZ2VudFJlc3VsdJSTlCmBlH2UKIwIX19kaWN0X1+UfZQo"
-    "jAphZ2VudF9uYW1llIwBYZSMBm91dHB1dJSMAW+UjAdzdW1tYXJ5lGgKjAVtb2RlbJSMAW2UjBBkdXJhdGlvbl9z"
-    "ZWNvbmRzlEc/4AAAAAAAAIwLdG9rZW5fdXNhZ2WUaACMClRva2VuVXNhZ2WUk5QpgZR9lChoBX2UKIwNcHJvbXB0"
-    "X3Rva2Vuc5RLCowRY29tcGxldGlvbl90b2tlbnOUSwV1jBJfX3B5ZGFudGljX2V4dHJhX1+UTowXX19weWRhbnRp"
-    "Y19maWVsZHNfc2V0X1+Uj5QoaBVoFpCMFF9fcHlkYW50aWNfcHJpdmF0ZV9flE51YowKdG9vbF9jYWxsc5RdlIwJ"
-    "bGxtX2NhbGxzlF2UaACMDUxMTUNhbGxSZWNvcmSUk5QpgZR9lChoBX2UKGgMaA1oDkc/4AAAAAAAAGgPaBKMBGNv"
-    "c3SUTowNZmluaXNoX3JlYXNvbpSMBHN0b3CUaBtLAIwIYXR0ZW1wdHOUSwF1aBdOaBiPlChoJWgMaCRoDmgPkGga"
-    "TnViYYwIbWVzc2FnZXOUXZRoJ0sBjAZwYXJzZWSUTowLZGVsZWdhdGlvbnOUXZR1aBdOaBiPlChoDGgLaAloDmgP"
-    "aB1oB5BoGk51Yi4="
-)
-
-
-def test_a_result_pickled_before_cached_and_reasoning_tokens_loads() -> None:
-    old = pickle.loads(base64.b64decode(OLD_PICKLE))
-    assert isinstance(old, AgentResult)
-    usage = TokenUsage(prompt_tokens=10, completion_tokens=5)
-    assert old.token_usage == old.llm_calls[0].token_usage == usage
-    assert (old.token_usage.cached_tokens, old.token_usage.reasoning_tokens) == (0, 0)
-    assert old.token_usage + TokenUsage(cached_tokens=3) == usage.model_copy(
-        update={"cached_tokens": 3}
-    )
-    assert old.model_dump()["token_usage"]["reasoning_tokens"] == 0
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

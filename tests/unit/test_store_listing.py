@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import pickle
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -18,7 +16,6 @@ from swarmcore.store import (
     RunReader,
     RunRecord,
     RunStatus,
-    RunSummary,
     SQLiteStore,
 )
 from swarmcore.store.sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
@@ -236,20 +233,3 @@ def test_a_version_3_file_migrates_and_lists(tmp_path: Path) -> None:
     assert ids(store.read_runs(limit=2, before=first.next)) == ["old-0"]
     assert store.count_runs(status="failed") == 3
     store.close()
-
-
-# RunSummary(run_id="old", ..., agents_done=2, agents_total=2) pickled before tokens and cost
-OLD_SUMMARY = (
-    "gASVLQEAAAAAAACMFHN3YXJtY29yZS5zdG9yZS5iYXNllIwKUnVuU3VtbWFyeZSTlCmBlH2UKIwIX19kaWN0X1+U"
-    "fZQojAZydW5faWSUjANvbGSUjARmbG93lIwGYSA+PiBilIwEdGFza5SMAXSUjAZzdGF0dXOUjAlzdWNjZWVkZWSU"
-    "jApzdGFydGVkX2F0lEc/8AAAAAAAAIwIZW5kZWRfYXSUR0AAAAAAAAAAjAVlcnJvcpROjAthZ2VudHNfZG9uZZRL"
-    "AowMYWdlbnRzX3RvdGFslEsCdYwSX19weWRhbnRpY19leHRyYV9flE6MF19fcHlkYW50aWNfZmllbGRzX3NldF9f"
-    "lI+UKGgNaBNoC2gPaAdoCWgSaBCQjBRfX3B5ZGFudGljX3ByaXZhdGVfX5ROdWIu"
-)
-
-
-def test_a_summary_pickled_before_tokens_and_cost_loads() -> None:
-    old = pickle.loads(base64.b64decode(OLD_SUMMARY))
-    assert isinstance(old, RunSummary)
-    assert (old.run_id, old.agents_done, old.tokens, old.cost) == ("old", 2, 0, 0.0)
-    assert old.model_dump()["tokens"] == 0

@@ -7,7 +7,7 @@ learns which backend served it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypedDict
 
 from swarmcore.policies import RetryPolicy
@@ -127,22 +127,12 @@ class LLMReply:
             self.response_model,
         )
 
-    def __setstate__(self, state: Sequence[Any]) -> None:
-        # A pickle made before started_at or response_model existed (a DBOS workflow's
-        # recorded model step) has fewer values: the missing ones are None.
-        missing = (None,) * (len(_REPLY_FIELDS) - len(state))
-        for name, value in zip(_REPLY_FIELDS, (*state, *missing), strict=False):
-            object.__setattr__(self, name, value)
-
     def as_message(self) -> Message:
         """The reply as an assistant message to append to the conversation."""
         message: Message = {"role": "assistant", "content": self.text}
         if self.tool_calls:
             message["tool_calls"] = [c.as_message_part() for c in self.tool_calls]
         return message
-
-
-_REPLY_FIELDS = tuple(f.name for f in fields(LLMReply))
 
 
 class EndpointError(Exception):

@@ -52,15 +52,6 @@ class RunSummary(BaseModel):
     """USD summed over the finished agents; None when any of them is unpriced
     (0.0 while none has finished)."""
 
-    def __setstate__(self, state: dict[Any, Any]) -> None:
-        # A pickle made before a field existed lacks it; unpickling skips validation,
-        # so each missing field's default is filled in here.
-        values: dict[str, Any] = state["__dict__"]
-        for name, info in type(self).model_fields.items():
-            if name not in values and not info.is_required():
-                values[name] = info.get_default(call_default_factory=True)
-        super().__setstate__(state)
-
 
 class EarlierAttempt(BaseModel):
     """How a resumed run's attempt before a resume ended: its status, error and failed agents."""

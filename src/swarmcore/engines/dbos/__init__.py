@@ -57,6 +57,7 @@ from swarmcore.engines.dbos._handle import RunHandle, same_run
 from swarmcore.engines.dbos._history import DBOSHistory
 from swarmcore.engines.dbos._limits import DBOSLimits
 from swarmcore.engines.dbos._map import map_runs
+from swarmcore.engines.dbos._records import RecordSerializer
 from swarmcore.engines.dbos._results import reparsed_run, storable, storable_error
 from swarmcore.engines.dbos._resume import Reopened, reopen
 from swarmcore.engines.local import LocalEngine
@@ -76,6 +77,7 @@ __all__ = [
     "AgentMisplaced",
     "DBOSEngine",
     "DBOSHistory",
+    "RecordSerializer",
     "RecordedOutcome",
     "RunHandle",
     "flow_version",
@@ -349,6 +351,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
             "system_database_url": self.database_url,
             "executor_id": self.worker_id,
             "log_level": self.log_level,
+            "serializer": RecordSerializer(),  # versioned JSON records, never pickles
         }
         # DBOS hands a dead process's workflows to any live process of the same
         # application version: with the flow's version as the application's, a
@@ -451,7 +454,9 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
             def connect() -> DBOSClient:
                 DBOS.migrate(self.database_url)  # enqueueing before any worker started works
                 return DBOSClient(
-                    system_database_url=self.database_url, application_name=self.app_name
+                    system_database_url=self.database_url,
+                    application_name=self.app_name,
+                    serializer=RecordSerializer(),
                 )
 
             self._client = await asyncio.to_thread(connect)

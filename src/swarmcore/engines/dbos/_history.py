@@ -24,6 +24,7 @@ from swarmcore.checks import check_number, check_run_id
 from swarmcore.engines import ApprovalInbox
 from swarmcore.engines.dbos._agents import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos._approvals import send_decision, waiting
+from swarmcore.engines.dbos._records import RecordSerializer
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
 from swarmcore.store.base import (
@@ -68,7 +69,7 @@ class DBOSHistory(RunReader, ApprovalInbox):
 
     def __init__(self, database_url: str) -> None:
         self.database_url = database_url
-        self._client = DBOSClient(system_database_url=database_url)
+        self._client = DBOSClient(system_database_url=database_url, serializer=RecordSerializer())
 
     def close(self) -> None:
         """Release the database connections."""
