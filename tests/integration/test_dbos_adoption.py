@@ -28,7 +28,7 @@ import pytest
 from dbos import DBOSClient
 
 from swarmcore import Swarm
-from swarmcore.engines.dbos import DBOSEngine
+from swarmcore.engines.dbos import DBOSEngine, RecordSerializer
 from swarmcore.engines.dbos._workers import TABLE, claim, create_table
 from swarmcore.errors import BudgetExceeded, UserError
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply, TemporaryPostgres
@@ -131,7 +131,9 @@ async def test_a_killed_workers_run_is_adopted_by_exactly_one_live_worker_and_fi
             assert table == {"A": adopter, "B": None, "C": None}  # the live ones kept theirs
             status = await (await client.handle("job")).status()
             assert status == "SUCCESS"
-            dbos = await asyncio.to_thread(lambda: DBOSClient(system_database_url=url))
+            dbos = await asyncio.to_thread(
+                lambda: DBOSClient(system_database_url=url, serializer=RecordSerializer())
+            )
             try:
                 ran = await dbos.list_workflows_async(workflow_id_prefix="job")
                 assert {w.workflow_id: w.executor_id for w in ran} == {

@@ -21,7 +21,7 @@ import pytest
 from dbos import DBOS, DBOSClient
 
 from swarmcore import Agent, Approval, ApprovalRequest, Flow, Swarm, function_tool
-from swarmcore.engines.dbos import DBOSEngine
+from swarmcore.engines.dbos import DBOSEngine, RecordSerializer
 from swarmcore.engines.dbos._approvals import waiting
 from swarmcore.errors import UserError
 from swarmcore.testing import (
@@ -147,7 +147,9 @@ async def test_a_callback_on_the_engine_is_asked_once_and_its_answer_recorded(
     assert paid == [120]
     assert len(asked) == 1
     assert result["a"].tool_calls[0].approval == "allowed"
-    client = await asyncio.to_thread(lambda: DBOSClient(system_database_url=engine.database_url))
+    client = await asyncio.to_thread(
+        lambda: DBOSClient(system_database_url=engine.database_url, serializer=RecordSerializer())
+    )
     try:
         steps = await client.list_workflow_steps_async("callback/a/1")
     finally:
@@ -185,7 +187,9 @@ async def test_an_approval_wait_survives_kill_9_and_is_decided_from_the_cli(
             "SWARMCORE_TEST_APPROVAL": "1",
         }
         await asyncio.to_thread(DBOS.migrate, url)  # a client needs DBOS's tables
-        client = await asyncio.to_thread(lambda: DBOSClient(system_database_url=url))
+        client = await asyncio.to_thread(
+            lambda: DBOSClient(system_database_url=url, serializer=RecordSerializer())
+        )
         first = spawn(processes, script("run", url), env, stderr=subprocess.DEVNULL)
         try:
 

@@ -6,7 +6,7 @@ import pytest
 from dbos import DBOSClient
 
 from swarmcore import Agent, Flow, Swarm
-from swarmcore.engines.dbos import DBOSEngine
+from swarmcore.engines.dbos import DBOSEngine, RecordSerializer
 from swarmcore.errors import BudgetExceeded
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
 
@@ -42,7 +42,7 @@ async def test_delegation_and_variables_give_what_they_give_in_process(engine: D
     assert "about tea" in result["lead"].delegations[0].output
     assert result.token_usage == expected.token_usage
     assert len(there.requests) == len(here.requests) == 4  # lead twice, expert, editor
-    client = DBOSClient(system_database_url=engine.database_url)
+    client = DBOSClient(system_database_url=engine.database_url, serializer=RecordSerializer())
     try:
         steps = await client.list_workflow_steps_async("delegated/lead/1")
     finally:

@@ -33,6 +33,7 @@ from swarmcore.engines.dbos import (
     AgentMisplaced,
     DBOSEngine,
     RecordedOutcome,
+    RecordSerializer,
     flow_version,
 )
 from swarmcore.errors import ModelError
@@ -80,7 +81,9 @@ def outline(result: SwarmResult) -> dict[str, Any]:
 
 
 async def client_for(url: str) -> DBOSClient:
-    return await asyncio.to_thread(lambda: DBOSClient(system_database_url=url))
+    return await asyncio.to_thread(
+        lambda: DBOSClient(system_database_url=url, serializer=RecordSerializer())
+    )
 
 
 # --- in process: the engine gives what the in-process engine gives -----------------------
@@ -324,7 +327,7 @@ async def test_a_failing_agent_fails_the_run_as_in_process(engine: DBOSEngine) -
     assert [f.agent_name for f in error.partial.failures] == ["b"]
     assert [r.system.split()[0] for r in model.requests] == ["a", "b"]  # c never ran
 
-    # Again under the same id: the error DBOS recorded (pickled), with no model call.
+    # Again under the same id: the error DBOS recorded (as JSON), with no model call.
     with (
         pytest.raises(ModelError) as recorded,
         pytest.warns(RecordedOutcome, match=r"recorded for it \(failed\)"),

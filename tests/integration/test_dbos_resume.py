@@ -12,7 +12,7 @@ import pytest
 from dbos import DBOSClient
 
 from swarmcore import Agent, Flow, Swarm
-from swarmcore.engines.dbos import DBOSEngine, RecordedOutcome
+from swarmcore.engines.dbos import DBOSEngine, RecordedOutcome, RecordSerializer
 from swarmcore.errors import ModelError, UserError
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
 
@@ -48,7 +48,9 @@ class Flaky:
 
 
 async def statuses(url: str, run_id: str) -> dict[str, str]:
-    client = await asyncio.to_thread(lambda: DBOSClient(system_database_url=url))
+    client = await asyncio.to_thread(
+        lambda: DBOSClient(system_database_url=url, serializer=RecordSerializer())
+    )
     try:
         found = await client.list_workflows_async(workflow_id_prefix=run_id, load_input=False)
     finally:

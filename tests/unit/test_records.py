@@ -245,3 +245,54 @@ def test_records_made_before_a_field_existed_load_with_its_default() -> None:
         {"run_id": "old", "flow": "a", "task": "t", "status": "succeeded", "started_at": 1.0}
     )
     assert (summary.tokens, summary.cost) == (0, 0.0)
+
+
+DBOS_FIXTURE = FIXTURE.parent / "dbos-run-v1.json"
+"""The raw rows a DBOS engine wrote for two runs (tests/integration/test_dbos_records.py)."""
+
+
+def test_the_committed_dbos_rows_load_through_the_engines_serializer() -> None:
+    from swarmcore.engines.dbos import RecordSerializer
+
+    serializer = RecordSerializer()
+    rows: dict[str, list[dict[str, Any]]] = json.loads(DBOS_FIXTURE.read_text())
+
+    def value(row: dict[str, Any], column: str) -> Any:
+        assert row["serialization"] == serializer.name()
+        return serializer.deserialize(row[column])
+
+    runs = {r["workflow_uuid"]: r for r in rows["workflow_status"]}
+    about, run_id, task, variables, metadata = value(runs["records-run"], "inputs")["args"]
+    assert (about["flow"], about["agents"], run_id, task) == (
+        "payer >> grader",
+        2,
+        "records-run",
+        "pay the invoice",
+    )
+    assert (variables, metadata) == ({}, {"who": "test"})
+    result = value(runs["records-run"], "output")
+    assert isinstance(result, SwarmResult)
+    assert [r.agent_name for r in result.history] == ["payer", "grader"]
+    assert result["grader"].parsed == {"title": "paid", "score": 7}  # the engine re-types it
+    assert result["payer"].tool_calls[0].approval == "edited"
+    assert isinstance(value(runs["records-run/payer/1"], "output"), AgentResult)
+    failed = value(runs["records-failed"], "error")
+    assert isinstance(failed, ModelError)
+    assert (failed.agent_name, failed.status_code) == ("breaker", 400)
+    assert isinstance(failed.partial, SwarmResult)
+    assert [f.agent_name for f in failed.partial.failures] == ["breaker"]
+
+    steps: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows["operation_outputs"]:  # the first of each: payer's first model call
+        steps.setdefault((row["workflow_uuid"], row["function_name"]), row)
+    reply = value(steps["records-run/payer/1", "model"], "output")
+    assert isinstance(reply, LLMReply)
+    assert reply.tool_calls[0].name == "pay"
+    tool = value(steps["records-run/payer/1", "tool:pay"], "output")
+    assert isinstance(tool, ToolCallRecord)
+    assert (tool.arguments, tool.result) == ('{"amount": 100}', "paid 100")
+    assert value(steps["records-run/payer/1", "DBOS.recv"], "output")["decision"] == "edit"
+    step_error = value(steps["records-failed/breaker/1", "model"], "error")
+    assert isinstance(step_error, ModelError)
+    [asked, _] = rows["workflow_events_history"]
+    assert ApprovalRequest(**value(asked, "value")).tool_name == "pay"
