@@ -34,12 +34,13 @@ from swarmcore.engines import (
     CanEnqueue,
     DurableEngine,
     Engine,
+    Execution,
     LocalEngine,
     RunHandle,
     Subscriber,
     stream_events,
 )
-from swarmcore.errors import SwarmError, UserError
+from swarmcore.errors import UserError
 from swarmcore.events import Hook
 from swarmcore.flow import Flow, FlowNode, chain
 from swarmcore.models import SwarmResult
@@ -526,10 +527,30 @@ class Swarm:
             metadata=dict(metadata or {}),
         )
 
-    async def _execute(
+    def execution(
+        self,
+        task: str,
+        *,
+        variables: Mapping[str, object] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> Execution:
+        """A run of this Swarm as an engine walks it, its input checked as :meth:`run` checks it.
+
+        For a durable engine serving a run from its own records (recovered after a
+        crash, or enqueued by another process): it walks the run itself with
+        :meth:`Execution.walk <swarmcore.engines.Execution.walk>`, with this Swarm's
+        hooks, store and budget, and never calls back into :meth:`run`.
+
+        Raises:
+            UserError: As :meth:`run`, before anything runs.
+        """
+        return self._execution(self._new_run(task, variables, metadata, run_id=run_id))
+
+    def _execution(
         self, run: Run, extra: Sequence[Subscriber] = (), *, text_deltas: bool = False
-    ) -> SwarmResult:
-        """Hand ``run`` to the engine with every consumer of its events."""
+    ) -> Execution:
+        """``run`` with every consumer of its events, its budget and its store's record."""
         subscribers = [*self._hooks, *extra]
         recorder = None
         if self._store is not None:
@@ -541,20 +562,21 @@ class Swarm:
 
         if run_logger.isEnabledFor(logging.INFO):
             subscribers.append((log_event, ()))
-        try:
-            result = await self._engine.execute(
-                self._setup,
-                run,
-                subscribers,
-                limits=self._budget,
-                text_deltas=text_deltas,
-                # a failed store write stops the run before its next agent (raise mode)
-                checkpoint=None if recorder is None else recorder.check,
-            )
-        except SwarmError as error:
-            if recorder is not None:
-                recorder.finish(None, error)  # a lost record outranks the run's own failure
-            raise
-        if recorder is not None:
-            recorder.finish(result, None)  # never report success over a lost record
-        return result
+        if recorder is None:
+            return Execution(self._setup, run, subscribers, self._budget, text_deltas)
+        # a failed store write stops the run before its next agent (raise mode)
+        return Execution(
+            self._setup,
+            run,
+            subscribers,
+            self._budget,
+            text_deltas,
+            recorder.check,
+            recorder.finish,
+        )
+
+    async def _execute(
+        self, run: Run, extra: Sequence[Subscriber] = (), *, text_deltas: bool = False
+    ) -> SwarmResult:
+        """Hand ``run`` to the engine with every consumer of its events."""
+        return await self._execution(run, extra, text_deltas=text_deltas).walk(self._engine)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from swarmcore import events
+from swarmcore.errors import SwarmError
 from swarmcore.events import Hook
 from swarmcore.llm import budget
 
@@ -34,6 +35,7 @@ __all__ = [
     "CanMap",
     "DurableEngine",
     "Engine",
+    "Execution",
     "RunHandle",
     "RunInputs",
     "Subscriber",
@@ -96,6 +98,57 @@ class Engine(Protocol):
             SwarmError: Whatever stopped the run; ``error.partial`` holds what finished.
         """
         ...
+
+
+def _unrecorded(result: SwarmResult | None, error: SwarmError | None) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One run as a Swarm hands it to an engine: what :meth:`Engine.execute` takes.
+
+    ``Swarm.run`` builds one and walks it on its engine; a durable engine serving a
+    run its own records hold (recovered after a crash, or enqueued) gets one from
+    :meth:`Swarm.execution <swarmcore.Swarm.execution>` and walks it itself, on the
+    engine that walks its runs in process: it never calls back into ``Swarm.run``.
+    """
+
+    setup: FlowSetup
+    """What every run of the Swarm shares."""
+    run: Run
+    """This run's state."""
+    subscribers: Sequence[Subscriber]
+    """Who receives the run's events."""
+    limits: Budget
+    """What the run may spend."""
+    text_deltas: bool = False
+    """Stream model text as events."""
+    checkpoint: Callable[[], None] | None = None
+    """Called before each agent starts (the run store's failed write stops the run there)."""
+    settle: Callable[[SwarmResult | None, SwarmError | None], None] = _unrecorded
+    """Told how the run ended (the run store records it); raising overrides the outcome."""
+
+    async def walk(self, engine: Engine) -> SwarmResult:
+        """Walk the run on ``engine`` to its end, then :attr:`settle` it.
+
+        Raises:
+            SwarmError: Whatever stopped the run; ``error.partial`` holds what finished.
+        """
+        try:
+            result = await engine.execute(
+                self.setup,
+                self.run,
+                self.subscribers,
+                limits=self.limits,
+                text_deltas=self.text_deltas,
+                checkpoint=self.checkpoint,
+            )
+        except SwarmError as error:
+            self.settle(None, error)  # a lost record outranks the run's own failure
+            raise
+        self.settle(result, None)  # never report success over a lost record
+        return result
 
 
 class RunInputs(Protocol):

@@ -40,18 +40,13 @@ from swarmcore.engines import (
     CanEnqueue,
     CanMap,
     DurableEngine,
+    Execution,
     Subscriber,
 )
 from swarmcore.engines.dbos import _workers
 from swarmcore.engines.dbos._agents import AGENT_WORKFLOW as AGENT_WORKFLOW
 from swarmcore.engines.dbos._agents import RUN_WORKFLOW as RUN_WORKFLOW
-from swarmcore.engines.dbos._agents import (
-    AgentMisplaced,
-    AgentWorkflows,
-    generation,
-    inside,
-    outcome,
-)
+from swarmcore.engines.dbos._agents import AgentMisplaced, AgentWorkflows, outcome
 from swarmcore.engines.dbos._approvals import send_decision, waiting
 from swarmcore.engines.dbos._handle import RunHandle, same_run
 from swarmcore.engines.dbos._history import DBOSHistory
@@ -112,12 +107,7 @@ def flow_version(swarm: Swarm) -> str:
 class _Live:
     """A run started in this process: its workflow walks it as it is."""
 
-    setup: FlowSetup
-    run: Run
-    subscribers: Sequence[Subscriber]
-    limits: Budget
-    text_deltas: bool
-    checkpoint: Callable[[], None] | None
+    execution: Execution
     outcome: list[SwarmResult | SwarmError] = field(
         default_factory=list["SwarmResult | SwarmError"]
     )
@@ -210,10 +200,11 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         """The runs whose workflow walks here now (the runs in flight)."""
         self._handed_back: list[str] = []
         """The runs a shutdown stopped mid-walk, left PENDING."""
-        agents = AgentWorkflows(
+        self._agents = AgentWorkflows(
             worker_id, agent_wait, approval_timeout, self._client_async, self._handing_back
         )
-        self._local = LocalEngine(agents.run)
+        self._local = LocalEngine(self._agents.run)
+        """Walks each run in its workflow, each agent through :attr:`_agents`."""
         _engine = self
 
     # --- the Swarm's side --------------------------------------------------------------
@@ -239,17 +230,8 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         checkpoint: Callable[[], None] | None = None,
     ) -> SwarmResult:
         """Run ``run`` as the DBOS workflow ``run.run_id`` and wait for its result."""
-        if inside.get() == run.run_id:  # the run's own workflow, walking it
-            return await self._local.execute(
-                setup,
-                run,
-                subscribers,
-                limits=limits,
-                text_deltas=text_deltas,
-                checkpoint=checkpoint,
-            )
         await self.launch()
-        live = _Live(setup, run, subscribers, limits, text_deltas, checkpoint)
+        live = _Live(Execution(setup, run, subscribers, limits, text_deltas, checkpoint))
         self._live[run.run_id] = live
         try:
             with SetWorkflowID(run.run_id):
@@ -531,26 +513,19 @@ async def _run_workflow(
 ) -> SwarmResult:
     """One run: walk the flow, each agent a workflow of its own."""
     engine = _current()
-    token = inside.set(run_id)
-    generation.set(int(about.get("generation", 0)))  # this workflow's own task: no reset needed
     live = engine._live.get(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
     engine._walking.add(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
     try:
         if live is not None:
-            result = await engine._local.execute(  # pyright: ignore[reportPrivateUsage] -- this module's
-                live.setup,
-                live.run,
-                live.subscribers,
-                limits=live.limits,
-                text_deltas=live.text_deltas,
-                checkpoint=live.checkpoint,
-            )
-        else:  # recovered, or enqueued: the served Swarm runs it again under the same id
+            execution = live.execution
+        else:  # recovered, or enqueued: walked here from its recorded inputs
             version = str(about.get("version") or "")
             if not version:
                 raise UserError(f"Run {run_id} was started in a process that is gone; resume it.")
             swarm = engine._swarm(version)  # pyright: ignore[reportPrivateUsage] -- this module's
-            result = await swarm.run(task, variables=variables, metadata=metadata, run_id=run_id)
+            execution = swarm.execution(task, variables=variables, metadata=metadata, run_id=run_id)
+        with engine._agents.walking(run_id, int(about.get("generation", 0))):  # pyright: ignore[reportPrivateUsage] -- this module's
+            result = await execution.walk(engine._local)  # pyright: ignore[reportPrivateUsage] -- this module's
     except SwarmError as error:
         if live is not None:
             live.outcome.append(error)
@@ -561,7 +536,6 @@ async def _run_workflow(
         raise
     finally:
         engine._walking.discard(run_id)  # pyright: ignore[reportPrivateUsage] -- this module's
-        inside.reset(token)
     if live is not None:
         live.outcome.append(result)
     return storable(result)

@@ -16,10 +16,11 @@ runs the agent again under the next id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -40,8 +41,6 @@ __all__ = [
     "RUN_WORKFLOW",
     "AgentMisplaced",
     "AgentWorkflows",
-    "generation",
-    "inside",
     "outcome",
 ]
 
@@ -50,15 +49,6 @@ T = TypeVar("T")
 AGENT_WORKFLOW = "swarmcore.agent"
 RUN_WORKFLOW = "swarmcore.run"
 """The run workflow's name (the workflow itself is in the package's ``__init__``)."""
-
-inside: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "swarmcore_dbos_run", default=None
-)
-"""The run whose workflow the current task is walking."""
-generation: contextvars.ContextVar[int] = contextvars.ContextVar(
-    "swarmcore_dbos_generation", default=0
-)
-"""How many times the run being walked was resumed (see engines/dbos/_resume.py)."""
 
 _served: AgentWorkflows | None = None
 """This process's agent workflows (one engine per process, so one of these)."""
@@ -106,7 +96,18 @@ class AgentWorkflows:
         self._client = client
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
+        self._generations: dict[str, int] = {}
+        """How many times each run walked here was resumed (see engines/dbos/_resume.py)."""
         _served = self
+
+    @contextlib.contextmanager
+    def walking(self, run_id: str, generation: int) -> Generator[None]:
+        """While run ``run_id``'s walk goes on here: its agents belong to ``generation``."""
+        self._generations[run_id] = generation
+        try:
+            yield
+        finally:
+            self._generations.pop(run_id, None)
 
     async def run(self, step: AgentStep) -> AgentResult:
         """Run ``step`` as the agent workflow ``<run>/<agent>/<attempt>`` and wait for it.
@@ -116,7 +117,7 @@ class AgentWorkflows:
         in the same order whenever the run is walked again.
         """
         base = f"{step.run_id}/{step.agent.name}/{step.attempt}"
-        if resumed := generation.get():  # a resumed run: finished agents keep their record
+        if resumed := self._generations.get(step.run_id, 0):  # finished agents keep their record
             base = await agent_workflow_id(await self._client(), base, resumed)
         for tries in range(1, 6):
             try:
@@ -130,7 +131,7 @@ class AgentWorkflows:
         carried = tuple(
             (var, value)
             for var, value in contextvars.copy_context().items()
-            if var.name.startswith("swarmcore") and var not in (inside, generation)
+            if var.name.startswith("swarmcore")
         )
         pending = _Pending(step, carried)
         with self._lock:
