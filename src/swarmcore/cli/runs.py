@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from swarmcore._table import text_table
 from swarmcore.agent import Agent
-from swarmcore.cli.errors import CLIError, require_dbos
+from swarmcore.cli.errors import CLIError
 from swarmcore.cli.format import (
     duration,
     local_time,
@@ -81,12 +81,11 @@ def command_runs_list(args: argparse.Namespace) -> int:
     """``swarmcore runs list``: the newest stored runs, one line each."""
     limit = _count("--limit", args.limit, 1)
     if args.database_url:
-        require_dbos("swarmcore runs list --database-url")
-        from swarmcore.engines.dbos import DBOSHistory
+        from swarmcore.cli.worker import engine_history
 
-        history = DBOSHistory(args.database_url)
+        history = engine_history(args.database_url, "swarmcore runs list --database-url")
         try:
-            listed = history.list_runs(limit=limit)
+            listed = history.read_runs(limit=limit).runs
         finally:
             history.close()
         return _print_runs(listed, (), "the engine's database")
@@ -136,10 +135,9 @@ def _print_runs(runs: Sequence[RunSummary], unreadable: Sequence[str], path: str
 def command_runs_show(args: argparse.Namespace) -> int:
     """``swarmcore runs show``: one run, its agents, its decisions."""
     if args.database_url:
-        require_dbos("swarmcore runs show --database-url")
-        from swarmcore.engines.dbos import DBOSHistory
+        from swarmcore.cli.worker import engine_history
 
-        history = DBOSHistory(args.database_url)
+        history = engine_history(args.database_url, "swarmcore runs show --database-url")
         try:
             found = history.get_run(args.run_id.strip()) if args.run_id.strip() else None
             waiting = history.waiting(found.run_id) if found is not None else []
@@ -220,10 +218,7 @@ def _resume_hint(record: RunRecord, path: Path | None, origin: str) -> str:
 
 def command_runs_approve(args: argparse.Namespace) -> int:
     """``swarmcore runs approve``: decide a call a durable run waits on."""
-    require_dbos("swarmcore runs approve")
-    from dbos import DBOSClient
-
-    from swarmcore.engines.dbos._approvals import send_decision
+    from swarmcore.cli.worker import engine_history
     from swarmcore.tools import Approval
 
     approval = Approval.allow()
@@ -237,11 +232,11 @@ def command_runs_approve(args: argparse.Namespace) -> int:
         if not isinstance(arguments, dict):
             raise CLIError(f"--edit takes a JSON object of arguments, got {args.edit!r}")
         approval = Approval.edit(cast("dict[str, Any]", arguments))
-    client = DBOSClient(system_database_url=args.database_url)
+    history = engine_history(args.database_url, "swarmcore runs approve")
     try:
-        request = send_decision(client, args.run_id, args.call_id, approval)
+        request = history.decide(args.run_id, args.call_id, approval)
     finally:
-        client.destroy()
+        history.close()
     print(f"{approval.decision}: {request.tool_name} ({request.call_id}) in run {args.run_id}")
     return 0
 
@@ -314,7 +309,6 @@ def _agent_table(record: RunRecord) -> str:
 def command_runs_resume(args: argparse.Namespace) -> int:
     """``swarmcore runs resume``: continue a run, its flow loaded again as the CLI started it."""
     if args.database_url:
-        require_dbos("swarmcore runs resume --database-url")
         return _requeue(args.database_url, args.run_id)
     path = store_location(args)
     store = _open_store(path)
@@ -349,27 +343,22 @@ def command_runs_resume(args: argparse.Namespace) -> int:
 
 
 def _requeue(database_url: str, run_id: str) -> int:
-    """Hand a failed run of the DBOS engine back to the workers of its flow."""
+    """Hand a failed run of a durable engine back to the workers of its flow."""
     import asyncio
 
-    from dbos import DBOSClient
+    from swarmcore.cli.worker import engine_history
 
-    from swarmcore.engines.dbos._resume import requeue
-
-    async def hand_back() -> int:
-        client = await asyncio.to_thread(DBOSClient, system_database_url=database_url)
-        try:
-            was = await requeue(client, run_id, "swarmcore", database_url)
-        finally:
-            await asyncio.to_thread(client.destroy)
-        print(
-            f"run {run_id} handed back to the workers of flow version {was.about['version']} "
-            f"(resumed {was.generation} time(s)); finished agents keep their results. Follow "
-            f"it with `swarmcore runs show {run_id} --database-url URL`."
-        )
-        return 0
-
-    return asyncio.run(hand_back())
+    history = engine_history(database_url, "swarmcore runs resume --database-url")
+    try:
+        was = asyncio.run(history.requeue(run_id))
+    finally:
+        history.close()
+    print(
+        f"run {run_id} handed back to the workers of flow version {was.flow_version} "
+        f"(resumed {was.generation} time(s)); finished agents keep their results. Follow "
+        f"it with `swarmcore runs show {run_id} --database-url URL`."
+    )
+    return 0
 
 
 def _stored_target(record: RunRecord, metadata: dict[str, Any]) -> Flow | Agent | Swarm:

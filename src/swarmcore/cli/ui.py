@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarmcore.cli.errors import CLIError, require_dbos
+from swarmcore.cli.errors import CLIError
 from swarmcore.cli.listen import (
     add_allowed_host,
     allowed_hosts,
@@ -119,10 +119,9 @@ def _reader(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.database_url:
         if args.store:
             raise CLIError("give --store or --database-url, not both")
-        require_dbos("swarmcore ui --database-url")
-        from swarmcore.engines.dbos import DBOSHistory
+        from swarmcore.cli.worker import engine_history
 
-        return DBOSHistory(args.database_url), None
+        return engine_history(args.database_url, "swarmcore ui --database-url"), None
     from swarmcore.store import SQLiteStore
 
     path = store_location(args)

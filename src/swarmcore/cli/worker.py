@@ -1,20 +1,61 @@
-"""``swarmcore worker``: serve a flow's enqueued runs from a DBOS engine until stopped."""
+"""``swarmcore worker``: serve a flow's enqueued runs from a DBOS engine until stopped.
+
+The one place of the CLI that knows the durable engine is DBOS (imported lazily):
+the other commands reach an engine's database through :func:`engine_history`, a
+reader typed by the protocols of :mod:`swarmcore.engines`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, Protocol
 
-from swarmcore.cli.errors import CLIError, require_dbos
+from swarmcore.cli.errors import CLIError
 from swarmcore.cli.targets import as_flow, load_target
+from swarmcore.engines import ApprovalInbox, CanRequeue
 from swarmcore.llm.types import CallSpec
+from swarmcore.store import RunReader
 from swarmcore.swarm import Swarm
 
-__all__ = ["GRACE", "add_worker_parser", "command_worker"]
+__all__ = ["GRACE", "EngineHistory", "add_worker_parser", "command_worker", "engine_history"]
+
+
+class EngineHistory(RunReader, ApprovalInbox, CanRequeue, Protocol):
+    """The runs of a durable engine's database: read, decided, handed back to its workers."""
+
+
+def require_dbos(command: str) -> None:
+    """Check that the ``dbos`` extra is installed, before ``command`` needs it.
+
+    Raises:
+        CLIError: DBOS or psycopg is missing; the message names the extra to install.
+    """
+    for module in ("dbos", "psycopg"):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise CLIError(
+                f"{command} needs the [dbos] extra ({exc.name or module} is missing): "
+                "pip install 'swarmcore[dbos]'"
+            ) from exc
+
+
+def engine_history(database_url: str, command: str) -> EngineHistory:
+    """The runs of the durable engine whose database is ``database_url``, for ``command``.
+
+    Raises:
+        CLIError: The engine's extra is not installed.
+    """
+    require_dbos(command)
+    from swarmcore.engines.dbos import DBOSHistory
+
+    return DBOSHistory(database_url)
+
 
 GRACE = 20.0
 """Default seconds a stopping worker lets its runs in flight finish (Kubernetes kills at 30)."""

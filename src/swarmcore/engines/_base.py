@@ -33,9 +33,11 @@ __all__ = [
     "CanApprove",
     "CanEnqueue",
     "CanMap",
+    "CanRequeue",
     "DurableEngine",
     "Engine",
     "Execution",
+    "Requeued",
     "RunHandle",
     "RunInputs",
     "Subscriber",
@@ -299,5 +301,38 @@ class ApprovalInbox(Protocol):
 
         Raises:
             UserError: No such call waits in that run.
+        """
+        ...
+
+
+class Requeued(RunInputs, Protocol):
+    """A failed run handed back to the workers of its flow, to run again under its id."""
+
+    @property
+    def flow_version(self) -> str:
+        """The version of the flow that made it (the workers that serve it have this one)."""
+        ...
+
+    @property
+    def generation(self) -> int:
+        """How many times the run has been resumed, this time included."""
+        ...
+
+
+@runtime_checkable
+class CanRequeue(Protocol):
+    """A reader of a durable engine's runs that hands a failed run back to the workers.
+
+    ``swarmcore runs resume RUN_ID --database-url URL`` resumes a run this way,
+    without the flow: the live workers of the flow version that made it take it
+    again, and its finished agents keep their results.
+    """
+
+    async def requeue(self, run_id: str) -> Requeued:
+        """Hand the failed run ``run_id`` back to the live workers of its flow version.
+
+        Raises:
+            UserError: No such run; it is not failed; or no live worker serves its
+                flow version (it would wait for ever), the run left as it was.
         """
         ...

@@ -254,7 +254,7 @@ def _budget(settings: Mapping[str, Any], tokens: int, cost: float | None) -> lis
 def _resume(
     record: RunRecord, metadata: Mapping[str, Any], store: Path | None
 ) -> tuple[str | None, str]:
-    if record.settings.get("engine") == "dbos":  # hand it back to the engine's workers
+    if record.settings.get("durable") is True:  # hand it back to the engine's workers
         if record.status not in ("failed", "cancelled"):
             return None, ""
         command = shlex.join(["swarmcore", "runs", "resume", record.run_id, "--database-url"])

@@ -21,10 +21,11 @@ from typing import Any, cast
 from dbos import DBOSClient, WorkflowStatus
 
 from swarmcore.checks import check_number, check_run_id
-from swarmcore.engines import ApprovalInbox
+from swarmcore.engines import ApprovalInbox, CanRequeue
 from swarmcore.engines.dbos._agents import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos._approvals import send_decision, waiting
 from swarmcore.engines.dbos._records import RecordSerializer
+from swarmcore.engines.dbos._resume import Reopened, requeue
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
 from swarmcore.store.base import (
@@ -36,6 +37,7 @@ from swarmcore.store.base import (
     RunStatus,
     RunSummary,
 )
+from swarmcore.store.records import RecordedError
 from swarmcore.tools import Approval, ApprovalRequest
 
 __all__ = ["DBOSHistory"]
@@ -60,15 +62,17 @@ _BATCH = 200
 """Runs read at a time while filtering by text."""
 
 
-class DBOSHistory(RunReader, ApprovalInbox):
+class DBOSHistory(RunReader, ApprovalInbox, CanRequeue):
     """The runs of a DBOS engine's database, newest first.
 
     Args:
         database_url: The engine's PostgreSQL URL (every worker's runs are read).
+        app_name: The DBOS application name of the engine's workers.
     """
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, *, app_name: str = "swarmcore") -> None:
         self.database_url = database_url
+        self.app_name = app_name
         self._client = DBOSClient(system_database_url=database_url, serializer=RecordSerializer())
 
     def close(self) -> None:
@@ -214,6 +218,16 @@ class DBOSHistory(RunReader, ApprovalInbox):
         """
         check_run_id(run_id, lookup=True)
         return send_decision(self._client, run_id, call_id, approval)
+
+    async def requeue(self, run_id: str) -> Reopened:
+        """Hand the failed run ``run_id`` back to the live workers of its flow version.
+
+        Raises:
+            UserError: No such run; it is not failed; or no live worker serves its
+                flow version, the run left as it was.
+        """
+        check_run_id(run_id, lookup=True)
+        return await requeue(self._client, run_id, self.app_name, self.database_url)
 
     def run_mark(self, run_id: str) -> RunMark | None:
         """A cheap sign of the run's progress (a :class:`~swarmcore.store.RunMarks`).
@@ -397,7 +411,8 @@ def _generation(run: WorkflowStatus) -> int:
 
 def _settings(run: WorkflowStatus) -> dict[str, Any]:
     args = _inputs(run)
-    settings: dict[str, Any] = {"engine": "dbos", "worker": run.executor_id}
+    # "durable": the viewer offers to hand a failed run back to the workers (runs resume)
+    settings: dict[str, Any] = {"engine": "dbos", "durable": True, "worker": run.executor_id}
     if len(args) >= 5:
         settings["variables"], settings["metadata"] = args[3], args[4]
     return settings
@@ -405,9 +420,12 @@ def _settings(run: WorkflowStatus) -> dict[str, Any]:
 
 def _failure(name: str, agent: WorkflowStatus) -> AgentFailure:
     error = agent.error
+    kind = type(error).__name__
+    if isinstance(error, RecordedError):  # another library's error: its own class name
+        kind = error.error_type.rpartition(".")[2]
     return AgentFailure(
         agent_name=name,
-        error_type=type(error).__name__,
+        error_type=kind,
         message=str(error),
         duration_seconds=((agent.updated_at or 0) - (agent.created_at or 0)) / 1000,
         started_at=agent.created_at / 1000 if agent.created_at else None,

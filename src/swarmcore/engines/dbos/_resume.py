@@ -43,6 +43,11 @@ class Reopened:
         """How many times the run has been resumed, this time included."""
         return int(self.about["generation"])
 
+    @property
+    def flow_version(self) -> str:
+        """The version of the flow that made the run."""
+        return str(self.about.get("version") or "")
+
 
 async def reopen(client: DBOSClient, run_id: str, version: str | None) -> Reopened:
     """Check that run ``run_id`` can be resumed, read its inputs, and delete its run workflow.
