@@ -24,7 +24,7 @@ Design:
   also logged at DEBUG; nothing is printed.
 * **On a durable engine** (:func:`map_tasks`) the same checks run, then every
   task is enqueued as a run of its own for the workers, under the run id its
-  ``key`` gives (engines/dbos/_map.py), and the same :class:`Tally` reports them.
+  ``key`` gives (the engine's ``map``), and the same :class:`Tally` reports them.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ async def map_tasks(
         if key is not None:
             raise UserError(
                 "map(key=...) needs a durable engine, one that declares swarmcore.engines.CanMap: "
-                "Swarm(flow, engine=DBOSEngine(url)); in process every task runs anyway."
+                "Swarm(flow, engine=...) (docs/durable-runs.md); in process every task runs "
+                "anyway."
             )
         return await run_batch(
             lambda task, values: swarm.run(task, variables=values),

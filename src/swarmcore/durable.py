@@ -1,8 +1,8 @@
 """The step seam: where an engine that makes runs durable records each model and tool call.
 
 The agent loop makes every model call and every tool call through :func:`step`.
-In process, a step is just the call. An engine that makes runs durable (the
-DBOS engine) installs a :data:`StepRunner` for the agent's run with
+In process, a step is just the call. An engine that makes runs durable
+installs a :data:`StepRunner` for the agent's run with
 :func:`recording`: each call is then checkpointed as it finishes, and after a
 crash the run is replayed from the checkpoints, so at most the call that was in
 flight is made again. The runner must see the calls of one agent run in the

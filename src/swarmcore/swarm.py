@@ -60,7 +60,7 @@ __all__ = ["ContextMode", "Swarm"]
 
 _NEEDS_DURABLE = (
     "{}() needs a durable engine, and {} is not one that declares swarmcore.engines.{}: "
-    "Swarm(flow, engine=DBOSEngine(database_url)) (from swarmcore.engines.dbos)."
+    "give Swarm(flow, engine=...) one (docs/durable-runs.md lists them)."
 )
 
 
@@ -99,9 +99,9 @@ class Swarm:
             ``Approval.allow()``, ``.deny(reason)``, ``.edit(arguments)``, or a bool.
             Without it, a flow with such a tool fails before any model call.
         engine: Where runs execute (a :class:`~swarmcore.engines.Engine`): in
-            this process (default), or a durable engine such as
-            ``swarmcore.engines.dbos.DBOSEngine``, which makes each run a
-            workflow that survives its process; :meth:`enqueue`,
+            this process (default), or a durable engine (see the
+            durable-runs guide), which makes each run a workflow that
+            survives its process; :meth:`enqueue`,
             :meth:`decide` and ``map(key=...)`` need the capabilities it
             declares (:mod:`swarmcore.engines`).
 

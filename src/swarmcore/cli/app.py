@@ -53,7 +53,7 @@ def _add_database(parser: argparse.ArgumentParser, *, required: bool = False) ->
         "--database-url",
         metavar="URL",
         required=required,
-        help="read the runs of a DBOS engine's PostgreSQL database instead of a run store "
+        help="read the runs of a durable engine's PostgreSQL database instead of a run store "
         "(the runs of every worker)",
     )
 
@@ -194,7 +194,7 @@ def _add_runs_parser(commands: Any) -> None:
     resume.add_argument(
         "--database-url",
         metavar="URL",
-        help="a failed run of the DBOS engine: hand it back to the workers of its flow",
+        help="a failed run of a durable engine: hand it back to the workers of its flow",
     )
     resume.set_defaults(handler=command_runs_resume)
 
@@ -202,7 +202,7 @@ def _add_runs_parser(commands: Any) -> None:
         "approve",
         help="decide a call waiting for approval in a durable run",
         description="Allow (the default), deny or edit a call to a tool that requires "
-        "approval, in a run of the DBOS engine waiting for a decision; the run goes on "
+        "approval, in a run of a durable engine waiting for a decision; the run goes on "
         "wherever it runs. `swarmcore runs show RUN_ID --database-url URL` lists the waiting "
         "calls.",
     )

@@ -41,7 +41,7 @@ def add_ui_parser(commands: Any) -> None:
     ui.add_argument(
         "--database-url",
         metavar="URL",
-        help="show the runs of a DBOS engine's PostgreSQL database instead of a run store",
+        help="show the runs of a durable engine's PostgreSQL database instead of a run store",
     )
     ui.add_argument(
         "--host",

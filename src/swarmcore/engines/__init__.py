@@ -3,7 +3,7 @@
 An engine takes a run set up by the :class:`~swarmcore.Swarm` facade and walks
 its flow, calling each agent through the walk's one seam
 (:data:`~swarmcore.walk.AgentRunner`). :class:`Engine` is what every engine
-does; a durable engine (``swarmcore.engines.dbos.DBOSEngine``) declares what it
+does; a durable engine (in its own package under ``swarmcore.engines``) declares what it
 adds with :class:`DurableEngine`, :class:`CanEnqueue`, :class:`CanApprove` and
 :class:`CanMap`, and the Swarm uses a capability only on an engine that declares it;
 the viewer decides waiting calls only through an :class:`ApprovalInbox`.

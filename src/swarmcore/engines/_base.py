@@ -179,7 +179,7 @@ class RunHandle(Protocol):
     """The run's id."""
 
     async def status(self) -> str:
-        """The engine's word for where the run is (for DBOS: ENQUEUED, PENDING, SUCCESS...)."""
+        """The engine's word for where the run is (ENQUEUED, PENDING, SUCCESS...)."""
         ...
 
     async def result(self, *, poll_seconds: float = 0.2) -> SwarmResult:

@@ -20,7 +20,7 @@ refilled. Nothing is bound to an event loop (no ``asyncio.Lock`` or
 ``call_soon_threadsafe`` on its own loop, so one limiter serves repeated and
 concurrent ``asyncio.run`` calls in any thread.
 
-An engine that runs many processes over one database (the DBOS engine) holds
+An engine that runs many processes over one database (a durable engine) holds
 the limits across all of them too: it installs a :class:`SharedLimits` with
 :func:`share_limits`, and the model seam takes a :func:`shared_permit` from it
 inside the local permit. Without one (the default) nothing is shared.
@@ -68,7 +68,7 @@ class ModelLimit:
     """How hard one model may be driven; every field is optional.
 
     In one process every field holds for the process. Under an engine that
-    shares limits (the DBOS engine), ``max_in_flight`` and
+    shares limits (a durable engine), ``max_in_flight`` and
     ``requests_per_minute`` hold for all its processes together, while
     ``max_in_flight_per_worker`` and ``tokens_per_minute`` hold per process.
 
@@ -427,7 +427,7 @@ def limit_model(
 ) -> ModelLimit:
     """Build a ``ModelLimit`` and set it for a model; see ``set_model_limit``.
 
-    Under the DBOS engine ``max_in_flight`` and ``requests_per_minute`` hold
+    Under a durable engine that shares them ``max_in_flight`` and ``requests_per_minute`` hold
     across every worker sharing its database (see ``ModelLimit``).
 
     Args:

@@ -12,7 +12,7 @@ warns instead, goes on, and marks the run ``incomplete`` (not resumable).
 
 Other backends implement the small :class:`RunStore` protocol; a viewer of run
 history reads through :class:`RunReader` (pages of runs with filters and a
-cursor, counts, one run), which the DBOS engine's history implements too.
+cursor, counts, one run), which a durable engine's history implements too.
 """
 
 from __future__ import annotations

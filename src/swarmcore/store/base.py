@@ -154,8 +154,8 @@ class RunListing:
 class RunReader(Protocol):
     """What a viewer of run history needs: pages of runs, counts, one run.
 
-    :class:`~swarmcore.store.SQLiteStore` and the DBOS engine's
-    :class:`~swarmcore.engines.dbos.DBOSHistory` implement it.
+    :class:`~swarmcore.store.SQLiteStore` and a durable engine's history
+    implement it.
     """
 
     def get_run(self, run_id: str) -> RunRecord | None:

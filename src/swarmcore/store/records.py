@@ -29,6 +29,7 @@ new :data:`RECORD_VERSION` and a step in :data:`UPGRADES`; the fixture test
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -180,10 +181,8 @@ def _dump_error(error: BaseException) -> dict[str, Any]:
         "attributes": attributes,
     }
     if kind.__module__ == "builtins":  # rebuilt from its arguments (KeyError's str quotes)
-        try:
+        with contextlib.suppress(TypeError):
             data["args"] = dump(list(error.args))
-        except TypeError:
-            pass
     return data
 
 

@@ -13,7 +13,7 @@
   fixture ``mock_openai_server`` (installed with swarmcore) starts one per test.
   :class:`LiteLLMProxy` makes its steps answer as a LiteLLM Proxy gateway does.
 * :class:`TemporaryPostgres`: a throwaway PostgreSQL server on 127.0.0.1 in a
-  temporary folder, for tests of the durable engine (``DBOSEngine``). The
+  temporary folder, for tests of a durable engine on PostgreSQL. The
   session fixture ``postgres`` starts one, or skips where PostgreSQL is not
   installed; ``postgres.new_database()`` gives each test a database of its own.
 

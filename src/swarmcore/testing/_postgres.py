@@ -84,7 +84,7 @@ class TemporaryPostgres:
 
     ```python
     with TemporaryPostgres() as pg:
-        engine = DBOSEngine(pg.new_database())  # DBOS creates the database
+        url = pg.new_database()  # a durable engine creates it on first use
     ```
 
     Args:
@@ -127,8 +127,8 @@ class TemporaryPostgres:
     def new_database(self, name: str | None = None) -> str:
         """A URL for a database that nothing has used yet: ``name``, or a fresh name.
 
-        The database is not created: DBOS creates its system database when it
-        is missing. A fresh name per test keeps state from leaking between tests.
+        The database is not created: a durable engine creates its database when
+        it is missing. A fresh name per test keeps state from leaking between tests.
         """
         return self.url_for(name or f"test_{uuid.uuid4().hex[:16]}")
 

@@ -90,10 +90,10 @@ def create_app(
 
     Args:
         reader: Where runs are read: a :class:`~swarmcore.store.SQLiteStore`,
-            or a DBOS engine's :class:`~swarmcore.engines.dbos.DBOSHistory`.
+            or a durable engine's history (a :class:`~swarmcore.store.RunReader`).
         store_path: The store's file, named in the resume command a failed run's
             page shows; None leaves the default store implied.
-        database_url: For a DBOS engine's history: its database, which the
+        database_url: For a durable engine's history: its database, which the
             resume action hands runs back through (never shown in a page).
         allow_actions: Offer and accept actions that change the store or start
             work (resume a run, delete a run); read-only when False.
@@ -355,7 +355,7 @@ async def _get(reader: RunReader, run_id: str) -> RunRecord | None:
 
 
 def _waiting(reader: RunReader, record: RunRecord) -> list[ApprovalRequest]:
-    """The calls of a running run that wait for an approval (the DBOS engine's durable waits)."""
+    """The calls of a running run that wait for an approval (a durable engine's waits)."""
     if not isinstance(reader, ApprovalInbox) or record.status != "running":
         return []
     return reader.waiting(record.run_id)
