@@ -479,7 +479,7 @@ def _say_recorded(run_id: str, status: str) -> None:
             "(swarm.run(task) makes one); to continue a failed run without re-running its "
             f"finished agents, swarm.resume({run_id!r})."
         ),
-        stacklevel=6,  # swarm.run's caller, past run, _execute, execute and _say_recorded
+        stacklevel=7,  # swarm.run's caller, past run, _execute, walk, execute, _say_recorded
     )
 
 
