@@ -16,8 +16,10 @@ from swarmcore.engines import (
     CanApprove,
     CanEnqueue,
     CanMap,
+    CanRequeue,
     DurableEngine,
     Engine,
+    Execution,
     LocalEngine,
     Subscriber,
 )
@@ -170,13 +172,48 @@ def test_the_dbos_engine_declares_every_durable_capability() -> None:
     assert not issubclass(LocalEngine, DurableEngine | CanEnqueue | CanApprove | CanMap)
 
 
+async def test_a_durable_engine_walks_a_recorded_run_itself_with_the_swarms_hooks_and_store(
+    tmp_path: Path,
+) -> None:
+    """What a durable engine does with a run its records hold (recovered, or enqueued)."""
+    model = echo_model()
+    a, b = agents(model.model, "a", "b")
+    seen: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = Counting()
+
+    class NoRunAgain(Swarm):
+        async def run(self, *args: Any, **kwargs: Any) -> SwarmResult:
+            raise AssertionError("an engine never calls back into Swarm.run")
+
+    swarm = NoRunAgain(
+        a >> b, engine=engine, store=store, hooks=[lambda e: seen.append(type(e).__name__)]
+    )
+    execution = swarm.execution("task", variables={"x": 1}, metadata={"who": "me"}, run_id="r1")
+    assert isinstance(execution, Execution)
+    assert (execution.run.run_id, execution.run.task) == ("r1", "task")
+    result = await execution.walk(engine)
+    assert result.output == "b output"
+    assert engine.runs == ["task"]
+    assert seen[0] == "RunStarted"
+    assert seen[-1] == "RunFinished"
+    stored = store.get_run("r1")  # settled: the Swarm's store recorded the run's end
+    assert stored is not None
+    assert stored.status == "succeeded"
+    assert stored.settings["metadata"] == {"who": "me"}
+    with pytest.raises(UserError, match="empty"):  # checked as run() checks it
+        swarm.execution("", run_id="r2")
+    store.close()
+
+
 def test_only_a_reader_declaring_the_inbox_offers_the_viewer_approvals(tmp_path: Path) -> None:
     history = pytest.importorskip("swarmcore.engines.dbos._history")
     assert issubclass(history.DBOSHistory, ApprovalInbox)
     assert issubclass(history.DBOSHistory, RunReader)
+    assert issubclass(history.DBOSHistory, CanRequeue)  # swarmcore runs resume --database-url
     store = SQLiteStore(tmp_path / "runs.db")
     try:
         assert isinstance(store, RunReader)
-        assert not isinstance(store, ApprovalInbox)
+        assert not isinstance(store, ApprovalInbox | CanRequeue)
     finally:
         store.close()
