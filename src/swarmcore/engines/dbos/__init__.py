@@ -8,8 +8,12 @@ workflow is recovered and walks its flow again: an agent that had finished
 returns its recorded result at once, an agent that was running replays its
 recorded calls and makes only the one that was in flight.
 
+A recovered or enqueued run is walked here from its recorded inputs
+(``Swarm.execution``), never through ``Swarm.run``. What DBOS records for a run
+is versioned JSON (``_records.py``), never a pickle.
+
 Agents as workflows are in ``_agents.py``; the other private modules of this package hold
-its approvals, limits, history, map, resume and workers.
+its approvals, limits, history, map, records, resume and workers.
 
 Runs can also be enqueued (:meth:`DBOSEngine.enqueue`, ``swarm.enqueue``) from
 any process and served by workers (``swarmcore worker``), on one queue per

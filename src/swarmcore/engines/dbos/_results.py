@@ -1,9 +1,8 @@
 """How the DBOS engine stores results: ``parsed`` values as JSON data, rebuilt on the way out.
 
 An agent's ``output_type`` may be a class made at run time (a router's choice,
-a judge's verdict) that pickle cannot find by name, so what DBOS records holds
-``parsed`` as plain JSON data, and what the engine hands back has it as the
-agent's type again.
+a judge's verdict) that no record names, so what DBOS records holds ``parsed``
+as plain JSON data, and what the engine hands back has it as the agent's type again.
 """
 
 from __future__ import annotations
@@ -28,8 +27,8 @@ def plain(result: AgentResult) -> AgentResult:
     """``result`` with ``parsed`` as JSON data, which DBOS can store.
 
     An ``output_type`` may be a class made at run time (a router's choice, a
-    judge's verdict) that pickle cannot find by name; ``output`` holds the same
-    value as JSON, and :func:`reparsed` makes it the agent's type again.
+    judge's verdict) that no record names; ``output`` holds the same value as
+    JSON, and :func:`reparsed` makes it the agent's type again.
     """
     if result.parsed is None:
         return result
