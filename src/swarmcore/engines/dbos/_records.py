@@ -20,8 +20,6 @@ from dbos import Serializer
 
 from swarmcore.store import records
 
-__all__ = ["SERIALIZATION", "RecordSerializer"]
-
 SERIALIZATION = "swarmcore_json"
 """What the ``serialization`` column of a row the engine wrote says."""
 
