@@ -184,6 +184,11 @@ class Swarm:
         return self._engine
 
     @property
+    def budget(self) -> Budget:
+        """What each run may spend: ``max_cost``, ``max_tokens``, ``allow_unpriced``."""
+        return self._budget
+
+    @property
     def flow(self) -> Flow:
         """The flow this swarm runs."""
         return self._setup.flow

@@ -167,7 +167,7 @@ def _on_engine(target: object, engine: object) -> Swarm:
 
     assert isinstance(engine, DBOSEngine)
     if isinstance(target, Swarm):
-        limits = target._budget  # pyright: ignore[reportPrivateUsage] -- swarmcore's own Swarm
+        limits = target.budget
         return Swarm(
             target.flow,
             context_mode=target.context_mode,
