@@ -20,6 +20,8 @@ Modules, by concern:
   protocol spoken over aiohttp, with ``endpoints`` saying where each request
   goes (URL, headers, proxy, certificates) on which pool (one per event loop),
   and ``completion`` reading what a reply says, each field checked;
+* ``local``: in-process models (``swarmcore.testing``'s), answered beneath
+  the native backend's exchange in place of an HTTP server;
 * ``litellm_backend``: the LiteLLM attempt (keyword arguments, streaming,
   response to reply), with ``loader`` importing LiteLLM on first use;
 * ``errors``: provider exceptions classified into ``ModelError`` (their text
@@ -38,7 +40,7 @@ from __future__ import annotations
 from swarmcore.llm.backends import Backend
 from swarmcore.llm.call import complete
 from swarmcore.llm.choice import set_model_backend
-from swarmcore.llm.loader import load_litellm, register_provider
+from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.prechecks import missing_keys
 from swarmcore.llm.pricing import is_priced, prompt_cost, supports
 from swarmcore.llm.redaction import redact
@@ -57,7 +59,6 @@ __all__ = [
     "missing_keys",
     "prompt_cost",
     "redact",
-    "register_provider",
     "set_model_backend",
     "supports",
 ]

@@ -2,7 +2,8 @@
 
 A backend makes one attempt (``Backend.attempt``); ``complete`` wraps it in
 retries, fallbacks, limits and budgets, the same for every backend. Which
-backend serves a model is ``choice.is_native``'s answer; the backends' modules
+backend serves a model is ``choice.is_native``'s answer (an in-process test
+model's is always the native one); the backends' modules
 (and the libraries under them) are imported when first chosen.
 """
 
@@ -12,6 +13,7 @@ import functools
 from collections.abc import Iterable
 from typing import Protocol
 
+from swarmcore.llm import local
 from swarmcore.llm.choice import is_native
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
 
@@ -32,8 +34,12 @@ class Backend(Protocol):
 
 
 def backend_for(call: CallSpec, model: str) -> Backend:
-    """The backend that makes this agent's attempts at ``model``."""
-    if is_native(call, model):
+    """The backend that makes this agent's attempts at ``model``.
+
+    An in-process test model (``swarmcore-test/...``) is always the native
+    backend's, whatever backend is chosen: it has no LiteLLM provider.
+    """
+    if local.is_local(model) or is_native(call, model):
         return _native()
     return _litellm()
 
@@ -61,6 +67,8 @@ def preload(calls: Iterable[CallSpec]) -> None:
     """
     for call in calls:
         for model in (call.model, *call.fallback_models):
+            if local.is_local(model):
+                continue  # answered in process: nothing to import
             if is_native(call, model):
                 from swarmcore.llm import endpoints, price_data
 

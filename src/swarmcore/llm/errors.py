@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from swarmcore.errors import ModelError
-from swarmcore.llm import price_data
+from swarmcore.llm import local, price_data
 from swarmcore.llm.choice import is_native
 from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.malformed import malformed_reply
@@ -72,7 +72,9 @@ def call_secrets(call: CallSpec, model: str) -> list[str]:
     LiteLLM reads, e.g. ``GEMINI_API_KEY``, ``AZURE_API_KEY``).
     """
     found = secret_values(api_key=call.api_key, settings=call.settings)
-    if is_native(call, model):  # the native backend reads no key but these and the environment's
+    if local.is_local(model) or is_native(
+        call, model
+    ):  # the native backend reads no key but these and the environment's
         return found + env_secrets()
     try:
         resolved: Any = load_litellm().get_llm_provider(model, api_base=call.api_base)[2]

@@ -17,7 +17,9 @@ module did to save a third of its CPU per call.
 
 Where a request goes, with which headers, on which connection pool is
 ``endpoints``'s, and what a reply says (every field checked) is
-``completion``'s: this module is the exchange itself.
+``completion``'s: this module is the exchange itself. An in-process test
+model (``local``) gets the same body and its answer is read by the same code
+as an HTTP server's; only the transport differs.
 
 No retries here: ``complete`` owns the one retry policy and puts its own
 deadline around each attempt.
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmcore import events
 from swarmcore.errors import ModelError
-from swarmcore.llm import completion, endpoints, price_data, pricing, reading
+from swarmcore.llm import completion, endpoints, local, price_data, pricing, reading
 from swarmcore.llm.errors import call_secrets, classify
 from swarmcore.llm.prechecks import shown_url
 from swarmcore.llm.redaction import redact
@@ -148,10 +150,38 @@ def _body(request: LLMRequest, model: str) -> dict[str, Any]:
 async def _exchange(request: LLMRequest, model: str) -> LLMReply:
     """Send one request and read its reply: whole, or streamed as server-sent events.
 
+    An in-process model (``local``) is sent the same body and its answer read
+    by the same code (``_read``); every other model's goes over HTTP.
+
     Raises:
         EndpointError: The endpoint answered with an error status (or an error event).
         EndpointUnreachable: No connection, or it was lost before the reply ended.
     """
+    if local.is_local(model):
+        body = json.dumps(_body(request, model))
+        answer = await local.endpoint().post(model.removeprefix(local.PREFIX), body)
+        return await _read(request, model, answer)
+    return await _over_http(request, model)
+
+
+async def _read(request: LLMRequest, model: str, response: local.Response) -> LLMReply:
+    """An endpoint's answer as our reply: an error status raises, a stream is read as events.
+
+    Raises:
+        EndpointError: An error status (or an error event in the stream).
+        MalformedReply: The answer is no chat completion.
+    """
+    if response.status >= 400:
+        text = await response.head(_ERROR_BYTES)
+        raise _status_error(response.status, text, response.headers)
+    # A server that ignores "stream" answers JSON: read as the reply it is.
+    if request.stream and response.content_type != "application/json":
+        return await _streamed(_events(response.lines()), request, model, response.headers)
+    return _to_reply(request, model, await response.body(), response.headers)
+
+
+async def _over_http(request: LLMRequest, model: str) -> LLMReply:
+    """One exchange with an HTTP endpoint, its reply read bounded (``reading``)."""
     import aiohttp
 
     call = request.call
@@ -181,15 +211,7 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
             _merged(endpoint.headers, headers) if headers else endpoint.headers,
             **options,
         ) as response:
-            if response.status >= 400:
-                text = await reading.head(response, _ERROR_BYTES)
-                raise _status_error(response.status, text, response.headers)
-            # A server that ignores "stream" answers JSON: read as the reply it is.
-            if request.stream and response.content_type != "application/json":
-                lines = reading.lines(reading.decoded(response, limit), deadline)
-                return await _streamed(_events(lines), request, model, response.headers)
-            raw = await reading.body(response, limit)
-            return _to_reply(request, model, raw, response.headers)
+            return await _read(request, model, _HTTPResponse(response, limit, deadline))
     except reading.Refused as exc:
         raise exc.at(str(endpoint.url)) from None
     except aiohttp.ClientError as exc:
@@ -200,6 +222,38 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
                 str(exc) or type(exc).__name__, url=str(endpoint.url)
             ) from exc
         raise reading.Refused(_misbehaved(exc), retryable=True, url=str(endpoint.url)) from None
+
+
+class _HTTPResponse:
+    """An aiohttp response as a ``local.Response``: its body read bounded by ``reading``."""
+
+    def __init__(
+        self, response: aiohttp.ClientResponse, limit: int, deadline: float | None
+    ) -> None:
+        self._response = response
+        self._limit = limit
+        self._deadline = deadline
+
+    @property
+    def status(self) -> int:
+        return self._response.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._response.headers
+
+    @property
+    def content_type(self) -> str:
+        return self._response.content_type
+
+    async def head(self, size: int) -> bytes:
+        return await reading.head(self._response, size)
+
+    async def body(self) -> bytes:
+        return await reading.body(self._response, self._limit)
+
+    def lines(self) -> AsyncIterator[str]:
+        return reading.lines(reading.decoded(self._response, self._limit), self._deadline)
 
 
 # An error status's body is read for its message: a few KB; past this it is cut.
@@ -351,9 +405,10 @@ def _cost(
 ) -> float | None:
     """The reply's cost by ``pricing``'s rule: the gateway's figure, else its usage priced.
 
-    Without usage in the reply (``has_usage`` False) only a gateway's figure counts.
+    Without usage in the reply (``has_usage`` False) only a gateway's figure counts, and
+    so for an in-process test model, which no price list knows.
     """
-    if not has_usage:
+    if not has_usage or local.is_local(model):
         return pricing.gateway_cost(headers)
     return pricing.usage_cost(
         model,

@@ -17,7 +17,7 @@ import warnings
 from typing import Any
 
 from swarmcore.errors import ModelError
-from swarmcore.llm import price_data
+from swarmcore.llm import local, price_data
 from swarmcore.llm.choice import is_native, is_openai_model
 from swarmcore.llm.loader import load_litellm
 from swarmcore.llm.redaction import is_secret_name, redact
@@ -48,7 +48,7 @@ def check_key(call: CallSpec, model: str) -> None:
     Raises:
         ModelError: No API key for ``model`` was passed or found in the environment.
     """
-    if _has_key(call) or model in _keys_found:
+    if _has_key(call) or model in _keys_found or local.is_local(model):
         return
     missing = [k for k in _missing_keys(call, model) if "KEY" in k or "TOKEN" in k]
     if missing:
@@ -76,12 +76,16 @@ def missing_keys(model: str) -> list[str]:
         Exception: LiteLLM does not know the model's provider.
     """
     call = CallSpec(agent_name="", model=model)
+    if local.is_local(model):  # answered in process: no key
+        return []
     if is_native(call, model):  # the variable the openai SDK and LiteLLM both read
         return [] if os.environ.get("OPENAI_API_KEY") else ["OPENAI_API_KEY"]
     return list(load_litellm().validate_environment(model).get("missing_keys", []))
 
 
 def _missing_keys(call: CallSpec, model: str) -> list[str]:
+    if local.is_local(model):
+        return []
     if is_native(call, model):
         return [] if os.environ.get("OPENAI_API_KEY") else ["OPENAI_API_KEY"]
     try:
@@ -114,6 +118,8 @@ def provider_of(model: str) -> str:
     """LiteLLM's provider for ``model`` (``openai``), or the text before its first slash."""
     if is_openai_model(model):  # known without LiteLLM, which the native path never loads
         return "openai"
+    if local.is_local(model):  # an in-process test model: LiteLLM has never heard of it
+        return local.PREFIX.rstrip("/")
     try:
         provider: Any = load_litellm().get_llm_provider(model)[1]
     except Exception as exc:  # an unknown provider: fall back on the model string
@@ -129,6 +135,8 @@ def similar_model(model: str) -> str | None:
     Known models are LiteLLM's (``litellm.models_by_provider``), under the same
     provider; None when ``model`` is one of them or nothing comes close.
     """
+    if local.is_local(model):  # the test models' names are their own
+        return None
     provider = provider_of(model)
     prefix = f"{provider}/"
     bare = model.removeprefix(prefix)

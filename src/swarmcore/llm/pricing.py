@@ -27,7 +27,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from swarmcore.llm import price_data
+from swarmcore.llm import local, price_data
 from swarmcore.llm.choice import is_openai_model
 from swarmcore.llm.loader import load_litellm
 from swarmcore.results import TokenUsage
@@ -56,6 +56,8 @@ def _model_info(model: str) -> Mapping[str, Any]:
 
     Cached: the data is bundled, so it does not change while the process runs.
     """
+    if local.is_local(model):  # an in-process test model: what it declares, never LiteLLM
+        return local.model_info(model)
     if is_openai_model(model) and "litellm" not in sys.modules:
         # The same bundled data, read without LiteLLM: the native path never imports it.
         # Once LiteLLM is loaded, its lookup also sees prices a user registered with it.

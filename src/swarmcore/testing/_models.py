@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from swarmcore.structured import SCHEMA_PROMPT
-from swarmcore.testing._provider import model_string
+from swarmcore.testing._endpoint import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step, tool_calls_of
 
 __all__ = [
@@ -53,16 +53,22 @@ class ScriptedModel:
     Args:
         steps: Replies (``Reply``), failures (``Fail``) or plain strings
             (text replies), consumed one per model call.
+        supports: What the model declares it supports, as a hosted model's data
+            would (``{"response_schema": True, "function_calling": False}``): the
+            agent's ``"auto"`` tool and output protocols choose by it. Unknown when
+            absent, as for a model no price list names.
     """
 
-    def __init__(self, steps: Iterable[Step | str]) -> None:
+    def __init__(
+        self, steps: Iterable[Step | str], *, supports: Mapping[str, bool] | None = None
+    ) -> None:
         self._steps = [Reply(text=s) if isinstance(s, str) else s for s in steps]
         self._total = len(self._steps)
         self.requests: list[RecordedRequest] = []
         """Every request received, in arrival order."""
         self.unexpected_calls = 0
         """Calls that arrived after the script ran out."""
-        self.model = model_string(f"scripted-{next(_names)}", self)
+        self.model = model_string(f"scripted-{next(_names)}", self, supports)
         """The model string to put in ``Agent(model=...)``."""
 
     async def respond(self, request: RecordedRequest) -> Step:
@@ -105,13 +111,14 @@ class FunctionModel:
 
     Args:
         fn: Takes a ``RecordedRequest``; returns a ``Reply``, a ``Fail`` or a string.
+        supports: What the model declares it supports, as for ``ScriptedModel``.
     """
 
-    def __init__(self, fn: Responder) -> None:
+    def __init__(self, fn: Responder, *, supports: Mapping[str, bool] | None = None) -> None:
         self._fn = fn
         self.requests: list[RecordedRequest] = []
         """Every request received, in arrival order."""
-        self.model = model_string(f"function-{next(_names)}", self)
+        self.model = model_string(f"function-{next(_names)}", self, supports)
         """The model string to put in ``Agent(model=...)``."""
 
     async def respond(self, request: RecordedRequest) -> Step:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmcore._text_tools import text_tool_marker
 from swarmcore.results import AgentResult
-from swarmcore.testing._provider import model_string
+from swarmcore.testing._endpoint import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
 
 if TYPE_CHECKING:

@@ -1,17 +1,37 @@
-"""What test models answer with, and what they saw: shared by the models and the HTTP server."""
+"""What test models answer with, and what they saw: shared by the models and the HTTP server.
+
+Both answer in the chat-completions protocol, built here: a completion's
+body, a stream's chunks, an error's object, and the token counts of a reply
+that gives none (``count_tokens``: four characters a token, rounded up).
+"""
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
+import time
 import typing
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swarmcore._text_tools import text_tool_marker
 
-__all__ = ["Call", "Fail", "RecordedRequest", "Reply", "Step"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "Call",
+    "Fail",
+    "RecordedRequest",
+    "Reply",
+    "Step",
+    "completion_body",
+    "count_tokens",
+    "error_object",
+    "stream_chunks",
+    "usage",
+]
 
 _ids = itertools.count(1)
 
@@ -46,8 +66,10 @@ class Reply:
     Args:
         text: The answer text.
         tool_calls: Tool calls to make (the agent runs them and calls again).
-        prompt_tokens: Reported prompt tokens; counted from the request when None.
-        completion_tokens: Reported completion tokens; counted from the reply when None.
+        prompt_tokens: Reported prompt tokens; counted from the request when None
+            (the JSON text of its messages and tool specs, by ``count_tokens``).
+        completion_tokens: Reported completion tokens; counted from the reply when None
+            (its text and tool-call arguments, by ``count_tokens``).
         cached_tokens: Reported cached prompt tokens (part of ``prompt_tokens``), sent
             as ``usage.prompt_tokens_details.cached_tokens`` (left out when 0).
         reasoning_tokens: Reported reasoning tokens (part of ``completion_tokens``), sent
@@ -235,3 +257,87 @@ def _text(content: object) -> str:
         parts = typing.cast(list[dict[str, Any]], content)
         return "".join(str(p.get("text", "")) for p in parts)
     return ""
+
+
+# --- the protocol's answers ----------------------------------------------------------
+
+CHARS_PER_TOKEN = 4
+"""Test models count a token per four characters: no tokenizer, the same count everywhere."""
+
+
+def count_tokens(text: str) -> int:
+    """Tokens in ``text`` by the test models' rule: four characters a token, rounded up."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def usage(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
+    """The reply's ``usage`` object: its own counts, else ``count_tokens``'s."""
+    prompt = reply.prompt_tokens
+    if prompt is None:
+        prompt = count_tokens(json.dumps(request.messages) + json.dumps(request.tools))
+    completion = reply.completion_tokens
+    if completion is None:
+        completion = count_tokens(
+            (reply.text or "") + "".join(c.arguments_json for c in reply.tool_calls)
+        )
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        **usage_details(reply),
+    }
+
+
+def completion_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
+    """The chat completion a test model answers ``request`` with."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": reply.model or request.model,
+        "choices": [
+            {"index": 0, "message": reply.as_message(), "finish_reason": reply.finish_reason}
+        ],
+        "usage": usage(request, reply),
+    }
+
+
+def stream_chunks(
+    request: RecordedRequest, reply: Reply, pieces: Iterable[str], *, include_usage: bool
+) -> Iterator[dict[str, Any]]:
+    """The chunks of the reply streamed: ``pieces`` of its text, its tool calls, its usage."""
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": reply.model or request.model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in pieces:
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply.tool_calls):
+        head = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        yield chunk({"tool_calls": [head]})
+        yield chunk(
+            {"tool_calls": [{"index": index, "function": {"arguments": call.arguments_json}}]}
+        )
+    yield chunk({}, reply.finish_reason)
+    if include_usage:
+        yield {**base, "choices": [], "usage": usage(request, reply)}
+
+
+def error_object(step: Fail, message: str | None = None) -> Mapping[str, Any]:
+    """A failure's ``error`` object: its own (a gateway's shape), else OpenAI's, from its text."""
+    if step.error is not None:
+        return step.error
+    text = step.message if message is None else message
+    return {"message": text, "type": "error", "code": str(step.status_code)}

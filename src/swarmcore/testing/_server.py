@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from swarmcore.testing._replies import Fail, RecordedRequest, Reply, Step, usage_details
+from swarmcore.testing._replies import (
+    Fail,
+    RecordedRequest,
+    Reply,
+    Step,
+    completion_body,
+    error_object,
+    stream_chunks,
+)
 
 __all__ = ["MockOpenAIServer"]
 
@@ -157,7 +163,7 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send_stream(request, step.for_request(request), body)
             else:
                 reply = step.for_request(request)
-                self._send_json(200, _completion(request, reply), reply.headers)
+                self._send_json(200, completion_body(request, reply), reply.headers)
 
         def _send_json(
             self, status: int, payload: object, headers: Mapping[str, str] | None = None
@@ -182,7 +188,9 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             options: dict[str, Any] = body.get("stream_options") or {}
             include_usage = bool(options.get("include_usage"))
-            for chunk in _chunks(request, reply, include_usage):
+            text = reply.text or ""
+            pieces = (text[start : start + 8] for start in range(0, len(text), 8))
+            for chunk in stream_chunks(request, reply, pieces, include_usage=include_usage):
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")
@@ -193,13 +201,10 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
 
 def _error(step: Fail, headers: Message) -> Mapping[str, Any]:
-    """A failure's ``error`` object: its own (a gateway's shape), else OpenAI's, from its text."""
-    if step.error is not None:
-        return step.error
-    message = step.message
-    if step.echo_credential:
-        message = message.replace("{credential}", _credential(headers))
-    return {"message": message, "type": "error", "code": str(step.status_code)}
+    """A failure's ``error`` object, quoting the request's key when the step says to."""
+    if step.error is None and step.echo_credential:
+        return error_object(step, step.message.replace("{credential}", _credential(headers)))
+    return error_object(step)
 
 
 def _credential(headers: Message) -> str:
@@ -208,66 +213,3 @@ def _credential(headers: Message) -> str:
     if bearer.lower().startswith("bearer "):
         return bearer[len("bearer ") :]
     return headers.get("api-key") or headers.get("x-api-key") or bearer
-
-
-def _usage(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
-    # Four characters per token: a stable estimate, since the server has no tokenizer.
-    prompt = reply.prompt_tokens
-    if prompt is None:
-        prompt = max(1, request.prompt_chars // 4)
-    completion = reply.completion_tokens
-    if completion is None:
-        text = (reply.text or "") + "".join(c.arguments_json for c in reply.tool_calls)
-        completion = len(text) // 4
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        **usage_details(reply),
-    }
-
-
-def _completion(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": reply.model or request.model,
-        "choices": [
-            {"index": 0, "message": reply.as_message(), "finish_reason": reply.finish_reason}
-        ],
-        "usage": _usage(request, reply),
-    }
-
-
-def _chunks(
-    request: RecordedRequest, reply: Reply, include_usage: bool
-) -> Iterator[dict[str, Any]]:
-    base = {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": reply.model or request.model,
-    }
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-    yield chunk({"role": "assistant", "content": ""})
-    text = reply.text or ""
-    for start in range(0, len(text), 8):
-        yield chunk({"content": text[start : start + 8]})
-    for index, call in enumerate(reply.tool_calls):
-        head = {
-            "index": index,
-            "id": call.id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }
-        yield chunk({"tool_calls": [head]})
-        yield chunk(
-            {"tool_calls": [{"index": index, "function": {"arguments": call.arguments_json}}]}
-        )
-    yield chunk({}, reply.finish_reason)
-    if include_usage:
-        yield {**base, "choices": [], "usage": _usage(request, reply)}
