@@ -22,7 +22,6 @@ from swarmcore import (
 from swarmcore._text_tools import text_tool_marker
 from swarmcore.agent import SUMMARY_INSTRUCTION
 from swarmcore.context import Framing
-from swarmcore.llm import load_litellm
 from swarmcore.store import SQLiteStore
 from swarmcore.structured import json_candidates
 from swarmcore.testing import Call, Fail, RecordedRequest, Reply, ScriptedModel
@@ -57,20 +56,6 @@ def population(city: str) -> int:
         city: The city's name.
     """
     return {"Oslo": 709000}.get(city, 0)
-
-
-def register(model: str, *, response_schema: bool, function_calling: bool = True) -> None:
-    """Tell LiteLLM what a test model supports (the model string is unique per test)."""
-    load_litellm().register_model(
-        {
-            model: {
-                "supports_response_schema": response_schema,
-                "supports_function_calling": function_calling,
-                "litellm_provider": "swarmcore-test",
-                "mode": "chat",
-            }
-        }
-    )
 
 
 def json_values(text: str) -> list[Any]:
@@ -351,9 +336,8 @@ async def test_native_protocol_still_sends_bad_answers_back() -> None:
     assert "population" in last_message(model.requests[1])["content"]
 
 
-async def test_auto_picks_native_when_litellm_says_the_model_supports_response_schema() -> None:
-    model = ScriptedModel([OSLO_JSON])
-    register(model.model, response_schema=True)
+async def test_auto_picks_native_when_the_model_data_says_it_supports_response_schema() -> None:
+    model = ScriptedModel([OSLO_JSON], supports={"response_schema": True})
     agent = Agent("city", "x", model=model.model, output_type=City)
     assert agent.output_protocol == "auto"
     result = await agent.run("go")
@@ -365,10 +349,10 @@ async def test_auto_picks_native_when_litellm_says_the_model_supports_response_s
 
 
 @pytest.mark.parametrize("known", [False, None], ids=["unsupported", "unknown-model"])
-async def test_auto_uses_text_when_litellm_does_not_say_yes(known: bool | None) -> None:
-    model = ScriptedModel([OSLO_JSON])
-    if known is not None:
-        register(model.model, response_schema=known)
+async def test_auto_uses_text_when_the_model_data_does_not_say_yes(known: bool | None) -> None:
+    model = ScriptedModel(
+        [OSLO_JSON], supports=None if known is None else {"response_schema": known}
+    )
     agent = Agent("city", "x", model=model.model, output_type=City)
     result = await agent.run("go")
     assert "response_format" not in model.requests[0].params
@@ -377,8 +361,7 @@ async def test_auto_uses_text_when_litellm_does_not_say_yes(known: bool | None) 
 
 
 async def test_auto_uses_text_for_a_non_object_type_even_when_native_is_supported() -> None:
-    model = ScriptedModel(["[4, 5]"])
-    register(model.model, response_schema=True)
+    model = ScriptedModel(["[4, 5]"], supports={"response_schema": True})
     agent = Agent("nums", "x", model=model.model, output_type=list[int])
     result = await agent.run("go")
     assert "response_format" not in model.requests[0].params
@@ -387,8 +370,7 @@ async def test_auto_uses_text_for_a_non_object_type_even_when_native_is_supporte
 
 
 async def test_text_protocol_wins_over_model_support() -> None:
-    model = ScriptedModel([OSLO_JSON])
-    register(model.model, response_schema=True)
+    model = ScriptedModel([OSLO_JSON], supports={"response_schema": True})
     agent = Agent("city", "x", model=model.model, output_type=City, output_protocol="text")
     result = await agent.run("go")
     assert "response_format" not in model.requests[0].params
@@ -703,9 +685,11 @@ async def test_text_tool_protocol_loops_over_several_turns() -> None:
     ]
 
 
-async def test_auto_uses_the_text_protocol_when_litellm_says_no_function_calling() -> None:
-    model = ScriptedModel([Reply.tool("add", a=2, b=3), "It is 5."])
-    register(model.model, response_schema=False, function_calling=False)
+async def test_auto_uses_the_text_protocol_when_the_model_data_says_no_function_calling() -> None:
+    model = ScriptedModel(
+        [Reply.tool("add", a=2, b=3), "It is 5."],
+        supports={"response_schema": False, "function_calling": False},
+    )
     agent = Agent("calc", "x", model=model.model, tools=[add])
     assert agent.tool_protocol == "auto"
     result = await agent.run("go")
@@ -716,10 +700,9 @@ async def test_auto_uses_the_text_protocol_when_litellm_says_no_function_calling
 
 
 @pytest.mark.parametrize("known", [True, None], ids=["supported", "unknown-model"])
-async def test_auto_uses_native_tools_unless_litellm_says_no(known: bool | None) -> None:
-    model = ScriptedModel([Reply.tool("add", a=2, b=3), "It is 5."])
-    if known is not None:
-        register(model.model, response_schema=False, function_calling=known)
+async def test_auto_uses_native_tools_unless_the_model_data_says_no(known: bool | None) -> None:
+    supports = None if known is None else {"response_schema": False, "function_calling": known}
+    model = ScriptedModel([Reply.tool("add", a=2, b=3), "It is 5."], supports=supports)
     agent = Agent("calc", "x", model=model.model, tools=[add])
     result = await agent.run("go")
     assert model.requests[0].tool_names == ["add"]

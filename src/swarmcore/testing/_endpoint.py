@@ -83,6 +83,9 @@ class _Endpoint:
             tools=list(sent.get("tools") or []),
             params=params,
         )
+        # A turn of the event loop, as a network round trip gives one: parallel agents'
+        # requests are all in flight before the first answer, as with a real endpoint.
+        await asyncio.sleep(0)
         step = await responder.respond(request)
         if step.delay:
             await asyncio.sleep(step.delay)
