@@ -3,7 +3,9 @@
 A service runs flows (and dry-runs them first) for as long as it lives, so once a
 run has returned and its result is dropped, nothing may still hold what the run
 sent: not the process-wide offline model that dry runs use (issue 30, point 12),
-not LiteLLM's queue of per-call logs that nothing reads (point 11). Each row runs
+not LiteLLM's queue of per-call logs that nothing reads (point 11). The rows
+run on test models, which never go through LiteLLM; its listener's test goes
+through the local server. Each row runs
 something with a task text nobody else has, drops what it returned, and then
 looks for any live container still holding that text. No memory is measured:
 the RSS figures are in ``benchmarks/bursts.py``.
@@ -21,7 +23,7 @@ import pytest
 
 from swarmcore import Agent, Swarm
 from swarmcore.llm import load_litellm
-from swarmcore.testing import OfflineModel, offline_model
+from swarmcore.testing import MockOpenAIServer, OfflineModel, offline_model
 
 REAL = "openai/gpt-4o-mini"  # a dry run prices with it and never calls it
 
@@ -70,6 +72,11 @@ async def _run_on_own_offline_model(task: str) -> None:
 async def _agent_run_on_own_offline_model(task: str) -> None:
     model = OfflineModel()
     await Agent("solo", "You answer.", model=model.model, tools=[lookup]).run(task)
+
+
+def _on_litellm(server: MockOpenAIServer) -> dict[str, Any]:
+    """Agent settings that reach the local server through LiteLLM (test models never do)."""
+    return {**server.model_kwargs, "model_settings": {"backend": "litellm"}}
 
 
 Action = Callable[[str], Awaitable[None]]
@@ -150,10 +157,11 @@ async def test_a_litellm_callback_still_hears_every_call() -> None:
     listener = Listener()
     lit.callbacks.append(listener)
     try:
-        model = OfflineModel()
-        await Swarm(_diamond(model.model)).run("Write about tea.")
+        with MockOpenAIServer(responder=OfflineModel.reply) as server:
+            settings = _on_litellm(server)
+            await Swarm(_diamond(settings.pop("model"), **settings)).run("Write about tea.")
         for _ in range(500):  # LiteLLM logs in the background, on its own schedule
-            if len(heard) >= len(model.requests):
+            if len(heard) >= len(server.requests):
                 break
             await asyncio.sleep(0.01)
     finally:
@@ -162,7 +170,7 @@ async def test_a_litellm_callback_still_hears_every_call() -> None:
             if name.endswith(("callback", "callbacks")) and isinstance(registry, list):
                 while listener in registry:
                     cast(list[object], registry).remove(listener)
-    assert len(heard) == len(model.requests) > 0
+    assert len(heard) == len(server.requests) > 0
     assert not any(  # and it is gone, so the rows above run unheard in any order
         listener in getattr(lit, n) for n in dir(lit) if isinstance(getattr(lit, n, None), list)
     )

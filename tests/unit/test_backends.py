@@ -40,11 +40,18 @@ def _backend(model: str, **settings: Any) -> str:
         ("anthropic/claude-sonnet-4-5", "litellm"),
         ("groq/llama-3.1-8b-instant", "litellm"),
         ("claude-3-5-sonnet-20240620", "litellm"),  # bare, but not OpenAI's
-        (offline_model(), "litellm"),  # a LiteLLM custom provider
+        (offline_model(), "native"),  # answered in process, beneath the native backend
     ],
 )
 def test_openai_models_use_the_native_backend_by_default(model: str, expected: str) -> None:
     assert _backend(model) == expected
+
+
+def test_test_models_stay_native_whatever_backend_is_chosen() -> None:
+    set_model_backend("litellm")
+    assert _backend(offline_model()) == "native"
+    assert _backend(offline_model(), backend="litellm") == "native"
+    assert _backend(offline_model(), success_callback=["langfuse"]) == "native"
 
 
 def test_an_agent_can_force_either_backend() -> None:
@@ -95,6 +102,8 @@ def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
         from swarmcore.llm.backends import preload
         from swarmcore.llm.types import CallSpec
 
+        preload([CallSpec(agent_name="t", model="swarmcore-test/offline")])  # in process
+        print("aiohttp" in sys.modules, "litellm" in sys.modules)
         preload([CallSpec(agent_name="a", model="openai/gpt-4o-mini")])
         print("aiohttp" in sys.modules, "openai" in sys.modules, "litellm" in sys.modules)
         preload([CallSpec(agent_name="b", model="anthropic/claude-sonnet-4-5")])
@@ -105,4 +114,4 @@ def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "False", "False", "True"]
+    assert done.stdout.split() == ["False", "False", "True", "False", "False", "True"]

@@ -22,7 +22,6 @@ from swarmcore.llm.backends import backend_for
 from swarmcore.llm.choice import LITELLM_LISTENERS, PER_CALL_LISTENERS, BackendSwitchWarning
 from swarmcore.llm.litellm_backend import LiteLLMBackend
 from swarmcore.llm.types import CallSpec
-from swarmcore.testing import FunctionModel, RecordedRequest
 
 
 def _silent_listener() -> Any:
@@ -55,17 +54,38 @@ def _chooses_litellm(**settings: Any) -> bool:
 def _litellm_logs_the_call(**settings: Any) -> bool:
     """The LiteLLM backend's view: is a call it makes one LiteLLM logs?
 
-    The model answers from inside LiteLLM's ``acompletion`` with LiteLLM's own
-    "internal call, not logged" flag as it finds it there.
+    The model is a LiteLLM custom provider of this test's own, which answers from
+    inside LiteLLM's ``acompletion`` with LiteLLM's "internal call, not logged"
+    flag as it finds it there (swarmcore's test models never go through LiteLLM).
     """
-    from litellm._internal_context import is_internal_call
-
-    def answer(request: RecordedRequest) -> str:
-        return "unlogged" if is_internal_call.get() else "logged"
-
-    model = FunctionModel(answer)
-    agent = Agent("a", "You answer.", model=model.model, model_settings=settings)
+    agent = Agent("a", "You answer.", model=_probe(), model_settings=settings)
     return agent.run_sync("Are you heard?").output == "logged"
+
+
+def _probe() -> str:
+    """A LiteLLM custom provider answering whether LiteLLM flags the call as internal."""
+    lit = load_litellm()
+    from litellm._internal_context import is_internal_call
+    from litellm.llms.custom_llm import CustomLLM
+
+    class Probe(CustomLLM):
+        async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+            text = "unlogged" if is_internal_call.get() else "logged"
+            return lit.ModelResponse(
+                model="probe",
+                choices=[
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            )
+
+    others = [e for e in lit.custom_provider_map if e["provider"] != "listen-probe"]
+    lit.custom_provider_map = [*others, {"provider": "listen-probe", "custom_handler": Probe()}]
+    return "listen-probe/model"
 
 
 def test_with_no_listener_openai_models_go_native_and_litellm_logs_nothing() -> None:

@@ -158,7 +158,8 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
         EndpointUnreachable: No connection, or it was lost before the reply ended.
     """
     if local.is_local(model):
-        body = json.dumps(_body(request, model))
+        # A setting that is no JSON (a LiteLLM callback object) reaches a test model as its repr.
+        body = json.dumps(_body(request, model), default=repr)
         answer = await local.endpoint().post(model.removeprefix(local.PREFIX), body)
         return await _read(request, model, answer)
     return await _over_http(request, model)
