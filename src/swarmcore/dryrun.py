@@ -2,9 +2,10 @@
 
 ``await swarm.dry_run(task)`` walks the flow on the offline model (tools are
 not called; each returns a placeholder), counts every model call and the prompt
-tokens each agent would send, and prices those tokens with each agent's real
-model from LiteLLM's price map. Completion tokens depend on the real model's
-answers, so they are not estimated.
+tokens each agent would send (estimated as the test models count them, four
+characters a token: no tokenizer, and no LiteLLM import), and prices those
+tokens with each agent's real model from LiteLLM's price map. Completion tokens
+depend on the real model's answers, so they are not estimated.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ __all__ = ["AgentEstimate", "DryRunReport", "PromptCounter", "dry_run", "rehears
 
 async def dry_run(swarm: Swarm, task: str, variables: Mapping[str, object] | None) -> DryRunReport:
     """``swarm.dry_run(task)``: the flow rehearsed on the offline model, its prompts counted."""
-    from swarmcore.testing import offline_model  # litellm is loaded for dry runs only
+    from swarmcore.testing import offline_model  # a face, loaded for dry runs only
 
     rehearsal = type(swarm)(  # the Swarm's own class: no import of swarm.py here
         rehearsal_of(swarm.flow, offline_model()),

@@ -17,9 +17,11 @@
   session fixture ``postgres`` starts one, or skips where PostgreSQL is not
   installed; ``postgres.new_database()`` gives each test a database of its own.
 
-The in-process models are LiteLLM custom providers, so agents on them run the
-same code path as agents on hosted models. Importing this module does not
-import litellm.
+The in-process models are answered beneath the native backend (``llm.local``):
+the request is built and the answer read by the code that speaks to an
+OpenAI-compatible server, so agents on them run the default path of hosted
+models. They never go through LiteLLM, and neither importing this module nor
+running on its models imports litellm.
 """
 
 from swarmcore.testing._choose import choose_model
