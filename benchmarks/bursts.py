@@ -9,7 +9,9 @@ RSS. A service's memory should level off after the first burst (the peak of that
 runs at once, which the allocator keeps), not climb with each one.
 
 ``--litellm-callback`` registers a LiteLLM callback that does nothing, as a user who
-sends LiteLLM's logs somewhere would: LiteLLM then logs every call, as it did for every
+sends LiteLLM's logs somewhere would, and sends the calls through LiteLLM to a local
+``MockOpenAIServer`` answering as the offline model (test models never go through
+LiteLLM; without the flag, no LiteLLM is loaded at all): LiteLLM then logs every call, as it did for every
 swarmcore call before swarmcore stopped it for calls nobody listens to (issue 30,
 point 11). Its background worker falls behind a burst, and every log waiting holds its
 call's messages and response.
@@ -66,18 +68,23 @@ def logs_waiting() -> int:
 async def bursts(runs: int, count: int, callback: bool) -> dict[str, Any]:
     from swarmcore import Agent, Swarm
     from swarmcore.llm import load_litellm
-    from swarmcore.testing import OfflineModel
+    from swarmcore.testing import MockOpenAIServer, OfflineModel
 
-    lit = load_litellm()
+    model = OfflineModel()
+    settings: dict[str, Any] = {"model": model.model}
+    server = MockOpenAIServer(responder=OfflineModel.reply)
     if callback:
         from litellm.integrations.custom_logger import CustomLogger
 
-        lit.callbacks.append(CustomLogger())
-    model = OfflineModel()
-    a, b, c, d = (Agent(n, f"You are {n}.", model=model.model) for n in "abcd")
+        load_litellm().callbacks.append(CustomLogger())
+        # Test models never go through LiteLLM: its calls go to the local server.
+        server.start()
+        settings = {**server.model_kwargs, "model_settings": {"backend": "litellm"}}
+    a, b, c, d = (Agent(n, f"You are {n}.", **settings) for n in "abcd")
     swarm = Swarm(a >> (b | c) >> d)
     await swarm.run("warm up")
     model.requests.clear()
+    server.requests.clear()
     await asyncio.sleep(1)
     trim()
     report: dict[str, Any] = {"start": rss_mb(), "after": [], "waiting": [], "seconds": []}
@@ -85,11 +92,15 @@ async def bursts(runs: int, count: int, callback: bool) -> dict[str, Any]:
         started = time.perf_counter()
         await asyncio.gather(*(swarm.run(f"Burst task {i}: report briefly.") for i in range(runs)))
         report["seconds"].append(round(time.perf_counter() - started, 1))
-        report["waiting"].append(logs_waiting())
+        report["waiting"].append(logs_waiting() if callback else 0)
         model.requests.clear()
+        server.requests.clear()
+        server.raw_bodies.clear()
+        server.headers.clear()
         await asyncio.sleep(1)
         trim()
         report["after"].append(rss_mb())
+    server.stop()
     return report
 
 
