@@ -143,3 +143,26 @@ def test_the_quickstart_and_a_dry_run_never_import_litellm(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "Running offline" in done.stdout  # it did run on the offline model
     assert done.stdout.splitlines()[-1] == "False"
+
+
+def test_a_test_model_string_without_swarmcore_testing_is_an_unknown_model() -> None:
+    """In a fresh process where nothing imported ``swarmcore.testing``: a 404, said so."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from swarmcore import Agent, ModelError
+        try:
+            Agent("a", "x", model="swarmcore-test/nothing", retry=0).run_sync("go")
+        except ModelError as error:
+            print(error.status_code, error)
+        print("litellm" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, last = done.stdout.splitlines()[0], done.stdout.splitlines()[-1]
+    assert first.startswith("404 ")
+    assert "No test model named 'nothing'; build one with swarmcore.testing" in first
+    assert last == "False"

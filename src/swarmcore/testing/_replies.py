@@ -77,8 +77,8 @@ class Reply:
         delay: Seconds to wait before answering (to test parallelism and timeouts).
         model: The model name the reply reports (``MockOpenAIServer``); the
             request's by default, as a real endpoint may name a dated version.
-        headers: ``MockOpenAIServer`` only: extra response headers, e.g. a LiteLLM
-            Proxy's ``x-litellm-response-cost``.
+        headers: Extra response headers, e.g. a LiteLLM Proxy's
+            ``x-litellm-response-cost`` (read as a gateway's cost, in process too).
     """
 
     text: str | None = None
@@ -147,7 +147,7 @@ class Fail:
     Args:
         status_code: The HTTP status: 429 rate limit, 401 bad key, 500 server error...
         message: The provider's error message.
-        headers: Extra response headers (the HTTP server sends them, e.g. Retry-After).
+        headers: Extra response headers, e.g. ``Retry-After`` (in process too).
         delay: Seconds to wait before failing.
         echo_credential: ``MockOpenAIServer`` only: replace ``{credential}`` in the
             message with the key the request carried (its ``Authorization`` bearer
