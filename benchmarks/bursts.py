@@ -13,8 +13,8 @@ sends LiteLLM's logs somewhere would, and sends the calls through LiteLLM to a l
 ``MockOpenAIServer`` answering as the offline model (test models never go through
 LiteLLM; without the flag, no LiteLLM is loaded at all): LiteLLM then logs every
 call, as it did for every swarmcore call before swarmcore stopped it for calls nobody
-listens to (issue 30, point 11). Its background worker falls behind a burst, and every log waiting holds its
-call's messages and response.
+listens to (issue 30, point 11). Its background worker falls behind a burst, and
+every log waiting holds its call's messages and response.
 
 The last line of stdout is ``@@bench`` followed by JSON: ``start`` (MB, after one warm-up
 run), ``after`` (MB after each burst), ``waiting`` (LiteLLM logs still queued at the end
