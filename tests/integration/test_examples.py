@@ -17,12 +17,21 @@ from swarmcore.testing import TemporaryPostgres
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
+# Runs an example as its own script, then says whether it imported LiteLLM.
+_RUN_AND_TELL = (
+    "import runpy, sys; path = sys.argv[1]; sys.argv = sys.argv[1:]; "
+    "runpy.run_path(path, run_name='__main__'); "
+    "print('litellm imported:', 'litellm' in sys.modules)"
+)
+
+
 def _run(name: str, **extra: str) -> str:
+    """The example's output; it ran offline, so it never imported LiteLLM (test models don't)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.pop("SWARMCORE_MODEL", None)
     env.update(extra)
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)],
+        [sys.executable, "-c", _RUN_AND_TELL, str(EXAMPLES / name)],
         capture_output=True,
         text=True,
         env=env,
@@ -30,7 +39,9 @@ def _run(name: str, **extra: str) -> str:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout
+    out, _, told = done.stdout.rstrip("\n").rpartition("\n")
+    assert told == "litellm imported: False", done.stdout
+    return out
 
 
 @pytest.mark.parametrize(
