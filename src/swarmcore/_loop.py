@@ -24,12 +24,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from swarmcore import _text_tools, durable, events, llm, prompt, structured
+from swarmcore import _text_tools, events, llm, prompt, structured
 from swarmcore.context import parse_summary
 from swarmcore.errors import (
     AgentError,
@@ -40,8 +39,9 @@ from swarmcore.errors import (
 from swarmcore.llm.redaction import secret_values
 from swarmcore.llm.target import target
 from swarmcore.results import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
+from swarmcore.scope import CallInProgress, ConnectionScope, RunOptions, RunScope, in_call
 from swarmcore.settings import AgentDefaults
-from swarmcore.tools import Approver, Decided, Tool, ask, run_tool_call, to_tools
+from swarmcore.tools import Decided, Tool, ask, run_tool_call, to_tools
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
@@ -51,29 +51,10 @@ __all__ = [
     "Rejected",
     "RunOptions",
     "ToolCalls",
-    "call_position",
-    "current_run",
     "run_agent",
 ]
 
 DEFAULTS = AgentDefaults()
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """What a caller passes to one run beyond the task: shared with its delegates.
-
-    A Swarm makes one for all the agent runs of a flow run.
-    """
-
-    defaults: AgentDefaults = DEFAULTS
-    variables: Mapping[str, object] = field(default_factory=dict[str, object])
-    approve: Approver | None = None
-    history: Sequence[llm.Message] | None = None
-    chain: tuple[str, ...] = ()
-    """Agent names from the outermost caller down to this run (delegation depth)."""
-    spent: list[AgentResult] | None = None
-    """Where a delegated run that fails leaves its partial result (what it spent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,42 +89,56 @@ async def run_agent(
     task: str,
     options: RunOptions,
     *,
+    scope: RunScope | None = None,
     hint: str | None = None,
     extra_tools: Sequence[Callable[..., Any] | Tool] = (),
 ) -> AgentResult:
     """Run ``agent`` on ``task``: the one entry to the tool-calling loop.
 
     The caller has checked the task (and, for a flow, every agent's variables
-    and approvals). An agent with toolsets fetches their tools first, inside an
-    MCP connection scope of its own when the caller has none open.
-    """
-    if agent.toolsets:
-        from swarmcore import mcp  # only agents with toolsets need it
+    and approvals). An agent with toolsets fetches their tools first, over the
+    run's MCP connections, or connections of its own when the run has none.
 
-        if mcp.current_scope() is not None:  # a Swarm run: its connections outlive this one
-            return await _run_with_toolsets(agent, task, options, hint, extra_tools)
-        scope = mcp.ConnectionScope()  # an agent run alone: its connections close with it
-        token = mcp.enter_scope(scope)
+    Args:
+        agent: The agent.
+        task: Its task.
+        options: What the caller passes beyond the task.
+        scope: The run's scope (budget, events, steps, connections); an agent
+            run alone has an empty one.
+        hint: Extra text for the system prompt (the context mode's).
+        extra_tools: Tools the run adds (context tools).
+    """
+    scope = scope or RunScope()
+    if agent.toolsets:
+        if scope.connections is not None:  # a Swarm run: its connections outlive this one
+            return await _run_with_toolsets(agent, task, options, scope, hint, extra_tools)
+        connections = ConnectionScope()  # an agent run alone: its connections close with it
         try:
-            return await _run_with_toolsets(agent, task, options, hint, extra_tools)
+            return await _run_with_toolsets(
+                agent, task, options, replace(scope, connections=connections), hint, extra_tools
+            )
         finally:
-            await scope.close()
-            mcp.exit_scope(token)
-    return await _run(RunState.start(agent, task, options, hint, extra_tools))
+            await connections.close()
+    return await _run(RunState.start(agent, task, options, scope, hint, extra_tools))
 
 
 async def _run_with_toolsets(
     agent: Agent,
     task: str,
     options: RunOptions,
+    scope: RunScope,
     hint: str | None,
     extra_tools: Sequence[Callable[..., Any] | Tool],
 ) -> AgentResult:
-    from swarmcore import mcp
+    from swarmcore import mcp  # only agents with toolsets need it
 
     try:
-        fetched = await mcp.gather_tools(agent.name, agent.toolsets)
-        return await _run(RunState.start(agent, task, options, hint, [*extra_tools, *fetched]))
+        # A toolset (an MCP server) finds the run's connections as a tool finds its run.
+        fetched = await in_call(
+            CallInProgress(scope=scope), lambda: mcp.gather_tools(agent.name, agent.toolsets)
+        )
+        state = RunState.start(agent, task, options, scope, hint, [*extra_tools, *fetched])
+        return await _run(state)
     except AgentError as error:  # a toolset's failure (MCPError) is this agent's, as a model's is
         error.agent_name = error.agent_name or agent.name
         raise
@@ -176,10 +171,16 @@ class RunState:
     """Everything one run of one agent accumulates, and its turns."""
 
     def __init__(
-        self, agent: Agent, options: RunOptions, tools: dict[str, Tool], messages: list[llm.Message]
+        self,
+        agent: Agent,
+        options: RunOptions,
+        tools: dict[str, Tool],
+        messages: list[llm.Message],
+        scope: RunScope,
     ) -> None:
         self.agent = agent
         self.options = options
+        self.scope = scope
         self.tools = tools
         self.settings = options.defaults.resolve(agent)
         self.native_tools = bool(tools) and _native(agent.tool_protocol, agent.model, "tools")
@@ -221,6 +222,7 @@ class RunState:
         agent: Agent,
         task: str,
         options: RunOptions,
+        scope: RunScope,
         hint: str | None,
         extra_tools: Sequence[Callable[..., Any] | Tool],
     ) -> RunState:
@@ -232,10 +234,19 @@ class RunState:
         """
         if not agent.variables <= options.variables.keys():  # a delegate checks its own
             prompt.check_variables([agent], options.variables)
-        state = cls(agent, options, merge_tools(agent, extra_tools), [])
+        state = cls(agent, options, merge_tools(agent, extra_tools), [], scope)
         system = prompt.system_prompt(agent.instructions, options.variables, hint, state.tail)
         state.messages = prompt.messages(system, task, options.history)
         return state
+
+    @property
+    def agent_name(self) -> str:
+        """The agent's name (what a delegate's errors name as its caller)."""
+        return self.agent.name
+
+    def delegated(self, position: int, result: AgentResult) -> None:
+        """Count a delegate's run in this one, at the place of the tool call that made it."""
+        self.delegations.append((position, result))
 
     async def turns(self) -> AgentResult:
         """Model calls, and the tool calls they ask for, until an answer is accepted."""
@@ -270,12 +281,12 @@ class RunState:
         """One model call, recorded, and what it means for the run."""
         agent = self.agent
         started: dict[str, object] = {"messages": len(self.messages), "tools": len(self.tools)}
-        if events.listening() is not None:  # where the call goes: worked out for a listener only
+        if self.scope.bus is not None:  # where the call goes: worked out for a listener only
             goes = target(self.call, agent.model)
             started.update(
                 provider=goes.provider, provider_model=goes.model, endpoint=goes.endpoint
             )
-        with events.span(
+        with self.scope.span(
             events.ModelCallStarted,
             events.ModelCallFinished,
             agent_name=agent.name,
@@ -283,8 +294,8 @@ class RunState:
             turn=len(self.llm_calls) + 1,
             started=started,
         ) as span:
-            stream = span.bus is not None and span.bus.text_deltas
-            reply = await llm.complete(llm.LLMRequest(self.call, self.messages, stream))
+            request = llm.LLMRequest(self.call, self.messages, self.scope.text_deltas)
+            reply = await llm.complete(request, self.scope.within(span))
             calls, feedback = self._calls_of(reply)
             span.set(
                 model=reply.model,
@@ -400,18 +411,16 @@ class RunState:
         tool = self.tools.get(call.name)
         if tool is None or not tool.requires_approval:
             return None
-        return await ask(tool, self.options.approve, self.agent.name, call.id, call.arguments)
+        approve, scope = self.options.approve, self.scope
+        return await ask(
+            tool, approve, self.agent.name, call.id, call.arguments, scope.step, scope.decider
+        )
 
     async def _tool(
         self, call: llm.ToolCall, position: int, decided: Decided | None
     ) -> ToolCallRecord:
-        # Each call runs in a task of its own, so neither needs a reset. Set here, not
-        # around the whole run: litellm's logging tasks copy the model call's context and
-        # would keep the run alive until they finish.
-        current_run.set(self)
-        call_position.set(position)
         server: str | None = getattr(self.tools.get(call.name), "server", None)
-        with events.span(
+        with self.scope.span(
             events.ToolCallStarted,
             events.ToolCallFinished,
             agent_name=self.agent.name,
@@ -421,18 +430,26 @@ class RunState:
             server=server,
         ) as span:
             span.set(result_chars=0, error="cancelled")  # what a cancelled call reports
-            record = await durable.step(
-                f"tool:{call.name}",
-                lambda: run_tool_call(
-                    self.tools,
-                    call.id,
-                    call.name,
-                    call.arguments,
-                    default_timeout=self.settings.tool_timeout,
-                    max_result_chars=self.settings.max_tool_result_chars,
-                    agent_name=self.agent.name,
-                    decided=decided,
-                    secrets=self.secrets,
+            scope = self.scope.within(span)
+            # What the tool reads of its run (current_call): set for the call alone, not
+            # around the whole run, since litellm's logging tasks copy the model call's
+            # context and would keep the run alive until they finish.
+            running = CallInProgress(scope=scope, caller=self, position=position)
+            record = await in_call(
+                running,
+                lambda: scope.step(
+                    f"tool:{call.name}",
+                    lambda: run_tool_call(
+                        self.tools,
+                        call.id,
+                        call.name,
+                        call.arguments,
+                        default_timeout=self.settings.tool_timeout,
+                        max_result_chars=self.settings.max_tool_result_chars,
+                        agent_name=self.agent.name,
+                        decided=decided,
+                        secrets=self.secrets,
+                    ),
                 ),
             )
             span.set(
@@ -515,15 +532,6 @@ def _native(protocol: str, model: str, feature: Literal["tools", "output"]) -> b
     if feature == "tools":  # unknown models are assumed to call tools, as most now do
         return llm.supports(model, "function_calling") is not False
     return llm.supports(model, "response_schema") is True
-
-
-# --- what a delegate (agent.as_tool) reads of the run whose tool is calling it ---------
-
-current_run: ContextVar[RunState | None] = ContextVar("swarmcore_agent_run", default=None)
-"""The agent run whose tools are executing: how a delegate finds its caller."""
-
-call_position: ContextVar[int] = ContextVar("swarmcore_tool_call_position", default=0)
-"""The running tool call's place in its agent's run, so delegations keep call order."""
 
 
 def _sentence(text: str) -> str:

@@ -23,6 +23,7 @@ from swarmcore.flow import FlowNode
 from swarmcore.policies import RetryPolicy
 from swarmcore.prompt import SUMMARY_INSTRUCTION, normalize_variables, placeholders
 from swarmcore.results import AgentResult
+from swarmcore.scope import current_call
 from swarmcore.settings import AgentDefaults, check_settings
 from swarmcore.tools import Approver, Tool, Toolset, function_tool, to_tools, validate_name
 
@@ -380,14 +381,15 @@ async def _delegate(agent: Agent, task: str, max_depth: int) -> str:
         DelegationDepthExceeded: The chain of delegations is deeper than ``max_depth``.
         DelegateFailed: The delegate failed; its caller's model is told.
     """
-    caller = _loop.current_run.get()
+    running = current_call()  # the tool call this delegation is, and the run that made it
+    caller = running.caller if running else None
     chain = (*(caller.chain if caller else ()), agent.name)
     if len(chain) - 1 > max_depth:
         raise DelegationDepthExceeded(
             f"Delegation too deep: {' -> '.join(chain)} is {len(chain) - 1} levels, past "
             f"max_depth={max_depth} of {agent.name!r}.as_tool(); stop agents calling each other "
             "in a loop, or raise max_depth.",
-            agent_name=caller.agent.name if caller else agent.name,
+            agent_name=caller.agent_name if caller else agent.name,
             chain=list(chain),
             max_depth=max_depth,
         )
@@ -395,17 +397,19 @@ async def _delegate(agent: Agent, task: str, max_depth: int) -> str:
     options = _loop.RunOptions(chain=chain, spent=spent)
     if caller is not None:
         options = replace(caller.options, chain=chain, history=None, spent=spent)
-    position = _loop.call_position.get()
+    position = running.position if running else 0
     try:
-        result = await _loop.run_agent(agent, task, options)
+        # The caller's scope: the delegate spends its budget, and its events nest in the call.
+        scope = running.scope if running else None
+        result = await _loop.run_agent(agent, task, options, scope=scope)
     except (DelegationDepthExceeded, UserError):
         raise
     except AgentError as exc:  # the caller's model is told, and can try something else
         if caller is not None and spent:  # what it spent before failing still counts
-            caller.delegations.append((position, spent[0]))
+            caller.delegated(position, spent[0])
         raise _DelegateFailed(f"agent {agent.name!r} failed: {exc}") from exc
     if caller is not None:
-        caller.delegations.append((position, result))
+        caller.delegated(position, result)
     return result.output
 
 

@@ -3,15 +3,16 @@
 The console, OpenTelemetry tracing, logging, the run store, ``Swarm.stream`` and
 user hooks all consume these events; none of them is a special case inside the
 walk or the agent loop. Code that does something worth watching wraps it in a
-:class:`span` (a start/finish pair of events) or calls :func:`emit` (a point
-event); both cost one context-variable read when nobody is listening.
+:class:`span` (a start/finish pair of events) or publishes a point event, both
+through the run's :class:`~swarmcore.scope.RunScope`; with nobody listening
+neither publishes anything.
 
 Events form a tree through ``span_id`` / ``parent_id``: a run contains steps, a
 step contains agents (and, for a branch, nested steps), an agent contains model
-calls and tool calls. Parenting rides on ``contextvars``, which asyncio copies
-into every task, so parallel branches are labelled correctly without any
-bookkeeping in the flow walker. Point events (retries, fallbacks, text deltas)
-carry the span they happened in.
+calls and tool calls. The parent is passed down: the scope of what runs inside
+a span (``scope.within(span)``) carries its id, so parallel branches are
+labelled correctly whatever order they run in. Point events (retries,
+fallbacks, text deltas) carry the span they happened in.
 
 ```python
 from swarmcore.events import ToolCallFinished
@@ -25,13 +26,11 @@ def log_tool(event: ToolCallFinished) -> None:
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeAlias, TypedDict
 
@@ -82,7 +81,7 @@ __all__ = [
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
-    "emit",
+    "publish",
     "span",
 ]
 
@@ -158,25 +157,11 @@ def _name(hook: object) -> str:
     return getattr(hook, "__qualname__", None) or repr(hook)
 
 
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    bus: EventBus
-    span_id: int
-
-
-_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
-    "swarmcore_event_scope", default=None
-)
-
-
-def emit(kind: Callable[..., Event], **fields: object) -> None:
-    """Publish a point event ``kind(**fields)`` inside the current span, if anyone listens."""
-    scope = _scope.get()
-    if scope is not None:
-        bus = scope.bus
-        bus.publish(
-            kind(run_id=bus.run_id, span_id=new_span_id(), parent_id=scope.span_id, **fields)
-        )
+def publish(
+    bus: EventBus, parent: int | None, kind: Callable[..., Event], **fields: object
+) -> None:
+    """Publish a point event ``kind(**fields)`` on ``bus``, inside the span ``parent``."""
+    bus.publish(kind(run_id=bus.run_id, span_id=new_span_id(), parent_id=parent, **fields))
 
 
 class SpanIds(TypedDict):
@@ -191,7 +176,8 @@ def span(
     start: Callable[..., Event],
     finish: Callable[..., Event],
     *,
-    bus: EventBus | None = None,
+    bus: EventBus | None,
+    parent: int | None = None,
     started: dict[str, Any] | None = None,
     **fields: Any,
 ) -> Span:
@@ -199,30 +185,27 @@ def span(
 
     Publishes ``start(**fields, **started)`` on entry and ``finish(**fields,
     duration_seconds=..., error=..., **s.outcome)`` on exit, where ``outcome``
-    is what the block :meth:`Span.set` (it overrides the defaults). Events
-    emitted inside the block nest under this span. With nobody listening it
-    publishes nothing and costs one context-variable read.
+    is what the block :meth:`Span.set` (it overrides the defaults). With nobody
+    listening (``bus`` None) it publishes nothing. The run's code opens spans
+    through its scope (:meth:`swarmcore.scope.RunScope.span`), which passes its
+    bus and the span the new one nests in.
 
     ```python
-    with events.span(AgentStarted, AgentFinished, agent_name=name, model=model) as s:
-        result = await work()
+    with scope.span(AgentStarted, AgentFinished, agent_name=name, model=model) as s:
+        result = await work(scope.within(s))
         s.set(result=result)
     ```
 
     Args:
         start: The event class that opens the span.
         finish: The event class that closes it.
-        bus: Open a root span on this bus (a run); by default the span nests
-            in the current one, and is inert when there is none.
+        bus: Where its events go; None: nobody listens, and the span is inert.
+        parent: The span it nests in (None: a run's root span).
         started: Fields only the start event takes.
         **fields: Fields both events take.
     """
-    parent: int | None = None
     if bus is None:
-        scope = _scope.get()
-        if scope is None:
-            return _INERT  # nobody listens: one shared object that does nothing
-        bus, parent = scope.bus, scope.span_id
+        return _INERT  # nobody listens: one shared object that does nothing
     extra = started or {}
     return Span(bus, parent, lambda ids: start(**ids, **fields, **extra), finish, fields)
 
@@ -242,7 +225,6 @@ class Span:
         self.outcome: dict[str, Any] = {}
         self._finish = finish
         self._fields = fields or {}
-        self._token: contextvars.Token[_Scope | None] | None = None
         self._started = time.perf_counter()
         self.ids: SpanIds = {"run_id": "", "span_id": 0, "parent_id": parent}
         if bus is not None and opened is not None:
@@ -255,8 +237,6 @@ class Span:
             self.outcome.update(outcome)
 
     def __enter__(self) -> Span:
-        if self.bus is not None:
-            self._token = _scope.set(_Scope(self.bus, self.ids["span_id"]))
         return self
 
     def __exit__(
@@ -267,8 +247,6 @@ class Span:
     ) -> None:
         if self.bus is None or self._finish is None:
             return
-        if self._token is not None:
-            _scope.reset(self._token)
         finish: dict[str, Any] = {
             **self._fields,
             "duration_seconds": time.perf_counter() - self._started,
@@ -280,12 +258,6 @@ class Span:
 
 _INERT = Span(None, None)
 """The span of a run nobody listens to: publishes nothing, holds nothing."""
-
-
-def listening() -> EventBus | None:
-    """The bus of the current span, or None when nobody listens."""
-    scope = _scope.get()
-    return None if scope is None else scope.bus
 
 
 def bind(hook: Hook | None, *types: type[Event]) -> tuple[Hook, tuple[type[Event], ...]]:

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from swarmcore import _loop, events
@@ -43,6 +43,7 @@ from swarmcore.errors import (
 from swarmcore.flow import ControlNode, Flow, FlowNode, Group, Step, control_nodes
 from swarmcore.policies import Quorum
 from swarmcore.results import AgentFailure, AgentKey, AgentResult, Decision, SwarmResult
+from swarmcore.scope import RunScope
 
 if TYPE_CHECKING:
     from swarmcore.modes import Mode, Prepared
@@ -95,6 +96,8 @@ class AgentStep:
     """The context mode's hint and run-local tools for this agent."""
     options: _loop.RunOptions
     attempt: int
+    scope: RunScope = field(default_factory=RunScope)
+    """The run's scope, nested in this agent's span: what its calls carry down."""
 
 
 AgentRunner = Callable[[AgentStep], Awaitable[AgentResult]]
@@ -126,7 +129,12 @@ async def run_in_process(step: AgentStep) -> AgentResult:
         return await step.agent.run_step(step)
     prepared = step.prepared
     return await _loop.run_agent(
-        step.agent, step.task, step.options, hint=prepared.hint, extra_tools=prepared.tools
+        step.agent,
+        step.task,
+        step.options,
+        scope=step.scope,
+        hint=prepared.hint,
+        extra_tools=prepared.tools,
     )
 
 
@@ -200,14 +208,36 @@ class Run:
 
 
 class Walk:
-    """One run's walk over its flow."""
+    """One run's walk over its flow, in one span of it (``scope``).
 
-    def __init__(self, setup: FlowSetup, run: Run, runner: AgentRunner = run_in_process) -> None:
+    Args:
+        setup: What every run of the Swarm shares.
+        run: This run's state.
+        runner: How one agent runs (the seam).
+        scope: What the run carries down to its calls (budget, events, steps...).
+    """
+
+    def __init__(
+        self,
+        setup: FlowSetup,
+        run: Run,
+        runner: AgentRunner = run_in_process,
+        scope: RunScope | None = None,
+    ) -> None:
         self.setup = setup
         self.run = run
         self.runner = runner
-        self._last_view: tuple[Position, SharedContext, Prepared] | None = None
+        self.scope = scope or RunScope()
+        self._views: list[tuple[Position, SharedContext, Prepared]] = []
         """What agents at the last position seen see: a parallel group's members share it."""
+
+    def within(self, span: events.Span) -> Walk:
+        """This walk, for the steps inside ``span``: their events nest under it."""
+        if span.bus is None:
+            return self
+        inner = Walk(self.setup, self.run, self.runner, self.scope.within(span))
+        inner._views = self._views  # one cache for the whole walk
+        return inner
 
     async def result(self) -> SwarmResult:
         """Walk the whole flow.
@@ -241,7 +271,7 @@ class Walk:
         policy = None
         if isinstance(step, Group):
             policy = f"quorum({step.policy.k})" if isinstance(step.policy, Quorum) else step.policy
-        with events.span(
+        with self.scope.span(
             events.StepStarted,
             events.StepFinished,
             step=_step_expression(step),
@@ -249,7 +279,7 @@ class Walk:
             started={"parallel": isinstance(step, Group), "policy": policy},
         ) as span:
             try:
-                return await self._dispatch(step, at)
+                return await self.within(span)._dispatch(step, at)
             finally:
                 failed = tuple(n for n in self.run.failures if AgentKey.parse(n).base in names)
                 span.set(failed=failed)
@@ -314,17 +344,16 @@ class Walk:
         one position (the members of a parallel group, which start one after
         another) share one view and hint instead of making N copies.
         """
-        last = self._last_view
-        if last is not None and last[0] == at:
-            return last[1], last[2]
+        if self._views and self._views[0][0] == at:
+            return self._views[0][1], self._views[0][2]
         view = self.run.context.subset(at.seen)
         prepared = self.setup.mode.prepare(view, at.previous)
-        self._last_view = (at, view, prepared)
+        self._views[:] = [(at, view, prepared)]
         return view, prepared
 
     async def _attempt(self, step: AgentStep) -> AgentResult:
         agent = step.agent
-        with events.span(
+        with self.scope.span(
             events.AgentStarted,
             events.AgentFinished,
             agent_name=agent.name,
@@ -333,7 +362,7 @@ class Walk:
             started={"remote": agent.url if isinstance(agent, RunsElsewhere) else None},
         ) as span:
             try:
-                result = await self.runner(step)
+                result = await self.runner(replace(step, scope=self.scope.within(span)))
             except SwarmError:
                 raise
             except Exception as exc:  # a bug in a tool wrapper or provider: keep the partials
@@ -355,7 +384,7 @@ class Walk:
             delay,
             extra={"agent_name": agent.name},
         )
-        events.emit(
+        self.scope.emit(
             events.RetryScheduled,
             agent_name=agent.name,
             scope="agent",

@@ -21,6 +21,7 @@ from google.protobuf.json_format import MessageToDict
 from swarmcore import events
 from swarmcore.llm.redaction import redact
 from swarmcore.results import AgentResult, LLMCallRecord, TokenUsage
+from swarmcore.scope import RunScope
 
 __all__ = ["Answer", "Refused", "short", "state_name"]
 
@@ -78,6 +79,8 @@ class Answer:
     message_text: str | None = None
     secrets: tuple[str, ...] = ()
     """Credentials redacted from what the remote says (a hostile one may quote them)."""
+    scope: RunScope = field(default_factory=RunScope)
+    """The calling run's scope: where the remote's progress and text go as events."""
 
     def reset(self) -> None:
         """Forget a failed attempt's partial answer before the next."""
@@ -127,9 +130,8 @@ class Answer:
                 append=update.append,
                 last_chunk=update.last_chunk,
             )
-            bus = events.listening()
-            if delta and bus is not None and bus.text_deltas:
-                events.emit(events.TextDelta, agent_name=name, text=delta)
+            if delta and self.scope.text_deltas:
+                self.scope.emit(events.TextDelta, agent_name=name, text=delta)
         else:
             raise ValueError(f"an event with no payload ({kind!r})")
 
@@ -142,7 +144,7 @@ class Answer:
         self.state = state
         if text:
             self.status_text = text
-        events.emit(
+        self.scope.emit(
             events.RemoteStatus,
             agent_name=self.name,
             url=self.url,

@@ -42,7 +42,7 @@ from a2a.types import (
 )
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from swarmcore import _loop, events
+from swarmcore import events
 from swarmcore.a2a._answer import Answer, Refused
 from swarmcore.a2a._explain import explain
 from swarmcore.a2a._http import ACCEPT_ENCODING, CappedTransport, OriginCheck, origin_of
@@ -50,10 +50,10 @@ from swarmcore.a2a._lenient import LenientTransport
 from swarmcore.agent import Agent
 from swarmcore.checks import check_number
 from swarmcore.errors import AgentError, UserError
-from swarmcore.llm import budget
 from swarmcore.llm.redaction import env_secrets, redact, secret_values
 from swarmcore.policies import RetryPolicy
 from swarmcore.results import AgentResult
+from swarmcore.scope import RunScope, current_call
 from swarmcore.tools import Tool, function_tool
 from swarmcore.walk import AgentStep
 
@@ -247,14 +247,13 @@ class RemoteAgent(Agent):
                 task: The whole task, with everything the agent needs to know: it sees
                     nothing else of this conversation.
             """
-            caller = _loop.current_run.get()
-            position = _loop.call_position.get()
+            running = current_call()  # the tool call this is, and the agent run that made it
             try:
-                result = await remote.call(task)
+                result = await remote.call(task, scope=running.scope if running else None)
             except RemoteAgentError as exc:  # the caller's model is told, and can act on it
                 raise _RemoteToolFailed(str(exc)) from None
-            if caller is not None:
-                caller.delegations.append((position, result))
+            if running is not None and running.caller is not None:
+                running.caller.delegated(running.position, result)
             return result.output
 
         return function_tool(
@@ -271,9 +270,11 @@ class RemoteAgent(Agent):
         context = None
         if len(view) or view.failures():
             context = "# Context from earlier agents\n\n" + view.format_for_prompt()
-        return await self.call(step.task, context)
+        return await self.call(step.task, context, scope=step.scope)
 
-    async def call(self, task: str, context: str | None = None) -> AgentResult:
+    async def call(
+        self, task: str, context: str | None = None, *, scope: RunScope | None = None
+    ) -> AgentResult:
         """Send ``task`` (and ``context``, as a second text part) to the remote; its result.
 
         A flow step calls this with the earlier outputs it sees; ``as_tool``
@@ -283,19 +284,23 @@ class RemoteAgent(Agent):
         Args:
             task: What to do.
             context: Earlier outputs, already formatted, if any.
+            scope: The calling run's scope (its budget, and its events' span).
 
         Raises:
             RemoteAgentError: The remote failed, asked for input, timed out,
                 could not be reached after the retries, or answered something
                 malformed or too large.
         """
-        meter = budget.current_meter()
+        scope = scope or RunScope()
+        meter = scope.meter
         if meter is not None:  # a spent budget stops a remote step as it stops a model call
             meter.check(self.name, self.model, lambda _: True)  # priced by what it reports
         began, began_at = time.perf_counter(), time.time()
         parts = [Part(text=task)] + ([Part(text=context)] if context else [])
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=parts)
-        answer = Answer(self.name, self.url, self.max_output_chars, secrets=self._secrets())
+        answer = Answer(
+            self.name, self.url, self.max_output_chars, secrets=self._secrets(), scope=scope
+        )
         try:
             async with asyncio.timeout(None if math.isinf(self.timeout or 0) else self.timeout):
                 await self._with_retries(message, answer)
@@ -322,7 +327,7 @@ class RemoteAgent(Agent):
 
         def report(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None
-            events.emit(
+            answer.scope.emit(
                 events.RetryScheduled,
                 agent_name=self.name,
                 scope="model_call",

@@ -164,7 +164,7 @@ async def run_loop(step: Loop, walk: Walk, at: Position) -> Position:
         # Iteration k of `writer` is `writer#k`, placed after iteration k - 1.
         run.context.place(walk.iteration_ranks(str(AgentKey(n, k)) for n in names))
         body = step.body.map_agents(functools.partial(_iteration, k=k))
-        events.emit(
+        walk.scope.emit(
             events.LoopIteration,
             loop=step.name,
             iteration=k,
@@ -194,7 +194,7 @@ async def run_loop(step: Loop, walk: Walk, at: Position) -> Position:
                 break
     by = reason if reason != "judge" or step.judge is None else step.judge.name
     run.decide(Decision(kind="loop", step=step.name, value=str(done), by=by, detail=feedback))
-    events.emit(
+    walk.scope.emit(
         events.LoopFinished, loop=step.name, iterations=done, reason=reason, feedback=feedback
     )
     return at

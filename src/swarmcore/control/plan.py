@@ -182,7 +182,7 @@ async def run_plan(step: Plan, walk: Walk, at: Position) -> Position:
             attempts=attempts,
         )
     )
-    events.emit(
+    walk.scope.emit(
         events.PlanMade,
         plan=step.name,
         planner=planner.name,

@@ -177,5 +177,5 @@ async def run_route(step: Route, walk: Walk, at: Position) -> Position:
             f"return one of {list(step.branches)} (or set default=)."
         )
     run.decide(Decision(kind="route", step=step.name, value=choice, by=by, detail=reason))
-    events.emit(events.RouteChosen, route=step.name, branch=choice, by=by, reason=reason)
+    walk.scope.emit(events.RouteChosen, route=step.name, branch=choice, by=by, reason=reason)
     return await walk.steps(step.branches[choice].step_tuple, at)

@@ -1,16 +1,17 @@
-"""The in-process engine: a run's walk here, inside its budget, MCP scope and event span."""
+"""The in-process engine: a run's walk here, with its scope (budget, MCP connections, events)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from swarmcore import events
 from swarmcore.agent import Agent
 from swarmcore.engines._base import Budget, Engine, Subscriber
 from swarmcore.events import EventBus, Hook
-from swarmcore.llm import budget
+from swarmcore.scope import ConnectionScope, RunScope
 from swarmcore.walk import AgentRunner, AgentStep, FlowSetup, Run, Walk, run_in_process
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class LocalEngine(Engine):
         text_deltas: bool = False,
         checkpoint: Callable[[], None] | None = None,
     ) -> SwarmResult:
-        """Walk ``run`` inside its budget meter, MCP connection scope and event span.
+        """Walk ``run`` with its scope: its budget meter, MCP connections and event bus.
 
         Args:
             setup: What every run of the Swarm shares.
@@ -55,44 +56,35 @@ class LocalEngine(Engine):
             SwarmError: Whatever stopped the run; ``error.partial`` holds what finished.
         """
         # A meter of its own, or none: an outer run's budget does not reach into this one.
-        token = budget.metering(limits.meter())
-        scope = scope_token = None
+        scope = RunScope(meter=limits.meter())
         agents = [a for a in setup.flow.agents if isinstance(a, Agent)]
         if any(a.toolsets for a in agents):  # MCP servers stay open for the whole run
-            from swarmcore import mcp
-
-            scope = mcp.ConnectionScope()
-            scope_token = mcp.enter_scope(scope)
+            scope = RunScope(meter=scope.meter, connections=ConnectionScope())
         try:
-            return await self._observed(setup, run, subscribers, text_deltas, checkpoint)
+            return await self._observed(setup, run, scope, subscribers, text_deltas, checkpoint)
         finally:
-            budget.reset(token)
-            if scope is not None and scope_token is not None:
-                from swarmcore import mcp
-
-                await scope.close()
-                mcp.exit_scope(scope_token)
+            if scope.connections is not None:
+                await scope.connections.close()
 
     async def _observed(
         self,
         setup: FlowSetup,
         run: Run,
+        scope: RunScope,
         subscribers: Sequence[Subscriber],
         text_deltas: bool,
         checkpoint: Callable[[], None] | None,
     ) -> SwarmResult:
         """The walk, inside the run's span when anything listens."""
-        walk = Walk(
-            setup, run, self.runner if checkpoint is None else _checked(self.runner, checkpoint)
-        )
+        runner = self.runner if checkpoint is None else _checked(self.runner, checkpoint)
         if not subscribers:
-            return await walk.result()
+            return await Walk(setup, run, runner, scope).result()
         bus = EventBus(run.run_id, subscribers, text_deltas=text_deltas)
+        scope = replace(scope, bus=bus)
         try:
-            with events.span(
+            with scope.span(
                 events.RunStarted,
                 events.RunFinished,
-                bus=bus,
                 started={
                     "task": run.task,
                     "flow": setup.flow.expression(),
@@ -102,7 +94,7 @@ class LocalEngine(Engine):
                     "shape": setup.flow.shape(),
                 },
             ) as span:
-                result = await walk.result()
+                result = await Walk(setup, run, runner, scope.within(span)).result()
                 span.set(result=result)
             return result
         finally:

@@ -1,6 +1,7 @@
 """Budgets: one meter per run, shared by every branch, checked before each model call.
 
-``Swarm(flow, max_cost=0.50, max_tokens=200_000)`` gives the run one meter. The
+``Swarm(flow, max_cost=0.50, max_tokens=200_000)`` gives the run one meter, which
+its :class:`~swarmcore.scope.RunScope` carries down to every model call. The
 model seam asks it before every call (``check``) and tells it what each reply
 cost (``charge``). A call that would start once the budget is spent is refused
 with :class:`~swarmcore.errors.BudgetExceeded`, which stops the run and carries
@@ -14,14 +15,13 @@ what starts, not what is already paid for.
 
 from __future__ import annotations
 
-import contextvars
 import threading
 from collections.abc import Callable
 
 from swarmcore.checks import check_number
 from swarmcore.errors import BudgetExceeded
 
-__all__ = ["Meter", "current_meter", "metering", "reset"]
+__all__ = ["Meter"]
 
 _USD = " It is in USD, e.g. max_cost=0.50."
 
@@ -111,23 +111,3 @@ class Meter:
             max_cost=self.max_cost,
             max_tokens=self.max_tokens,
         )
-
-
-_meter: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
-    "swarmcore_budget", default=None
-)
-
-
-def current_meter() -> Meter | None:
-    """The meter of the run in this context, or None when it has no budget."""
-    return _meter.get()
-
-
-def metering(meter: Meter | None) -> contextvars.Token[Meter | None]:
-    """Make ``meter`` the current run's meter; pass the token to ``_meter.reset``."""
-    return _meter.set(meter)
-
-
-def reset(token: contextvars.Token[Meter | None]) -> None:
-    """Undo :func:`metering`."""
-    _meter.reset(token)

@@ -11,6 +11,9 @@ A call runs in three layers, each one coroutine:
 
 The backend (``Backend``: LiteLLM, or the native OpenAI-protocol one, chosen by
 ``backends.backend_for``) makes the attempt itself and classifies its failures.
+
+What the run carries (its budget, events, step runner, limits and backend
+choice) comes down as an argument: the run's :class:`~swarmcore.scope.RunScope`.
 """
 
 from __future__ import annotations
@@ -18,32 +21,40 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
-from swarmcore import durable, events
+from swarmcore import events
 from swarmcore.errors import ModelError
-from swarmcore.llm import budget, limits
+from swarmcore.llm import limits
 from swarmcore.llm.backends import Backend, backend_for
 from swarmcore.llm.errors import empty_answer, timed_out
 from swarmcore.llm.prechecks import check_key, check_model_name
 from swarmcore.llm.pricing import is_priced
 from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
 from swarmcore.policies import RetryPolicy
+from swarmcore.scope import RunScope
 
 __all__ = ["Backend", "complete"]
 
 logger = logging.getLogger("swarmcore.llm")
 
 
-async def complete(request: LLMRequest) -> LLMReply:
+async def complete(request: LLMRequest, scope: RunScope | None = None) -> LLMReply:
     """Call the model, retrying transient failures, then trying each fallback model.
 
     Each model gets the request's retry policy in full; a failure that
     retrying cannot fix ends the call at once, whatever fallbacks remain.
+
+    Args:
+        request: The call and the conversation.
+        scope: The run's scope, nested in the model call's span: its budget,
+            events, step runner, limits and backend choice. None: a call of no
+            run (no budget, nobody listening, the process's limits and backend).
 
     Raises:
         ModelError: The provider refused the request, or transient failures
@@ -56,16 +67,18 @@ async def complete(request: LLMRequest) -> LLMReply:
     for model in models:  # a missing key fails before anything is spent
         check_key(call, model)
         check_model_name(call, model)
+    scope = scope or RunScope()
+    if request.stream and request.on_text is None and scope.bus is not None:
+        request = replace(request, on_text=_text_deltas(scope, call.agent_name))
     # One durable step (a checkpoint, under an engine that records steps); the budget
     # is charged outside it, so a replayed reply is charged again in the rebuilt meter.
-    reply = await durable.step("model", lambda: _answer(request, models))
-    meter = budget.current_meter()
-    if meter is not None:
-        meter.charge(reply.usage.total_tokens, reply.cost, model=reply.model)
+    reply = await scope.step("model", lambda: _answer(request, models, scope))
+    if scope.meter is not None:
+        scope.meter.charge(reply.usage.total_tokens, reply.cost, model=reply.model)
     return reply
 
 
-async def _answer(request: LLMRequest, models: tuple[str, ...]) -> LLMReply:
+async def _answer(request: LLMRequest, models: tuple[str, ...], scope: RunScope) -> LLMReply:
     """The reply of the first model that answers, every attempt and wait included."""
     start = time.perf_counter()
     started_at = time.time()
@@ -73,16 +86,25 @@ async def _answer(request: LLMRequest, models: tuple[str, ...]) -> LLMReply:
     for model, fallback in zip(models, (*models[1:], None), strict=True):
         tries = _Tries()
         try:
-            reply = await _with_retries(request, model, tries)
+            reply = await _with_retries(request, model, tries, scope)
         except ModelError as exc:
             made += tries.made
             if not exc.retryable or fallback is None:
                 raise
-            _report_fallback(request.call, model, fallback, tries.made, exc)
+            _report_fallback(scope, request.call, model, fallback, tries.made, exc)
             continue
         # The whole call, every attempt and wait included, is what the agent's record shows.
         return reply.timed(time.perf_counter() - start, made + tries.made, started_at)
     raise AssertionError("unreachable: the last model either answers or raises")
+
+
+def _text_deltas(scope: RunScope, agent_name: str) -> Callable[[str], None]:
+    """Where a streamed reply's text goes: the run's ``TextDelta`` events."""
+
+    def publish(text: str) -> None:
+        scope.emit(events.TextDelta, agent_name=agent_name, text=text)
+
+    return publish
 
 
 @dataclass
@@ -92,7 +114,9 @@ class _Tries:
     made: int = 0
 
 
-async def _with_retries(request: LLMRequest, model: str, tries: _Tries) -> LLMReply:
+async def _with_retries(
+    request: LLMRequest, model: str, tries: _Tries, scope: RunScope
+) -> LLMReply:
     """Attempt ``model`` until it answers, fails for good, or the retry policy is spent.
 
     The first attempt is made directly; tenacity takes over only after it failed.
@@ -102,13 +126,13 @@ async def _with_retries(request: LLMRequest, model: str, tries: _Tries) -> LLMRe
     policy = request.call.retry
     tries.made = 1
     try:
-        return await _call_once(request, model, 1)
+        return await _call_once(request, model, 1, scope)
     except ModelError as exc:
         if not _worth_retrying(exc, policy) or policy.max_retries < 1:
             raise
         first = exc
     delay = policy.delay(1, first.retry_after)
-    _report_retry(request.call, model, first, 1, delay)
+    _report_retry(scope, request.call, model, first, 1, delay)
     await asyncio.sleep(delay)
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # on a retry only
 
@@ -119,7 +143,7 @@ async def _with_retries(request: LLMRequest, model: str, tries: _Tries) -> LLMRe
 
     def report(state: RetryCallState) -> None:
         delay = state.next_action.sleep if state.next_action else 0.0
-        _report_retry(request.call, model, failure(state), state.attempt_number + 1, delay)
+        _report_retry(scope, request.call, model, failure(state), state.attempt_number + 1, delay)
 
     retrying = AsyncRetrying(  # attempt_number counts from the second attempt
         retry=retry_if_exception(
@@ -133,7 +157,7 @@ async def _with_retries(request: LLMRequest, model: str, tries: _Tries) -> LLMRe
     async for attempt in retrying:
         with attempt:
             tries.made = attempt.retry_state.attempt_number + 1
-            return await _call_once(request, model, tries.made)
+            return await _call_once(request, model, tries.made, scope)
     raise AssertionError("unreachable: tenacity either returns, or re-raises the last failure")
 
 
@@ -143,27 +167,28 @@ def _worth_retrying(error: ModelError, policy: RetryPolicy) -> bool:
     return error.retryable and not too_long
 
 
-async def _call_once(request: LLMRequest, model: str, attempt: int) -> LLMReply:
+async def _call_once(request: LLMRequest, model: str, attempt: int, scope: RunScope) -> LLMReply:
     """One attempt, within the run's budget and the model's limits."""
-    meter = budget.current_meter()
-    if meter is not None:
-        meter.check(request.call.agent_name, model, is_priced)
-    limiter = limits.limiter_for(model)
+    if scope.meter is not None:
+        scope.meter.check(request.call.agent_name, model, is_priced)
+    limiter = (scope.limiter or limits.limiter_for)(model)
     if limiter is None:
-        return await _within_deadline(request, model, attempt)
+        return await _within_deadline(request, model, attempt, scope)
     permit = await limiter.acquire(_estimate_tokens(request))
     used: int | None = None  # None: the estimate stands
     try:
         # Under an engine that shares limits across processes, their permit too.
         async with limits.shared_permit(model, limiter.limit, request.call.call_timeout):
-            reply = await _within_deadline(request, model, attempt)
+            reply = await _within_deadline(request, model, attempt, scope)
         used = reply.usage.total_tokens or None  # the limiter is told what the call used
         return reply
     finally:
         permit.release(used)
 
 
-async def _within_deadline(request: LLMRequest, model: str, attempt: int) -> LLMReply:
+async def _within_deadline(
+    request: LLMRequest, model: str, attempt: int, scope: RunScope
+) -> LLMReply:
     """The backend's attempt, bounded by ``call_timeout`` as a whole; an empty answer raises.
 
     LiteLLM's own ``timeout=`` is not enough: custom providers ignore it, and
@@ -174,7 +199,9 @@ async def _within_deadline(request: LLMRequest, model: str, attempt: int) -> LLM
     deadline = asyncio.timeout(call.call_timeout)
     try:
         async with deadline:
-            reply = await backend_for(call, model).attempt(request, model, attempt)
+            reply = await (scope.backend or backend_for)(call, model).attempt(
+                request, model, attempt
+            )
     except (TimeoutError, ModelError):
         # A backend that turned our cancellation into an error of its own timed out all the same.
         if deadline.expired():
@@ -183,9 +210,8 @@ async def _within_deadline(request: LLMRequest, model: str, attempt: int) -> LLM
     if reply.tool_calls or (reply.text or "").strip():
         return reply
     # An empty answer is never taken for one; its tokens were spent all the same.
-    meter = budget.current_meter()
-    if meter is not None:
-        meter.charge(reply.usage.total_tokens, reply.cost, model=model)
+    if scope.meter is not None:
+        scope.meter.charge(reply.usage.total_tokens, reply.cost, model=model)
     raise empty_answer(call, model, attempt, reply.finish_reason)
 
 
@@ -198,7 +224,9 @@ def _estimate_tokens(request: LLMRequest) -> int:
     return chars // 4 + (int(completion) if isinstance(completion, int) else 0)
 
 
-def _report_retry(call: CallSpec, model: str, error: ModelError, retry: int, delay: float) -> None:
+def _report_retry(
+    scope: RunScope, call: CallSpec, model: str, error: ModelError, retry: int, delay: float
+) -> None:
     logger.warning(
         "agent %s: %s failed (%s); retry %d of %d in %.1fs",
         call.agent_name,
@@ -209,7 +237,7 @@ def _report_retry(call: CallSpec, model: str, error: ModelError, retry: int, del
         delay,
         extra={"agent_name": call.agent_name},
     )
-    events.emit(
+    scope.emit(
         events.RetryScheduled,
         agent_name=call.agent_name,
         scope="model_call",
@@ -221,7 +249,7 @@ def _report_retry(call: CallSpec, model: str, error: ModelError, retry: int, del
 
 
 def _report_fallback(
-    call: CallSpec, model: str, fallback: str, attempts: int, error: ModelError
+    scope: RunScope, call: CallSpec, model: str, fallback: str, attempts: int, error: ModelError
 ) -> None:
     logger.warning(
         "agent %s: %s failed %d times (%s); falling back to %s",
@@ -232,7 +260,7 @@ def _report_fallback(
         fallback,
         extra={"agent_name": call.agent_name},
     )
-    events.emit(
+    scope.emit(
         events.ModelFallback,
         agent_name=call.agent_name,
         from_model=model,

@@ -49,7 +49,6 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from swarmcore import events
 from swarmcore.llm.choice import litellm_listener
 from swarmcore.llm.errors import classify
 from swarmcore.llm.loader import load_litellm
@@ -200,7 +199,7 @@ async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:
         text = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
         if text:
             texts += 1
-            events.emit(events.TextDelta, agent_name=request.call.agent_name, text=text)
+            request.deliver(text)
     _check_finished(stream, texts)
     return lit.stream_chunk_builder(chunks, messages=list(request.messages))
 

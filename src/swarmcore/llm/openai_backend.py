@@ -33,7 +33,6 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from swarmcore import events
 from swarmcore.errors import ModelError
 from swarmcore.llm import completion, endpoints, local, price_data, pricing, reading
 from swarmcore.llm.errors import call_secrets, classify
@@ -358,12 +357,11 @@ async def _streamed(
         MalformedReply: A chunk is not a chat-completion chunk, or the stream ended
             before its ``finish_reason``.
     """
-    agent_name = request.call.agent_name
     stream = completion.StreamedCompletion()
     async for chunk in chunks:
         text = stream.add(chunk)
         if text:
-            events.emit(events.TextDelta, agent_name=agent_name, text=text)
+            request.deliver(text)
     return _reply(model, stream.whole(headers.get("Content-Type")), headers)
 
 
@@ -379,7 +377,7 @@ def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str,
     """
     whole = completion.completion(completion.parsed(raw, "the reply's body"))
     if request.stream and whole.text:
-        events.emit(events.TextDelta, agent_name=request.call.agent_name, text=whole.text)
+        request.deliver(whole.text)
     return _reply(model, whole, headers)
 
 

@@ -6,7 +6,7 @@ learns which backend served it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypedDict
 
@@ -88,7 +88,14 @@ class LLMRequest:
     call: CallSpec
     messages: Sequence[Message]
     stream: bool = False
-    """Stream the reply, publishing ``TextDelta`` events; the result is the same."""
+    """Stream the reply, handing its text to ``on_text`` as it comes; the result is the same."""
+    on_text: Callable[[str], None] | None = None
+    """Where a streamed reply's text goes as it arrives (the run's ``TextDelta`` events)."""
+
+    def deliver(self, text: str) -> None:
+        """Hand a piece of the streamed reply's text to ``on_text``, if set."""
+        if self.on_text is not None:
+            self.on_text(text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,16 +26,13 @@ The package, by concern:
 
 * ``_server``: :class:`MCPServer` (stdio, HTTP, in-process; select) and :class:`MCPTool`.
 * ``_connection``: one connection, its task, its transports and its restart; :class:`MCPError`.
-* ``_scope``: :class:`ConnectionScope`, the connections of one run, and the current one.
+* ``_scope``: the connections of the run in progress (:class:`ConnectionScope`).
 * ``_results``: checking arguments against a tool's schema; its result as text.
 """
 
 from swarmcore.mcp._connection import MCPError
-from swarmcore.mcp._scope import ConnectionScope as ConnectionScope
-from swarmcore.mcp._scope import current_scope as current_scope
-from swarmcore.mcp._scope import enter_scope as enter_scope
-from swarmcore.mcp._scope import exit_scope as exit_scope
 from swarmcore.mcp._server import MCPServer, MCPTool
 from swarmcore.mcp._server import gather_tools as gather_tools
+from swarmcore.scope import ConnectionScope as ConnectionScope
 
 __all__ = ["MCPError", "MCPServer", "MCPTool"]

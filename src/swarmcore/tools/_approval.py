@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from swarmcore import durable
 from swarmcore.errors import UserError
 from swarmcore.tools._tool import Tool, ToolArgumentsError
 
@@ -66,9 +65,18 @@ _OUTCOMES = {"allow": "allowed", "deny": "denied", "edit": "edited"}
 Decided = tuple[str, "str | None", "str | None"]
 """What :func:`ask` found: the arguments to run with, the error for the model, the outcome."""
 
+Recorder = Callable[[str, Callable[[], Awaitable["Approval"]]], Awaitable["Approval"]]
+"""Makes a named call as a step of the run (``RunScope.step``): how a decision is recorded."""
+
 
 async def ask(
-    tool: Tool, approve: Approver | None, agent_name: str, call_id: str, arguments: str
+    tool: Tool,
+    approve: Approver | None,
+    agent_name: str,
+    call_id: str,
+    arguments: str,
+    step: Recorder | None = None,
+    wait: Callable[[ApprovalRequest], Awaitable[Approval]] | None = None,
 ) -> Decided:
     """Ask whether a call to ``tool`` may run.
 
@@ -78,6 +86,10 @@ async def ask(
         agent_name: The calling agent.
         call_id: The provider's ``tool_call_id``.
         arguments: The model's arguments, as JSON text.
+        step: Makes the callback's call as the run's step ``"approval"`` (a
+            durable engine records it); by default the callback is just called.
+        wait: A durable engine's wait for a decision, used when there is no
+            callback (the run's ``RunScope.decider``).
 
     Returns:
         The arguments to run with, the error for the model when the call must not
@@ -95,9 +107,13 @@ async def ask(
         return arguments, str(exc), None
     request = ApprovalRequest(agent_name, tool.name, shown, call_id)
     if approve is not None:  # recorded under a durable engine: not asked again on a replay
-        decision: Approval = await durable.step("approval", lambda: decide(approve, request))
-    elif (waiting := durable.decider()) is not None:  # a durable engine parks the run
-        decision = await waiting(request)
+
+        async def asking() -> Approval:
+            return await decide(approve, request)
+
+        decision: Approval = await (asking() if step is None else step("approval", asking))
+    elif wait is not None:  # a durable engine parks the run
+        decision = await wait(request)
     else:
         raise UserError(
             f"Tool {tool.name!r} requires approval, and this run has no approval callback; "

@@ -21,7 +21,7 @@ import contextvars
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 from dbos import DBOS, DBOSClient, SetWorkflowID, WorkflowHandleAsync
@@ -31,7 +31,6 @@ from swarmcore.engines.dbos._approvals import await_decision
 from swarmcore.engines.dbos._results import plain, reparsed
 from swarmcore.engines.dbos._resume import agent_workflow_id
 from swarmcore.errors import AgentError, UserError
-from swarmcore.llm import budget
 from swarmcore.models import AgentResult
 from swarmcore.tools import Approval
 from swarmcore.walk import AgentStep, run_in_process
@@ -143,7 +142,7 @@ class AgentWorkflows:
                 _start_agent(workflow_id), context=contextvars.Context()
             )
             result = reparsed(await outcome(handle, self.handing_back), step.agent)
-            meter = budget.current_meter()
+            meter = step.scope.meter
             if not pending.ran and meter is not None:
                 # Finished before (another worker, or before a crash): DBOS handed back its
                 # result without running it, so the run's budget is charged with it here.
@@ -220,8 +219,9 @@ async def _agent_workflow(workflow_id: str) -> AgentResult:
     pending.ran = True
     for var, value in pending.carried:
         var.set(value)
-    with durable.recording(_dbos_step, decider=_decide):
-        return plain(await run_in_process(pending.step))
+    step = pending.step
+    recorded = replace(step, scope=step.scope.recording(_dbos_step, decider=_decide))
+    return plain(await run_in_process(recorded))
 
 
 async def _decide(request: Any) -> Approval:
