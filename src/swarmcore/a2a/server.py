@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import hmac
 import json
 import logging
@@ -72,7 +71,9 @@ from a2a.utils.constants import (
 from pydantic_core import to_jsonable_python
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from swarmcore import events
@@ -105,8 +106,6 @@ KEEP_TASKS = 3600.0
 
 _MAX_MESSAGE = 500
 """The most characters of an error's message a failed task carries."""
-
-_base_url: contextvars.ContextVar[str] = contextvars.ContextVar("swarmcore_a2a_base_url")
 
 _YES = frozenset({"approve", "approved", "allow", "yes", "y", "ok"})
 _NO = frozenset({"deny", "denied", "reject", "no", "n"})
@@ -188,14 +187,14 @@ def to_a2a(
         agent_executor=executor, task_store=ExpiringTaskStore(keep_tasks), agent_card=card
     )
 
-    async def with_url(served: AgentCard) -> AgentCard:
-        if url is not None:
-            return served
+    async def card_here(request: Request) -> Response:
+        """The card, its URL the address this request came to (``HostGuard`` checked it)."""
         here = AgentCard()
-        here.CopyFrom(served)
+        here.CopyFrom(card)
         for interface in here.supported_interfaces:
-            interface.url = _base_url.get("")
-        return here
+            interface.url = _base_url(request.scope)
+        served: Response = await create_agent_card_routes(here)[0].endpoint(request)
+        return served
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
@@ -206,7 +205,11 @@ def to_a2a(
             await handler.aclose()
 
     routes = [
-        *create_agent_card_routes(card, card_modifier=with_url),
+        *(
+            create_agent_card_routes(card)
+            if url is not None
+            else [Route(AGENT_CARD_WELL_KNOWN_PATH, card_here, methods=["GET"])]
+        ),
         # A2A 0.3 clients too (FastA2A's, the 0.3 SDKs'): their methods are told apart by name.
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
@@ -219,11 +222,16 @@ def to_a2a(
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
-class _Guard:
-    """ASGI middleware: the bearer token check, and the base URL for the card.
+def _base_url(scope: Scope) -> str:
+    """The address a request came to, from its ``Host`` (which ``HostGuard`` checked)."""
+    host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}/"
 
-    The card's URL comes from the request's ``Host``, which :class:`HostGuard`
-    has checked before: a name this server answers, never a foreign one.
+
+class _Guard:
+    """ASGI middleware: the bearer token check.
+
+    The card is served without the token (clients read it to learn the scheme).
     """
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
@@ -245,8 +253,6 @@ class _Guard:
                 )
                 await refused(scope, receive, send)
                 return
-        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
-        _base_url.set(f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}/")
         await self._app(scope, receive, send)
 
 
