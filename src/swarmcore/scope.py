@@ -1,11 +1,11 @@
 """What one run carries down to every call it makes: the run scope, passed as an argument.
 
 An engine makes one :class:`RunScope` per run (the budget meter, the event bus,
-the step runner and approval decider of a durable engine, the MCP connections,
-the model limits and the backend choice) and hands it down the walk, to each
-agent's loop, to ``llm.complete`` and to the backend's attempt. Nothing of a run
-travels beside the calls: two runs in one task group keep their own budgets,
-events and connections.
+the step runner, approval decider and cross-process limits of a durable
+engine, the MCP connections, the model limits and the backend choice) and hands
+it down the walk, to each agent's loop, to ``llm.complete`` and to the
+backend's attempt. Nothing of a run travels beside the calls: two runs in one
+task group keep their own budgets, events and connections.
 
 Events nest by the scope too: :meth:`RunScope.within` gives the scope of a span
 (a step, an agent, a model or tool call), whose events are its children.
@@ -33,7 +33,7 @@ from swarmcore.settings import AgentDefaults
 if TYPE_CHECKING:
     from swarmcore.llm.backends import Backend
     from swarmcore.llm.budget import Meter
-    from swarmcore.llm.limits import Limiter
+    from swarmcore.llm.limits import Limiter, SharedLimits
     from swarmcore.llm.types import CallSpec, Message
     from swarmcore.results import AgentResult
     from swarmcore.tools import Approver
@@ -118,6 +118,8 @@ class RunScope:
     """The run's MCP connections, closed when it ends."""
     limiter: Callable[[str], Limiter | None] | None = None
     """The model limits' lookup; None: the process's (``limit_model``)."""
+    shared_limits: SharedLimits | None = None
+    """Where model limits are held across processes (a durable engine's); None: per process."""
     backend: Callable[[CallSpec, str], Backend] | None = None
     """Which backend makes a call's attempts at a model; None: the process's choice."""
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from swarmcore import Agent, Swarm
+from swarmcore.engines import LocalEngine
 from swarmcore.errors import UserError
 from swarmcore.llm import limits
 from swarmcore.llm.limits import (
@@ -30,6 +32,7 @@ from swarmcore.llm.limits import (
     model_limits,
     set_model_limit,
 )
+from swarmcore.testing import OfflineModel
 
 
 @pytest.fixture(autouse=True)
@@ -179,10 +182,9 @@ async def test_a_process_runs_at_most_the_smaller_in_flight_cap(
     assert limiter.in_flight == 0
 
 
-async def test_limits_are_shared_only_through_an_installed_gate() -> None:
+async def test_limits_are_shared_only_through_the_runs_gate() -> None:
     limit = ModelLimit(max_in_flight=1)
-    assert limits.shared_limits() is None  # nothing shared without an engine
-    async with limits.shared_permit("m", limit, 5.0):
+    async with limits.shared_permit("m", limit, 5.0, None):  # nothing shared without an engine
         pass
     events: list[object] = []
 
@@ -195,17 +197,38 @@ async def test_limits_are_shared_only_through_an_installed_gate() -> None:
             events.append("release")
 
     async def failing_call() -> None:
-        async with limits.shared_permit("m", limit, 5.0):
+        async with limits.shared_permit("m", limit, 5.0, Gate()):
             events.append("call")
             raise RuntimeError("the call failed")
 
-    limits.share_limits(Gate())
-    try:
-        with pytest.raises(RuntimeError):
-            await failing_call()
-    finally:
-        limits.share_limits(None)
+    with pytest.raises(RuntimeError):
+        await failing_call()
     assert events == [("acquire", "m", limit, 5.0), "call", "release"]
+
+
+async def test_a_runs_model_calls_take_their_permits_from_its_engines_shared_limits() -> None:
+    asked: list[str] = []
+
+    class Gate:
+        async def acquire(self, model: str, limit: ModelLimit, hold: float | None) -> Gate:
+            asked.append(model)
+            return self
+
+        async def release(self) -> None:
+            asked.append("released")
+
+    model = OfflineModel()
+    limits.set_model_limit(model.model, ModelLimit(max_in_flight=2))
+    try:
+        swarm = Swarm(Agent("a", "a works.", model=model.model))
+        await swarm.run("go")  # the default engine: limits held in this process only
+        assert asked == []
+        gate = Gate()
+        engine = LocalEngine(shared_limits=lambda: gate)  # an engine whose runs share limits
+        await Swarm(Agent("a", "a works.", model=model.model), engine=engine).run("go")
+    finally:
+        limits.set_model_limit(model.model, None)
+    assert asked == [model.model, "released"]
 
 
 # --- requests_per_minute ----------------------------------------------------------------------

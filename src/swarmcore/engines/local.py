@@ -11,6 +11,7 @@ from swarmcore import events
 from swarmcore.agent import Agent
 from swarmcore.engines._base import Budget, Engine, Subscriber
 from swarmcore.events import EventBus, Hook
+from swarmcore.llm.limits import SharedLimits
 from swarmcore.scope import ConnectionScope, RunScope
 from swarmcore.walk import AgentRunner, AgentStep, FlowSetup, Run, Walk, run_in_process
 
@@ -26,10 +27,17 @@ class LocalEngine(Engine):
     Args:
         runner: How one agent of a flow runs; :func:`~swarmcore.walk.run_in_process`
             by default.
+        shared_limits: Where the model limits of its runs are held across
+            processes (a durable engine's, while it is up); None: per process.
     """
 
-    def __init__(self, runner: AgentRunner = run_in_process) -> None:
+    def __init__(
+        self,
+        runner: AgentRunner = run_in_process,
+        shared_limits: Callable[[], SharedLimits | None] | None = None,
+    ) -> None:
         self.runner = runner
+        self.shared_limits = shared_limits
 
     async def execute(
         self,
@@ -56,10 +64,11 @@ class LocalEngine(Engine):
             SwarmError: Whatever stopped the run; ``error.partial`` holds what finished.
         """
         # A meter of its own, or none: an outer run's budget does not reach into this one.
-        scope = RunScope(meter=limits.meter())
+        shared = self.shared_limits() if self.shared_limits is not None else None
+        scope = RunScope(meter=limits.meter(), shared_limits=shared)
         agents = [a for a in setup.flow.agents if isinstance(a, Agent)]
         if any(a.toolsets for a in agents):  # MCP servers stay open for the whole run
-            scope = RunScope(meter=scope.meter, connections=ConnectionScope())
+            scope = replace(scope, connections=ConnectionScope())
         try:
             return await self._observed(setup, run, scope, subscribers, text_deltas, checkpoint)
         finally:

@@ -178,7 +178,8 @@ async def _call_once(request: LLMRequest, model: str, attempt: int, scope: RunSc
     used: int | None = None  # None: the estimate stands
     try:
         # Under an engine that shares limits across processes, their permit too.
-        async with limits.shared_permit(model, limiter.limit, request.call.call_timeout):
+        timeout = request.call.call_timeout
+        async with limits.shared_permit(model, limiter.limit, timeout, scope.shared_limits):
             reply = await _within_deadline(request, model, attempt, scope)
         used = reply.usage.total_tokens or None  # the limiter is told what the call used
         return reply

@@ -21,9 +21,10 @@ refilled. Nothing is bound to an event loop (no ``asyncio.Lock`` or
 concurrent ``asyncio.run`` calls in any thread.
 
 An engine that runs many processes over one database (a durable engine) holds
-the limits across all of them too: it installs a :class:`SharedLimits` with
-:func:`share_limits`, and the model seam takes a :func:`shared_permit` from it
-inside the local permit. Without one (the default) nothing is shared.
+the limits across all of them too: its runs' scope (``RunScope.shared_limits``)
+carries a :class:`SharedLimits`, and the model seam takes a
+:func:`shared_permit` from it inside the local permit. Without one (the
+default) nothing is shared.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ __all__ = [
     "limiter_for",
     "model_limits",
     "set_model_limit",
-    "share_limits",
-    "shared_limits",
     "shared_permit",
 ]
 
@@ -480,7 +479,7 @@ class SharedPermit(Protocol):
 
 
 class SharedLimits(Protocol):
-    """Limits held across processes, installed by an engine with ``share_limits``."""
+    """Limits held across processes: a durable engine's, carried by its runs' ``RunScope``."""
 
     async def acquire(self, model: str, limit: ModelLimit, hold: float | None) -> SharedPermit:
         """Wait for a turn within ``limit`` across every process sharing it, and take it.
@@ -494,24 +493,18 @@ class SharedLimits(Protocol):
         ...
 
 
-_shared: SharedLimits | None = None
-
-
-def share_limits(shared: SharedLimits | None) -> None:
-    """Hold model limits across processes through ``shared`` (None: in this process only)."""
-    global _shared
-    _shared = shared
-
-
-def shared_limits() -> SharedLimits | None:
-    """The installed ``SharedLimits``, or None when limits hold per process."""
-    return _shared
-
-
 @contextlib.asynccontextmanager
-async def shared_permit(model: str, limit: ModelLimit, hold: float | None) -> AsyncGenerator[None]:
-    """Hold a shared permit for ``model`` around the block, when limits are shared."""
-    shared = _shared
+async def shared_permit(
+    model: str, limit: ModelLimit, hold: float | None, shared: SharedLimits | None
+) -> AsyncGenerator[None]:
+    """Hold a shared permit for ``model`` around the block, when limits are shared.
+
+    Args:
+        model: The model to be called.
+        limit: Its limit, as set in this process.
+        hold: The longest the call may take (None: no bound).
+        shared: The run's limits across processes; None: limits hold per process.
+    """
     if shared is None:
         yield
         return

@@ -207,7 +207,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         self._agents = AgentWorkflows(
             worker_id, agent_wait, approval_timeout, self._client_async, self._handing_back
         )
-        self._local = LocalEngine(self._agents.run)
+        self._local = LocalEngine(self._agents.run, lambda: self._shared_limits)
         """Walks each run in its workflow, each agent through :attr:`_agents`."""
         _engine = self
 
@@ -368,12 +368,12 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
             shared = DBOSLimits(self.queue_poll, self.worker_id)  # model limits across processes
             own = _workers.own_queues(self, queues)  # where adopted runs come to this worker
             DBOS.listen_queues([*queues, *own, *shared.queues()])
-            self._shared_limits = shared
-            shared.install()
+            self._shared_limits = shared  # runs walked from now on hold limits through it
             try:
                 await asyncio.to_thread(DBOS.launch)
             except BaseException:
                 shared.stop()
+                self._shared_limits = None
                 raise
             await shared.start()
             for name in queues:
@@ -422,6 +422,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
             handed_back = sorted(self._handed_back)
             if self._shared_limits is not None:  # after the drain: its calls were limited
                 self._shared_limits.stop()
+                self._shared_limits = None
             self._launched = False
             # DBOS made its (now shut down) thread pool this loop's default executor:
             # give the loop a working one, or every later asyncio.to_thread here fails.

@@ -132,10 +132,6 @@ class DBOSLimits:
         """The queues of the limits set in this process, to listen to from launch."""
         return [model_queue(m) for m, limit in limits.model_limits().items() if _shared(limit)]
 
-    def install(self) -> None:
-        """Share limits from now on (before launch: DBOS may recover runs while launching)."""
-        limits.share_limits(self)
-
     async def start(self) -> None:
         """Register the queues of the limits set so far (after launch), then grant permits."""
         for model, limit in limits.model_limits().items():
@@ -144,9 +140,7 @@ class DBOSLimits:
         self._ready.set()
 
     def stop(self) -> None:
-        """Hold limits in this process only again (before DBOS is destroyed)."""
-        if limits.shared_limits() is self:
-            limits.share_limits(None)
+        """Stop granting permits (before DBOS is destroyed); the engine's runs no longer ask."""
         self._ready.set()  # a call still waiting for a failed launch goes on (and fails)
 
     async def acquire(self, model: str, limit: ModelLimit, hold: float | None) -> SharedPermit:
