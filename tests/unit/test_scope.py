@@ -125,6 +125,29 @@ async def test_a_delegate_runs_in_its_callers_scope_and_its_events_nest_in_the_t
     assert [e.parent_id for e in helper_calls] == [tool.span_id]
 
 
+async def test_a_delegate_spends_its_callers_budget_and_a_run_inside_a_tool_its_own() -> None:
+    def answer(request: RecordedRequest) -> Reply:
+        if request.system.startswith("boss") and not request.tool_results:
+            calls = [Call("inner", {}), Call("helper", {"task": "help"})]
+            return Reply(tool_calls=calls, prompt_tokens=50, completion_tokens=50)
+        return Reply(text="done", prompt_tokens=50, completion_tokens=50)
+
+    model = FunctionModel(answer)
+    helper = Agent("helper", "helper helps.", model=model.model)
+    alone = Agent("alone", "alone runs.", model=model.model)
+
+    async def inner() -> str:
+        """Run an agent of its own."""
+        return (await alone.run("go")).output
+
+    boss = Agent("boss", "boss delegates.", model=model.model, tools=[inner, helper.as_tool()])
+    with pytest.raises(BudgetExceeded) as raised:
+        await Swarm(boss, max_tokens=200).run("go")
+    # boss's first call (100) and helper's (100) spend it; alone's run is not charged to it.
+    assert raised.value.spent_tokens == 200
+    assert raised.value.agent_name == "boss"
+
+
 async def test_the_idempotency_key_is_the_call_in_progress_and_ends_with_it() -> None:
     async def read() -> str | None:
         return idempotency_key()
