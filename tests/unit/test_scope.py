@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from swarmcore import Agent, BudgetExceeded, Swarm, events
 from swarmcore.durable import idempotency_key, with_key
+from swarmcore.llm import CallSpec, LLMReply, LLMRequest, complete
+from swarmcore.results import TokenUsage
 from swarmcore.scope import CallInProgress, RunScope, current_call
 from swarmcore.testing import Call, FunctionModel, RecordedRequest, Reply
 
@@ -189,3 +192,24 @@ async def test_a_recording_scope_makes_each_call_through_its_runner() -> None:
 def test_run_state_modules_hold_no_context_variable(name: str) -> None:
     path = SRC / f"{name}.py" if (SRC / f"{name}.py").exists() else SRC / "llm" / f"{name}.py"
     assert "ContextVar(" not in path.read_text()
+
+
+async def test_a_model_call_takes_its_backend_limits_and_text_sink_from_what_it_is_handed() -> None:
+    model = FunctionModel(lambda _: Reply(text="from the test model")).model
+    looked_up: list[str] = []
+    streamed: list[str] = []
+
+    class Fixed:
+        async def attempt(self, request: LLMRequest, name: str, attempt: int) -> LLMReply:
+            request.deliver("from the ")
+            return LLMReply("from the scope's backend", (), TokenUsage(), None, "stop", 0.0, name)
+
+    def limiter(name: str) -> None:
+        looked_up.append(name)
+
+    scope = RunScope(backend=lambda call, name: Fixed(), limiter=limiter)
+    request = LLMRequest(CallSpec("a", model), [{"role": "user", "content": "hi"}], True)
+    reply = await complete(replace(request, on_text=streamed.append), scope)
+    assert reply.text == "from the scope's backend"
+    assert looked_up == [model]
+    assert streamed == ["from the "]
