@@ -22,7 +22,14 @@ model, spoken to in OpenAI's protocol) a made-up entry priced at $0, while the
 map prices ``claude-opus-4-6``; here it is priced as ``anthropic/claude-opus-4-6``.
 
 A model the map does not price costs ``None``: never a guess, never an error.
-Capabilities (``supports``, ``model_info``, ``is_openai_model``) stay OpenAI's.
+``lookup`` finds any provider's entry (prices and capabilities: what
+``pricing`` answers from); ``supports``, ``model_info`` and
+``is_openai_model`` are OpenAI's entries only, for the native backend's own
+choices (which names are OpenAI's, which models take ``max_completion_tokens``).
+
+The file's name is LiteLLM's, not an API: a LiteLLM release that moves it
+fails ``tests/unit/test_price_data.py`` by name, and the pin (``<1.107``)
+keeps a release from moving it unnoticed.
 """
 
 from __future__ import annotations
@@ -38,12 +45,19 @@ from typing import Any, Final, cast
 
 __all__ = [
     "GATEWAY_PREFIXES",
+    "bundled",
     "cost",
+    "has_price",
     "is_openai_model",
     "is_priced",
+    "kept_fields",
     "known_models",
+    "lookup",
     "model_info",
+    "names",
+    "price",
     "prompt_cost",
+    "prompt_price",
     "supports",
 ]
 
@@ -103,6 +117,16 @@ def _kept_field(key: str, value: object) -> bool:
     return key in _LIMIT_FIELDS or key.startswith("supports_") or "cost" in key
 
 
+def kept_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a price-map entry read here: rates, ``supports_*``, token limits, mode.
+
+    An entry of LiteLLM's own table (``litellm.model_cost``) reduced by this is
+    equal to the bundled map's entry under the same name, unless someone
+    changed it (``litellm.register_model``): ``pricing`` tells a registration by that.
+    """
+    return {k: v for k, v in entry.items() if _kept_field(k, v)}
+
+
 def _trim(obj: dict[str, Any], *, openai: bool) -> dict[str, Any] | None:
     """``json`` object hook: keep OpenAI's entries (or every other provider's) as parsed.
 
@@ -114,7 +138,7 @@ def _trim(obj: dict[str, Any], *, openai: bool) -> dict[str, Any] | None:
         return obj  # the top-level map, or a nested table of a kept entry
     if (provider in _PROVIDERS) != openai:
         return None
-    kept = {k: v for k, v in obj.items() if _kept_field(k, v)}
+    kept = kept_fields(obj)
     aliases: object = obj.get("aliases")
     if isinstance(aliases, list):
         kept["aliases"] = [a for a in cast("list[object]", aliases) if isinstance(a, str)]
@@ -233,6 +257,44 @@ def _priced_entry(model: str) -> Mapping[str, Any]:
     return _EMPTY
 
 
+def lookup(model: str) -> Mapping[str, Any]:
+    """The price map's entry for any provider's model, found as LiteLLM's ``get_model_info`` does.
+
+    The one model-information source (prices and capabilities) on both
+    backends: ``pricing`` reads it, never LiteLLM's lookup, so an answer does
+    not depend on whether LiteLLM was imported. A gateway's routed name is
+    the model it routes to (``openai/anthropic/claude-opus-4-6`` is
+    ``claude-opus-4-6``), where LiteLLM would make up an entry priced at $0.
+
+    Args:
+        model: ``"openai/gpt-4o-mini"``, ``"gpt-4o-mini"``, ``"anthropic/claude-opus-4-6"``...
+
+    Returns:
+        A read-only mapping of the entry's kept fields; empty when the map has none.
+    """
+    return _priced_entry(model)
+
+
+def names(model: str) -> tuple[str, ...]:
+    """The names ``model``'s entry may be filed under in LiteLLM's table, most specific first.
+
+    ``anthropic/claude-opus-4-6`` may be ``claude-opus-4-6``; a gateway's
+    ``openai/anthropic/claude-opus-4-6`` is ``anthropic/claude-opus-4-6`` too.
+    """
+    found = [model, *_candidates(model)]
+    routed = _routed(model)
+    found += [routed, routed.partition("/")[2]]
+    return tuple(dict.fromkeys(n for n in found if n))
+
+
+def bundled(name: str) -> Mapping[str, Any]:
+    """The bundled map's entry filed under exactly ``name`` (no name resolution); empty if none."""
+    entry = _table().get(name)
+    if entry is None and _may_list(name):
+        entry = _other_table().get(name)
+    return _EMPTY if entry is None else entry
+
+
 def _provider_is(entry: Mapping[str, Any], provider: str) -> bool:
     """Whether ``entry`` is ``provider``'s (``vertex_ai`` owns ``vertex_ai-language-models``)."""
     owner = str(entry.get("litellm_provider"))
@@ -335,7 +397,7 @@ def is_priced(model: str) -> bool:
     ``openai/gpt-4o-mini``, ``anthropic/claude-opus-4-6`` and a gateway's
     ``openai/anthropic/claude-opus-4-6`` are priced; ``openai/my-local-model`` is not.
     """
-    return _number(_priced_entry(model).get("input_cost_per_token")) is not None
+    return has_price(_priced_entry(model))
 
 
 def cost(
@@ -365,8 +427,36 @@ def cost(
     Returns:
         The cost in USD, or None when the price map does not price ``model``.
     """
-    info = _priced_entry(model)
-    if not is_priced(model):
+    return price(
+        _priced_entry(model),
+        prompt_tokens,
+        completion_tokens,
+        cached_tokens,
+        reasoning_tokens,
+        service_tier=service_tier,
+    )
+
+
+def has_price(info: Mapping[str, Any]) -> bool:
+    """Whether an entry gives a per-token input rate: whether its model can be priced."""
+    return _number(info.get("input_cost_per_token")) is not None
+
+
+def price(
+    info: Mapping[str, Any],
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    *,
+    service_tier: str | None = None,
+) -> float | None:
+    """``cost``'s arithmetic on an entry given (``lookup``'s, or one registered with LiteLLM).
+
+    Returns:
+        The cost in USD, or None when the entry has no input rate.
+    """
+    if not has_price(info):
         return None
     suffix = _tier_suffix(service_tier)
     prompt_rate, output_rate, cache_read_rate = _base_rates(info, prompt_tokens, suffix)
@@ -381,9 +471,14 @@ def cost(
 
 def prompt_cost(model: str, prompt_tokens: int) -> float | None:
     """USD for ``prompt_tokens`` sent to ``model``; None when the price map does not price it."""
-    if not is_priced(model):
+    return prompt_price(_priced_entry(model), prompt_tokens)
+
+
+def prompt_price(info: Mapping[str, Any], prompt_tokens: int) -> float | None:
+    """``prompt_cost``'s arithmetic on an entry given; None when it has no input rate."""
+    if not has_price(info):
         return None
-    return _base_rates(_priced_entry(model), prompt_tokens, "")[0] * prompt_tokens
+    return _base_rates(info, prompt_tokens, "")[0] * prompt_tokens
 
 
 def supports(model: str, capability: str) -> bool | None:

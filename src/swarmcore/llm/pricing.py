@@ -1,17 +1,27 @@
-"""What a model call costs and what a model can do: one pricing rule for both backends.
+"""What a model call costs and what a model can do: one source, one pricing rule, both backends.
+
+What is known of a model (its prices, its ``supports_*`` capabilities) comes
+from one source: LiteLLM's bundled price map, read as data (``price_data``),
+with any entry the user changed in LiteLLM's own table
+(``litellm.register_model``) in its place. No answer depends on whether
+LiteLLM was imported before the question: LiteLLM's table is the bundled map
+as loaded, so it is read only for what differs from it, and only once
+LiteLLM is loaded (a registration loaded it). Why LiteLLM's map and not a
+price library such as ``genai-prices``: docs/models.md ("Where prices come from").
 
 A reply's cost, on either backend, is:
 
 1. what the gateway that served it reported (LiteLLM Proxy's
    ``x-litellm-response-cost`` header), when it did: the gateway knows its
    own prices (discounts, margins, a model it renamed);
-2. else the price of its token usage from LiteLLM's model data: the backend's
-   own figure where LiteLLM has a real entry for the model (the LiteLLM
-   backend's ``completion_cost``; prices registered with
-   ``litellm.register_model``), else the bundled price map read as a file
-   (``price_data``), which also prices another provider's model behind a
-   gateway's prefix (``openai/anthropic/claude-opus-4-6``) that LiteLLM
-   itself prices at a made-up $0;
+2. else the price of its token usage from that model data: on the LiteLLM
+   backend LiteLLM's own figure where it has a real entry for the model
+   (``completion_cost``, which knows every provider's billing quirks), else
+   the price map's arithmetic (``price_data.price``, checked against
+   LiteLLM's for every OpenAI chat model), which also prices another
+   provider's model behind a gateway's prefix
+   (``openai/anthropic/claude-opus-4-6``) that LiteLLM itself prices at a
+   made-up $0;
 3. else ``None``: unpriced, never a guess.
 
 ``is_priced`` answers by the same rule (the header aside, unknown before a
@@ -20,15 +30,14 @@ call), so a cost budget that lets a call start can count it.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import sys
 from collections.abc import Mapping
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, cast
 
 from swarmcore.llm import local, price_data
-from swarmcore.llm.choice import is_openai_model
 from swarmcore.llm.loader import load_litellm
 from swarmcore.results import TokenUsage
 
@@ -50,75 +59,82 @@ COST_HEADER: Final = "x-litellm-response-cost"
 _LITELLM_COST_HEADER: Final = f"llm_provider-{COST_HEADER}"
 
 
-@functools.cache
 def _model_info(model: str) -> Mapping[str, Any]:
-    """LiteLLM's data on ``model``, empty when it has none.
+    """What is known of ``model``: the price map's entry, or LiteLLM's where it was changed.
 
-    Cached: the data is bundled, so it does not change while the process runs.
+    The answer never depends on whether LiteLLM was imported: the bundled map
+    is read as data (``price_data.lookup``), and LiteLLM's own table is read
+    only for entries someone changed in it (``litellm.register_model``), which
+    needs LiteLLM imported anyway. Not cached here: a registration counts from
+    the next call on (``price_data`` caches the map itself). An in-process test
+    model (``swarmcore-test/...``) answers for itself.
     """
     if local.is_local(model):  # an in-process test model: what it declares, never LiteLLM
         return local.model_info(model)
-    if is_openai_model(model) and "litellm" not in sys.modules:
-        # The same bundled data, read without LiteLLM: the native path never imports it.
-        # Once LiteLLM is loaded, its lookup also sees prices a user registered with it.
-        return price_data.model_info(model)
-    try:
-        info: Any = load_litellm().get_model_info(model)
-    except Exception:  # unknown models raise assorted errors
-        return {}
-    return dict(info)
+    registered = _registered(model)
+    return price_data.lookup(model) if registered is None else registered
+
+
+def _registered(model: str) -> Mapping[str, Any] | None:
+    """LiteLLM's entry for ``model`` where it differs from the bundled map's: a registration.
+
+    LiteLLM's table is the bundled map as loaded (every entry equal once
+    reduced to the fields read here), so an entry that differs, or one the
+    map lacks, was put there: a price or capability the user registered.
+    """
+    if "litellm" not in sys.modules:
+        return None  # nothing can be registered with a LiteLLM not yet imported
+    table: Any = load_litellm().model_cost
+    if not isinstance(table, Mapping):
+        return None
+    costs = cast("Mapping[str, object]", table)
+    for name in price_data.names(model):
+        entry = costs.get(name)
+        if not isinstance(entry, Mapping):
+            continue
+        fields = price_data.kept_fields(cast("Mapping[str, Any]", entry))
+        if fields != dict(price_data.bundled(name)):
+            return MappingProxyType(fields)
+    return None
 
 
 def supports(model: str, capability: str) -> bool | None:
-    """What LiteLLM's model data says of ``supports_<capability>`` for ``model``.
+    """What the model data says of ``supports_<capability>`` for ``model``.
 
-    None when LiteLLM does not know the model or leaves the capability unset,
-    so callers can tell "no" apart from "unknown".
+    None when the data does not know the model or leaves the capability unset,
+    so callers can tell "no" apart from "unknown". The same answer whatever
+    was imported before, on either backend.
     """
     value = _model_info(model).get(f"supports_{capability}")
     return value if isinstance(value, bool) else None
 
 
-def _reached_openai_style(model: str) -> bool:
-    """Whether ``model`` is spoken to in OpenAI's protocol (its name needs no LiteLLM)."""
-    return is_openai_model(model) or model.startswith(price_data.GATEWAY_PREFIXES)
-
-
 def _litellm_prices(model: str) -> bool:
-    """Whether LiteLLM has a real price entry for ``model`` (registered ones included).
+    """Whether LiteLLM itself has a real price entry for ``model`` (registered ones included).
 
-    Asked of LiteLLM only when it is loaded, or when the model is another
-    provider's (LiteLLM serves it anyway). An entry LiteLLM makes up for a
-    name its map lacks (``openai/anthropic/...`` at $0) is not a price.
+    Asked only on the LiteLLM backend (LiteLLM is loaded), to take its own
+    figure for a reply it priced. An entry LiteLLM makes up for a name its
+    map lacks (``openai/anthropic/...`` at $0) is not a price.
     """
-    if _reached_openai_style(model) and "litellm" not in sys.modules:
+    lit = load_litellm()
+    try:
+        info: Any = lit.get_model_info(model)
+    except Exception:  # unknown models raise assorted errors
         return False
-    info = _model_info(model)
     if info.get("input_cost_per_token") is None:
         return False
     key = info.get("key")
-    return key is None or key in load_litellm().model_cost
+    return key is None or key in lit.model_cost
 
 
 def is_priced(model: str) -> bool:
-    """Whether ``model``'s calls can be priced: by the price map, or by LiteLLM's own entry."""
-    return price_data.is_priced(model) or _litellm_prices(model)
+    """Whether ``model``'s calls can be priced: by the price map, or by a price registered."""
+    return price_data.has_price(_model_info(model))
 
 
 def prompt_cost(model: str, prompt_tokens: int) -> float | None:
-    """USD for ``prompt_tokens`` sent to ``model``, from LiteLLM's price map; None if unpriced."""
-    if price_data.is_priced(model):
-        return price_data.prompt_cost(model, prompt_tokens)
-    if not _litellm_prices(model):
-        return None
-    try:
-        usd, _ = load_litellm().cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=0
-        )
-        return float(usd)
-    except Exception as exc:  # an odd price entry: report unpriced rather than guess
-        logger.debug("no prompt price for %s: %s", model, exc)
-        return None
+    """USD for ``prompt_tokens`` sent to ``model``, from the price map; None if unpriced."""
+    return price_data.prompt_price(_model_info(model), prompt_tokens)
 
 
 def gateway_cost(headers: Mapping[str, str] | None) -> float | None:
@@ -168,28 +184,14 @@ def usage_cost(
     reported = gateway_cost(headers)
     if reported is not None:
         return reported
-    usd = price_data.cost(
-        model,
+    return price_data.price(
+        _model_info(model),
         usage.prompt_tokens,
         usage.completion_tokens,
         cached_tokens=usage.cached_tokens,
         reasoning_tokens=usage.reasoning_tokens,
         service_tier=service_tier,
     )
-    # A price registered with LiteLLM, which the bundled map lacks; never worth importing
-    # LiteLLM for (seconds) on the native path: registering one imported it already.
-    if usd is not None or "litellm" not in sys.modules or not _litellm_prices(model):
-        return usd
-    try:
-        prompt, completion = load_litellm().cost_per_token(
-            model=model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-        )
-        return float(prompt + completion)
-    except Exception as exc:  # an odd price entry: report unpriced rather than guess
-        logger.debug("no price for %s: %s", model, exc)
-        return None
 
 
 def cost(model: str, response: Any, usage: TokenUsage) -> float | None:
