@@ -21,13 +21,14 @@ environment variables. The provider's own exception is never chained to it.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import email.utils
 import logging
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from swarmcore.errors import ModelError
 from swarmcore.llm import local, price_data
@@ -133,13 +134,54 @@ def _answered_timeout(exc: Exception) -> bool:
     native backend sees the status. A status is classified by status, so both
     backends report it alike.
     """
-    return _is_litellm(exc, "Timeout") and str(exc).startswith("litellm.Timeout: Timeout Error:")
+    if not _is_litellm(exc, "Timeout"):
+        return False
+    text = str(exc)
+    return text.startswith("litellm.Timeout: Timeout Error:") or _sdk_error(text) is not None
+
+
+# The openai SDK's text for an error status, which LiteLLM quotes inside its own:
+# "Error code: 504 - {'error': {'message': ...}}" (the body as a Python literal).
+_SDK_ERROR = re.compile(r"Error code: (\d{3}) - (.*)\Z", re.DOTALL)
+
+
+def _sdk_error(text: str) -> tuple[int, str | None] | None:
+    """The status and the provider's message the SDK's text quotes, when ``text`` quotes one.
+
+    LiteLLM names any error whose message says "Request timed out" its
+    ``Timeout``, with status 408, whatever the status was (a 504, a 413): the
+    status the server sent is the one the SDK's text names.
+    """
+    found = _SDK_ERROR.search(text)
+    if found is None:
+        return None
+    try:
+        body: object = ast.literal_eval(found[2].strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        body = None
+    error = cast("dict[str, object]", body).get("error") if isinstance(body, dict) else None
+    message = cast("dict[str, object]", error).get("message") if isinstance(error, dict) else None
+    return int(found[1]), message if isinstance(message, str) else None
+
+
+def _status(exc: Exception) -> int | None:
+    """The HTTP status the server answered with, as the error reports it.
+
+    LiteLLM's own status is replaced by the one the SDK's text quotes, where
+    its text quotes one (see ``_sdk_error``).
+    """
+    status: int | None = getattr(exc, "status_code", None)
+    if type(exc).__module__.startswith("litellm"):
+        quoted = _sdk_error(str(exc))
+        if quoted is not None:
+            return quoted[0]
+    return status
 
 
 def _classify_provider_error(
     exc: Exception, call: CallSpec, model: str, attempt: int
 ) -> ModelError | None:
-    status: int | None = getattr(exc, "status_code", None)
+    status = _status(exc)
     # Redacted whole, then shortened: a key cut in two at the limit would be missed.
     detail = _unstopped(_first_line(redact(_provider_text(exc), *call_secrets(call, model))))
     who = f"Agent {call.agent_name!r}: {model}"
@@ -301,6 +343,9 @@ def _provider_text(exc: Exception) -> str:
         if isinstance(message, str) and message:
             return message
     if module.startswith("litellm"):
+        quoted = _sdk_error(str(exc))
+        if quoted is not None and quoted[1]:
+            return quoted[1]
         return _LITELLM_PREFIXES.sub("", str(exc), count=1)
     return str(exc)
 
