@@ -76,7 +76,8 @@ class Outcome:
     usage: tuple[int, int, int, int] | None = None
     cost: float | None = None
     finish_reasons: tuple[str | None, ...] = ()
-    response_model: str | None = None
+    replies: tuple[tuple[str | None, int, int], ...] = ()
+    """Per model call: the model the reply named, the attempts it took, its tool calls."""
     deltas: tuple[str, ...] = ()
     events: tuple[str, ...] = ()
     tool_calls: tuple[tuple[str, str, str, str], ...] = ()
@@ -93,13 +94,13 @@ def agent(backend: str, api_base: str, **kwargs: Any) -> Agent:
 
 
 async def run(worker: Agent, *, stream: bool) -> tuple[AgentResult | None, list[object]]:
-    """Run ``worker`` once, whole or streamed; its result and every event streamed."""
-    swarm = Swarm(worker)
-    if not stream:
-        return (await swarm.run("go"))["a"], []
+    """Run ``worker`` once, streaming text or not; its result and every event.
+
+    ``Swarm.stream`` either way, for the events; ``text=True`` streams the model's replies.
+    """
     seen: list[object] = []
     result: AgentResult | None = None
-    async for event in swarm.stream("go", text=True):
+    async for event in Swarm(worker).stream("go", text=stream):
         seen.append(event)
         if isinstance(event, RunFinished) and event.result is not None:
             result = event.result["a"]
@@ -108,17 +109,21 @@ async def run(worker: Agent, *, stream: bool) -> tuple[AgentResult | None, list[
 
 def outcome_of(result: AgentResult | None, seen: list[object], error: ModelError | None) -> Outcome:
     deltas = tuple(e.text for e in seen if isinstance(e, TextDelta))
+    first = next((e for e in seen if isinstance(e, TextDelta)), None)
     kinds = tuple(
         type(e).__name__
         for e in seen
-        if isinstance(e, ModelCallStarted | ModelCallFinished) or e is _first_delta(seen)
+        if isinstance(e, ModelCallStarted | ModelCallFinished) or e is first
     )
+    calls = [e for e in seen if isinstance(e, ModelCallFinished)]
+    replies = tuple((e.response_model, e.attempts, e.tool_calls) for e in calls)
     if error is not None:
         said = (
             f"{type(error).__name__} status={error.status_code} retryable={error.retryable} "
             f"retry_after={error.retry_after}: {error}"
         )
-        return Outcome(deltas=deltas, events=kinds, error=said)
+        said = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", said)  # each run its own server
+        return Outcome(deltas=deltas, events=kinds, replies=replies, error=said)
     assert result is not None
     usage = result.token_usage
     return Outcome(
@@ -131,16 +136,13 @@ def outcome_of(result: AgentResult | None, seen: list[object], error: ModelError
         ),
         cost=result.cost,
         finish_reasons=tuple(c.finish_reason for c in result.llm_calls),
+        replies=replies,
         deltas=deltas,
         events=kinds,
         tool_calls=tuple(
             (t.call_id, t.tool_name, t.arguments, t.result) for t in result.tool_calls
         ),
     )
-
-
-def _first_delta(seen: list[object]) -> object:
-    return next((e for e in seen if isinstance(e, TextDelta)), None)
 
 
 # Headers each client adds of its own (its name, the openai SDK's x-stainless-*, the
@@ -207,6 +209,12 @@ def completion(message: dict[str, Any], finish_reason: str) -> bytes:
             "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
         }
     ).encode()
+
+
+def error_body(code: str | None) -> bytes:
+    """An OpenAI ``error`` object, sent with a 200 in place of a reply (or of a stream's chunk)."""
+    error = {"message": "The server is overloaded.", "type": "server_error", "code": code}
+    return json.dumps({"error": error}).encode()
 
 
 def closed_port() -> int:
@@ -431,6 +439,22 @@ REPLIES = {
             "events": TEXT_THEN_DONE,
         },
     ),
+    # The model the reply names (a dated snapshot) is kept beside the one asked for.
+    "dated-response-model": Row(
+        script=(Reply(text="ok", model="gpt-4o-mini-2024-07-18"),),
+        expect={"replies": (("gpt-4o-mini-2024-07-18", 1, 0),)},
+    ),
+    "dated-response-model-streamed": Row(
+        script=(Reply(text="ok", model="gpt-4o-mini-2024-07-18"),),
+        stream=True,
+        expect={"replies": (("gpt-4o-mini-2024-07-18", 1, 0),), "deltas": ("ok",)},
+    ),
+    # A 429 asking for no wait, then the answer: one call of two attempts.
+    "retried-after-429": Row(
+        script=(Fail(429, "Slow down.", headers={"Retry-After": "0"}), Reply(text="ok")),
+        agent={"retry": RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.02, jitter=0)},
+        expect={"output": "ok", "replies": (("gpt-4o-mini", 2, 0),)},
+    ),
     # A gateway's reported cost wins over the price map, for a model the map does not know.
     "gateway-cost": Row(
         script=(LiteLLMProxy.reply("ok", cost=0.00055, prompt_tokens=10, completion_tokens=2),),
@@ -445,6 +469,21 @@ REPLIES = {
 }
 
 TOOL_ROWS = {
+    # Text and a call in one reply, streamed: the text is published, the call run.
+    "text-and-tool-call-streamed": Row(
+        script=(
+            Reply(text="Looking tea up.", tool_calls=[Call("lookup", {"term": "tea"}, id="c1")]),
+            Reply(text="Tea."),
+        ),
+        agent={"tools": [lookup]},
+        stream=True,
+        expect={
+            "output": "Tea.",
+            "tool_calls": (("c1", "lookup", '{"term": "tea"}', "tea facts"),),
+            "deltas": ("Looking ", "tea up.", "Tea."),
+            "replies": (("gpt-4o-mini", 1, 1), ("gpt-4o-mini", 1, 0)),
+        },
+    ),
     # Two calls in one reply (parallel), run and answered in order, then the final text.
     "parallel-tool-calls": Row(
         script=TOOLS,
@@ -545,6 +584,34 @@ ERRORS = {
         transient("RateLimitError", 429, "Slow down", " The provider asked to wait 30s."),
         retry_after=30.0,
     ),
+    "429-retry-after-ms": error_row(
+        Fail(429, "Slow down.", headers={"retry-after-ms": "1500"}),
+        429,
+        True,
+        transient("RateLimitError", 429, "Slow down", " The provider asked to wait 1.5s."),
+        retry_after=1.5,
+    ),
+    "429-litellm-proxy": error_row(
+        LiteLLMProxy.rate_limited(),
+        429,
+        True,
+        said(
+            " failed on attempt 1 of 1 (RateLimitError, status 429): litellm.RateLimitError: "
+            "this is a mock rate limit error."
+        ),
+    ),
+    "invalid-model-litellm-proxy": error_row(
+        LiteLLMProxy.invalid_model("gpt-4o-mini"),
+        400,
+        False,
+        said(" : model not found on this endpoint (400)").replace(re.escape(" :"), ":"),
+    ),
+    "no-connected-db-litellm-proxy": error_row(
+        LiteLLMProxy.no_connected_db(),
+        400,
+        False,
+        said(" rejected the API key (400: 'No connected db.'"),
+    ),
     "500": error_row(Fail(500, "Boom."), 500, True, transient("InternalServerError", 500, "Boom")),
     "502": error_row(
         Fail(502, "Bad gateway."), 502, True, transient("InternalServerError", 502, "Bad gateway")
@@ -618,12 +685,46 @@ ERRORS = {
             "only that something was not ('it is not JSON')"
         },
     ),
+    **{
+        f"error-in-reply-{how}-code-{code}": Row(
+            raw=(200, body, kind),
+            stream=how == "streamed",
+            expect={"error": expected},
+        )
+        for code, expected in (
+            # A code that is an HTTP status is read as the status (LiteLLM's reading).
+            (
+                "503",
+                "^"
+                + re.escape("ModelError status=503 retryable=True retry_after=None: ")
+                + transient("InternalServerError", 503, "The server is overloaded"),
+            ),
+            # Any other code (OpenAI's are words, or null): the server failed mid-answer.
+            *(
+                (
+                    other,
+                    "^"
+                    + re.escape("ModelError status=None retryable=True retry_after=None: ")
+                    + said(
+                        " sent an error in place of its reply (attempt 1 of 1): The server is "
+                        "overloaded. This may be transient: retries and fallback_models apply."
+                    )
+                    + "$",
+                )
+                for other in (None, "server_error")
+            ),
+        )
+        for how, body, kind in (
+            ("whole", error_body(code), "application/json"),
+            ("streamed", b"data: " + error_body(code) + b"\n\n", "text/event-stream"),
+        )
+    },
     "connection-refused": Row(
         raw="refused",
         expect={
             "error": re.escape("ModelError status=None retryable=True retry_after=None: ")
-            + said(" could not connect to http://127.0.0.1:")
-            + r"\d+/v1.* \(.*attempt 1 of 1\)\. Is the server running"
+            + said(" could not connect to http://127.0.0.1:PORT/v1")
+            + r".* \(.*attempt 1 of 1\)\. Is the server running"
         },
     ),
     "timeout": Row(

@@ -28,6 +28,7 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any, cast
 
 from swarmcore.errors import ModelError
@@ -123,7 +124,25 @@ def classify(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelE
         and not _answered_timeout(exc)
     ):
         return timed_out(call, model, attempt)
+    if _reply_error(exc) is not None and _status(exc) is None:
+        return _sent_in_reply(exc, call, model, attempt)
     return _classify_provider_error(exc, call, model, attempt)
+
+
+def _sent_in_reply(exc: Exception, call: CallSpec, model: str, attempt: int) -> ModelError:
+    """An error a server sent with a 200 and no status: it failed while it answered.
+
+    Retryable, as a stream cut short is: another attempt may be served.
+    """
+    detail = _unstopped(_first_line(redact(_provider_text(exc), *call_secrets(call, model))))
+    return ModelError(
+        f"Agent {call.agent_name!r}: {model} sent an error in place of its reply (attempt "
+        f"{attempt} of {call.retry.max_retries + 1}): {detail}. This may be transient: "
+        "retries and fallback_models apply.",
+        agent_name=call.agent_name,
+        model=model,
+        retryable=True,
+    )
 
 
 def _answered_timeout(exc: Exception) -> bool:
@@ -168,14 +187,51 @@ def _status(exc: Exception) -> int | None:
     """The HTTP status the server answered with, as the error reports it.
 
     LiteLLM's own status is replaced by the one the SDK's text quotes, where
-    its text quotes one (see ``_sdk_error``).
+    its text quotes one (see ``_sdk_error``). An error sent in place of a
+    reply (``_reply_error``) came with a 200: its ``code`` is its status when
+    the code is one (``"503"``), as LiteLLM reads a whole reply's.
     """
-    status: int | None = getattr(exc, "status_code", None)
     if type(exc).__module__.startswith("litellm"):
         quoted = _sdk_error(str(exc))
         if quoted is not None:
             return quoted[0]
-    return status
+    sent = _reply_error(exc)
+    if sent is not None:
+        return _http_status(sent.get("code"))
+    return _http_status(getattr(exc, "status_code", None))
+
+
+def _http_status(value: object) -> int | None:
+    """``value`` as an HTTP error status (400 to 599, a number or its digits); else None."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+        return value
+    return None
+
+
+def _reply_error(exc: Exception) -> Mapping[str, object] | None:
+    """The ``error`` object a server sent with a 200, in place of its reply; None if not one.
+
+    A whole reply's body, or an event of its stream, that is an ``error``:
+    the native backend's ``EndpointError`` without a status; LiteLLM's error
+    whose status is the error's ``code`` as sent (``"server_error"``, None),
+    or its ``MidStreamFallbackError`` over the SDK's error for the event.
+    """
+    if isinstance(exc, EndpointError):
+        return _fields(exc.body) if exc.status_code is None else None
+    if _is_litellm(exc, "MidStreamFallbackError"):
+        cause = exc.__cause__ or exc.__context__
+        return _fields(getattr(cause, "body", None)) if cause is not None else {}
+    if type(exc).__module__.startswith("litellm"):
+        status: object = getattr(exc, "status_code", None)
+        if not isinstance(status, int) or isinstance(status, bool):
+            return {"code": status}
+    return None
+
+
+def _fields(value: object) -> Mapping[str, object]:
+    return cast("dict[str, object]", value) if isinstance(value, dict) else {}
 
 
 def _classify_provider_error(
@@ -301,7 +357,7 @@ def _is_openai(exc: BaseException, *names: str) -> bool:
 
 def _is_litellm(exc: Exception, name: str) -> bool:
     """Whether ``exc`` is LiteLLM's exception ``name`` (never imports LiteLLM to find out)."""
-    return isinstance(exc, _loaded(("litellm", name)))
+    return isinstance(exc, _loaded(("litellm", name), ("litellm.exceptions", name)))
 
 
 # What providers say of an overlong prompt (LiteLLM's list, which it maps to its own error).
@@ -335,6 +391,11 @@ def _provider_text(exc: Exception) -> str:
     """
     if isinstance(exc, EndpointError):
         return exc.message
+    if _is_litellm(exc, "MidStreamFallbackError"):  # the SDK's error for the event, under it
+        cause = exc.__cause__ or exc.__context__
+        message = _fields(getattr(cause, "body", None)).get("message")
+        if isinstance(message, str) and message:
+            return message
     body: Any = getattr(exc, "body", None)
     module = type(exc).__module__
     if module.startswith("openai") and isinstance(body, dict):
