@@ -526,7 +526,11 @@ def merge_tools(agent: Agent, extra: Sequence[Callable[..., Any] | Tool]) -> dic
 
 @functools.cache
 def _native(protocol: str, model: str, feature: Literal["tools", "output"]) -> bool:
-    """Whether to use the provider's own tool calling or JSON output (LiteLLM's model data)."""
+    """Whether to use the provider's own tool calling or JSON output.
+
+    Asked of ``llm.supports``, the one model-information source: the same answer
+    on either backend, whatever was imported before.
+    """
     if protocol != "auto":
         return protocol == "native"
     if feature == "tools":  # unknown models are assumed to call tools, as most now do

@@ -11,7 +11,11 @@ own prefixes are taken off the provider's text, and a LiteLLM Proxy's answers
 (its context-window error, "Invalid model name", "No connected db.") are read
 for what they mean. A reply that is no chat completion (bad JSON, a list, a
 number for text, a stream cut before its end, a negative token count) is
-retryable too, the same on either backend (``malformed`` recognises one).
+retryable too, the same on either backend (``malformed`` recognises one), and
+so is an ``error`` a server sends with a 200 in place of its reply (its body,
+or an event of its stream): its ``code`` is read as its status when it is one
+(``"503"``), as LiteLLM reads it; otherwise the server failed while it answered.
+Both backends are held to this by one table (``tests/integration/test_conformance.py``).
 
 The provider's text in a ``ModelError`` is redacted (``redaction``) with every
 credential the call could have sent: its ``api_key``, its secret settings and
