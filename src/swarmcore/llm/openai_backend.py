@@ -135,7 +135,7 @@ def _body(request: LLMRequest, model: str) -> dict[str, Any]:
         # OpenAI's reasoning models refuse max_tokens; LiteLLM renames it too.
         body.setdefault("max_completion_tokens", body.pop("max_tokens"))
     body["model"] = native_name(model)
-    body["messages"] = list(request.messages)
+    body["messages"] = [_as_sent(m) for m in request.messages]
     if call.tools:
         body["tools"] = list(call.tools)
     if call.response_format is not None:
@@ -144,6 +144,17 @@ def _body(request: LLMRequest, model: str) -> dict[str, Any]:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def _as_sent(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``message`` as LiteLLM sends it: a tool-calling assistant's null ``content`` left out.
+
+    OpenAI takes either; some OpenAI-protocol servers refuse a null, and both
+    backends send the same request (tests/integration/test_conformance.py).
+    """
+    if message.get("content", "") is None and message.get("tool_calls"):
+        return {k: v for k, v in message.items() if k != "content"}
+    return message
 
 
 async def _exchange(request: LLMRequest, model: str) -> LLMReply:
