@@ -20,7 +20,7 @@ import json
 import re
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,6 +72,8 @@ class Outcome:
     request: Mapping[str, Any] = field(default_factory=dict[str, Any])
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     query: str = ""
+    later: tuple[Mapping[str, Any], ...] = ()
+    """The bodies of the run's later requests (after tool calls, retries)."""
     output: str | None = None
     usage: tuple[int, int, int, int] | None = None
     cost: float | None = None
@@ -189,7 +191,7 @@ def raw_server(status: int, body: bytes, content_type: str) -> Iterator[tuple[st
             """Quiet."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1", received
@@ -816,23 +818,53 @@ TABLE = {
 }
 
 
-async def outcome(row: Row, backend: str, port: int) -> Outcome:
-    """Run ``row`` on ``backend``: what the server received and what came out.
+@dataclass
+class Serving:
+    """Where a row's requests go, and what the server received (shared by both backends)."""
 
-    ``port`` is one nothing listens on, for the row whose connection is refused.
-    """
+    url: str
+    bodies: list[dict[str, Any]]
+    headers: list[dict[str, str]]
+    paths: list[str]
+    add: Callable[[], None] = lambda: None
+    """Queue the row's script again, for the next backend's run."""
+
+
+@contextmanager
+def serving(row: Row) -> Iterator[Serving]:
+    """The server ``row`` asks for: ``MockOpenAIServer``, a raw one, or a closed port."""
     if row.raw == "refused":
-        return await attempt(row, agent(backend, f"http://127.0.0.1:{port}/v1", **row.agent))
-    if isinstance(row.raw, tuple):
+        yield Serving(f"http://127.0.0.1:{closed_port()}/v1", [], [], [])
+    elif isinstance(row.raw, tuple):
         with raw_server(*row.raw) as (url, received):
-            found = await attempt(row, agent(backend, url, **row.agent))
-        body, headers = sent(received.bodies[0], received.headers[0])
-        query = urlsplit(received.paths[0]).query
-        return replace(found, request=body, headers=headers, query=query)
-    with MockOpenAIServer(row.script) as server:
-        found = await attempt(row, agent(backend, server.url, **row.agent))
-        body, headers = sent(server.raw_bodies[0], server.headers[0])
-    return replace(found, request=body, headers=headers)
+            yield Serving(url, received.bodies, received.headers, received.paths)
+    else:
+        with MockOpenAIServer() as server:
+            yield Serving(
+                server.url,
+                server.raw_bodies,
+                server.headers,
+                [],
+                add=lambda: server.add(*row.script),
+            )
+
+
+async def outcome(row: Row, backend: str, server: Serving) -> Outcome:
+    """Run ``row`` on ``backend``: what the server received and what came out."""
+    server.add()
+    start = len(server.bodies)
+    found = await attempt(row, agent(backend, server.url, **row.agent))
+    asked = [sent(b, h) for b, h in zip(server.bodies[start:], server.headers[start:], strict=True)]
+    if not asked:
+        return found
+    query = urlsplit(server.paths[start]).query if server.paths else ""
+    return replace(
+        found,
+        request=asked[0][0],
+        headers=asked[0][1],
+        query=query,
+        later=tuple(body for body, _ in asked[1:]),
+    )
 
 
 async def attempt(row: Row, worker: Agent) -> Outcome:
@@ -856,8 +888,8 @@ def matches(name: str, found: object, expected: object) -> bool:
 
 @pytest.mark.parametrize("row", TABLE.values(), ids=TABLE.keys())
 async def test_both_backends_behave_alike(row: Row) -> None:
-    port = closed_port()
-    native, litellm = [await outcome(row, backend, port) for backend in BACKENDS]
+    with serving(row) as server:
+        native, litellm = [await outcome(row, backend, server) for backend in BACKENDS]
     for backend, found, own in (("openai", native, row.native), ("litellm", litellm, row.litellm)):
         for name, expected in {**row.expect, **own}.items():
             value = getattr(found, name)

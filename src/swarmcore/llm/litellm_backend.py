@@ -201,7 +201,13 @@ async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:
             texts += 1
             request.deliver(text)
     _check_finished(stream, texts)
-    return lit.stream_chunk_builder(chunks, messages=list(request.messages))
+    whole: Any = lit.stream_chunk_builder(chunks, messages=list(request.messages))
+    choices: Any = getattr(whole, "choices", None) or []
+    if not texts and choices and choices[0].message.content == "":
+        # The builder makes "" of a stream that sent no text (tool calls only); the native
+        # backend reads it as no text, and sends the calls back without a content.
+        choices[0].message.content = None
+    return whole
 
 
 def _check_finished(stream: Any, texts: int) -> None:
