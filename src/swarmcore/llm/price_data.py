@@ -275,6 +275,7 @@ def lookup(model: str) -> Mapping[str, Any]:
     return _priced_entry(model)
 
 
+@functools.lru_cache(maxsize=512)
 def names(model: str) -> tuple[str, ...]:
     """The names ``model``'s entry may be filed under in LiteLLM's table, most specific first.
 
