@@ -5,7 +5,8 @@ A call runs in three layers, each one coroutine:
 1. ``complete`` checks every model's key, then tries the agent's model and
    each fallback model in turn, and charges the run's budget for the reply;
 2. ``_with_retries`` attempts one model under the agent's retry policy,
-   waiting out transient failures with jittered exponential backoff;
+   waiting out transient failures with jittered exponential backoff, one
+   plain loop for every attempt;
 3. ``_call_once`` makes one attempt: the budget's check, a permit from the
    model's limiter, and ``call_timeout`` around the backend's attempt.
 
@@ -23,10 +24,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tenacity import RetryCallState
 
 from swarmcore import events
 from swarmcore.errors import ModelError
@@ -119,46 +116,26 @@ async def _with_retries(
 ) -> LLMReply:
     """Attempt ``model`` until it answers, fails for good, or the retry policy is spent.
 
-    The first attempt is made directly; tenacity takes over only after it failed.
-    Setting tenacity up costs ~40 us a call, which showed as +1 % on
-    benchmarks/run.py's W3 CPU/call row, and most calls never retry.
+    One loop for every attempt: attempt ``n`` fails with a ModelError worth
+    retrying, and while retries remain (``n <= max_retries``) retry ``n`` is
+    reported (``RetryScheduled``, a warning) and waited out, honouring the
+    error's Retry-After. A plain loop rather than tenacity: setting tenacity up
+    cost ~40 us a call (+1 % on benchmarks/run.py's W3 CPU/call row), and most
+    calls never retry.
     """
     policy = request.call.retry
-    tries.made = 1
-    try:
-        return await _call_once(request, model, 1, scope)
-    except ModelError as exc:
-        if not _worth_retrying(exc, policy) or policy.max_retries < 1:
-            raise
-        first = exc
-    delay = policy.delay(1, first.retry_after)
-    _report_retry(scope, request.call, model, first, 1, delay)
-    await asyncio.sleep(delay)
-    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt  # on a retry only
-
-    def failure(state: RetryCallState) -> ModelError:
-        error = state.outcome.exception() if state.outcome else None
-        assert isinstance(error, ModelError)  # only ModelErrors are retried
-        return error
-
-    def report(state: RetryCallState) -> None:
-        delay = state.next_action.sleep if state.next_action else 0.0
-        _report_retry(scope, request.call, model, failure(state), state.attempt_number + 1, delay)
-
-    retrying = AsyncRetrying(  # attempt_number counts from the second attempt
-        retry=retry_if_exception(
-            lambda exc: isinstance(exc, ModelError) and _worth_retrying(exc, policy)
-        ),
-        stop=stop_after_attempt(policy.max_retries),
-        wait=lambda state: policy.delay(state.attempt_number + 1, failure(state).retry_after),
-        before_sleep=report,
-        reraise=True,
-    )
-    async for attempt in retrying:
-        with attempt:
-            tries.made = attempt.retry_state.attempt_number + 1
-            return await _call_once(request, model, tries.made, scope)
-    raise AssertionError("unreachable: tenacity either returns, or re-raises the last failure")
+    attempt = 1
+    while True:
+        tries.made = attempt
+        try:
+            return await _call_once(request, model, attempt, scope)
+        except ModelError as exc:
+            if attempt > policy.max_retries or not _worth_retrying(exc, policy):
+                raise
+            delay = policy.delay(attempt, exc.retry_after)
+            _report_retry(scope, request.call, model, exc, attempt, delay)
+        await asyncio.sleep(delay)  # outside the except: the wait holds no failure's traceback
+        attempt += 1
 
 
 def _worth_retrying(error: ModelError, policy: RetryPolicy) -> bool:
