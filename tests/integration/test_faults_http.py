@@ -19,7 +19,6 @@ from swarmcore import (
     Swarm,
     limit_model,
     parallel,
-    set_model_limit,
 )
 from swarmcore.testing import Fail, LiteLLMProxy, MockOpenAIServer, RecordedRequest, Reply
 
@@ -248,7 +247,7 @@ async def test_limiter_queues_a_wide_fan_out_over_http() -> None:
             flow = parallel(*members)
             results = await asyncio.gather(Swarm(flow).run("one"), Swarm(flow).run("two"))
         finally:
-            set_model_limit("openai/limited", None)
+            limit_model("openai/limited")
     assert all(len(r.history) == 12 for r in results)
     assert peak <= 3
     assert len(server.requests) == 24

@@ -576,7 +576,7 @@ async def test_tool_calls_of_one_reply_run_at_most_max_parallel_tools_at_once() 
 
 
 async def test_a_wide_fan_out_queues_behind_the_models_limit() -> None:
-    from swarmcore import limit_model, set_model_limit
+    from swarmcore import limit_model
 
     in_flight = 0
     peak = 0
@@ -595,13 +595,13 @@ async def test_a_wide_fan_out_queues_behind_the_models_limit() -> None:
         members = [Agent(f"a{i}", "x", model=model.model) for i in range(200)]
         result = await Swarm(parallel(*members)).run("go")
     finally:
-        set_model_limit(model.model, None)
+        limit_model(model.model)
     assert len(result.history) == 200
     assert peak == 5
 
 
 async def test_requests_per_minute_paces_calls_across_agents() -> None:
-    from swarmcore import limit_model, set_model_limit
+    from swarmcore import limit_model
 
     starts: list[float] = []
 
@@ -615,6 +615,6 @@ async def test_requests_per_minute_paces_calls_across_agents() -> None:
         members = [Agent(f"a{i}", "x", model=model.model) for i in range(15)]
         await Swarm(parallel(*members)).run("go")
     finally:
-        set_model_limit(model.model, None)
+        limit_model(model.model)
     assert len(starts) == 15
     assert max(starts) - min(starts) >= 0.4  # 5 beyond the burst, 0.1 s apart

@@ -30,7 +30,6 @@ from swarmcore.llm.limits import (
     limit_model,
     limiter_for,
     model_limits,
-    set_model_limit,
 )
 from swarmcore.testing import OfflineModel
 
@@ -123,10 +122,8 @@ async def test_release_with_a_bad_count_still_releases() -> None:
 def test_limiter_and_registry_reject_bad_arguments() -> None:
     with pytest.raises(UserError, match="ModelLimit"):
         Limiter({"max_in_flight": 1})  # type: ignore[arg-type]
-    with pytest.raises(UserError, match="model"):
-        set_model_limit("  ", ModelLimit(max_in_flight=1))
-    with pytest.raises(UserError, match="ModelLimit or None"):
-        set_model_limit("m", 5)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="limit_model: model"):
+        limit_model("  ", max_in_flight=1)
     with pytest.raises(UserError, match="requests_per_minute"):
         limit_model("m", requests_per_minute=-1)
     assert model_limits() == {}
@@ -541,6 +538,21 @@ def test_a_waiter_on_a_closed_loop_is_skipped() -> None:
     orphan._log_destroy_pending = False  # type: ignore[attr-defined]
 
 
+def test_set_model_limit_warns_naming_limit_model_and_still_sets() -> None:
+    with pytest.deprecated_call(
+        match=r"set_model_limit\(\) is deprecated; use swarmcore\.limit_model"
+    ):
+        limits.set_model_limit("openai/gpt-4o", ModelLimit(max_in_flight=4))
+    assert model_limits() == {"openai/gpt-4o": ModelLimit(max_in_flight=4)}
+    with pytest.deprecated_call(match="limit_model"):
+        limits.set_model_limit("openai/gpt-4o", None)
+    assert limiter_for("openai/gpt-4o") is None
+    with pytest.deprecated_call(), pytest.raises(UserError, match="ModelLimit or None"):
+        limits.set_model_limit("m", 5)  # type: ignore[arg-type]
+    with pytest.deprecated_call(), pytest.raises(UserError, match="set_model_limit: model"):
+        limits.set_model_limit("  ", ModelLimit(max_in_flight=1))
+
+
 # --- registry ---------------------------------------------------------------------------------
 
 
@@ -548,8 +560,8 @@ def test_registry_set_replace_remove_clear() -> None:
     assert limiter_for("openai/gpt-4o") is None
     assert model_limits() == {}
 
-    limit = ModelLimit(max_in_flight=4)
-    set_model_limit("openai/gpt-4o", limit)
+    limit = limit_model("openai/gpt-4o", max_in_flight=4)
+    assert limit == ModelLimit(max_in_flight=4)
     first = limiter_for("openai/gpt-4o")
     assert first is not None
     assert first.limit == limit
@@ -571,9 +583,9 @@ def test_registry_set_replace_remove_clear() -> None:
     snapshot.clear()  # a copy: the registry is untouched
     assert len(model_limits()) == 2
 
-    set_model_limit("openai/gpt-4o", None)
+    assert limit_model("openai/gpt-4o") == ModelLimit()  # no limit given: removed
     assert limiter_for("openai/gpt-4o") is None
-    set_model_limit("never/set", None)  # removing what is not there is fine
+    limit_model("never/set")  # removing what is not there is fine
 
     clear_model_limits()
     assert model_limits() == {}

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
@@ -382,40 +383,6 @@ _registry_lock = threading.Lock()
 _limiters: dict[str, Limiter] = {}
 
 
-def set_model_limit(model: str, limit: ModelLimit | None) -> None:
-    """Limit every call to a model made anywhere in this process.
-
-    A fresh limiter replaces any existing one for the model; permits already
-    granted by the old one are not counted by the new one.
-
-    Args:
-        model: The LiteLLM model string, exactly as agents name it.
-        limit: The limits, or None to remove any limit on the model.
-
-    Raises:
-        UserError: If model is not a non-empty string or limit is not a
-            ModelLimit or None.
-    """
-    global _limiters
-    if not isinstance(model, str) or not model.strip():
-        raise UserError(
-            f"set_model_limit: model must be a LiteLLM model string such as 'openai/gpt-4o', "
-            f"got {model!r}."
-        )
-    if limit is not None and not isinstance(limit, ModelLimit):
-        raise UserError(
-            f"set_model_limit: limit must be a ModelLimit or None, got {limit!r}; "
-            "pass e.g. ModelLimit(max_in_flight=8), or None to remove the limit."
-        )
-    with _registry_lock:
-        limiters = dict(_limiters)
-        if limit is None:
-            limiters.pop(model, None)
-        else:
-            limiters[model] = Limiter(limit)
-        _limiters = limiters
-
-
 def limit_model(
     model: str,
     *,
@@ -424,10 +391,14 @@ def limit_model(
     tokens_per_minute: float | None = None,
     max_in_flight_per_worker: int | None = None,
 ) -> ModelLimit:
-    """Build a ``ModelLimit`` and set it for a model; see ``set_model_limit``.
+    """Limit every call to a model made anywhere in this process.
 
-    Under a durable engine that shares them ``max_in_flight`` and ``requests_per_minute`` hold
-    across every worker sharing its database (see ``ModelLimit``).
+    The one setter of model limits. A fresh limiter replaces any existing one
+    for the model; permits already granted by the old one are not counted by
+    the new one. With no limit given (every value None: no limit on any axis),
+    the model's limit is removed. Under a durable engine that shares them
+    ``max_in_flight`` and ``requests_per_minute`` hold across every worker
+    sharing its database (see ``ModelLimit``).
 
     Args:
         model: The LiteLLM model string, exactly as agents name it.
@@ -437,7 +408,7 @@ def limit_model(
         max_in_flight_per_worker: The most requests running at once in one process.
 
     Returns:
-        The limit that was set.
+        The limit now in force (``ModelLimit()``, limiting nothing, once removed).
 
     Raises:
         UserError: If a value is not a positive number or None, or model is
@@ -449,8 +420,49 @@ def limit_model(
         tokens_per_minute=tokens_per_minute,
         max_in_flight_per_worker=max_in_flight_per_worker,
     )
-    set_model_limit(model, limit)
+    _install("limit_model", model, None if limit == ModelLimit() else limit)
     return limit
+
+
+def set_model_limit(model: str, limit: ModelLimit | None) -> None:
+    """Deprecated: use :func:`limit_model`, the one setter of model limits.
+
+    ``set_model_limit(model, ModelLimit(...))`` is ``limit_model(model, ...)``
+    with the same fields; ``set_model_limit(model, None)`` is ``limit_model(model)``.
+
+    Raises:
+        UserError: If model is not a non-empty string or limit is not a
+            ModelLimit or None.
+    """
+    warnings.warn(
+        "set_model_limit() is deprecated; use swarmcore.limit_model(model, max_in_flight=..., "
+        "requests_per_minute=..., ...), and limit_model(model) with no limits to remove one.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    if limit is not None and not isinstance(limit, ModelLimit):
+        raise UserError(
+            f"set_model_limit: limit must be a ModelLimit or None, got {limit!r}; "
+            "pass e.g. ModelLimit(max_in_flight=8), or None to remove the limit."
+        )
+    _install("set_model_limit", model, limit)
+
+
+def _install(setter: str, model: str, limit: ModelLimit | None) -> None:
+    """Put a fresh limiter for ``model`` in the registry, or take its limiter out (None)."""
+    global _limiters
+    if not isinstance(model, str) or not model.strip():
+        raise UserError(
+            f"{setter}: model must be a LiteLLM model string such as 'openai/gpt-4o', "
+            f"got {model!r}."
+        )
+    with _registry_lock:
+        limiters = dict(_limiters)
+        if limit is None:
+            limiters.pop(model, None)
+        else:
+            limiters[model] = Limiter(limit)
+        _limiters = limiters
 
 
 def model_limits() -> dict[str, ModelLimit]:
