@@ -30,8 +30,8 @@ async def main(task: str) -> None:
     # else ~/.local/share/swarmcore/runs.db), with live progress on stderr (a tree
     # in a terminal, plain lines otherwise) ending with the usage and cost table.
     store = default_store_path()
-    swarm = Swarm(demo.flow, context_mode=demo.context_mode, store=store)
-    swarm.add_hook(ConsoleProgress(verbosity="summary"))
+    progress = ConsoleProgress(verbosity="summary")
+    swarm = Swarm(demo.flow, context_mode=demo.context_mode, store=store, hooks=[progress])
     result = await swarm.run(task)
     print(result.output)
     print(

@@ -39,7 +39,7 @@ async def dry_run(swarm: Swarm, task: str, variables: Mapping[str, object] | Non
         approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
     )
     counter = PromptCounter()
-    rehearsal.add_hook(counter, events.ModelCallFinished)
+    rehearsal.on(events.ModelCallFinished)(counter)
     await rehearsal.run(task, variables=variables)
     return counter.report(swarm.flow)
 

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -231,8 +232,18 @@ class Swarm:
         return register
 
     def add_hook(self, hook: Hook, *types: type[Event]) -> None:
-        """Call ``hook`` with events of ``types`` (every event when none) in every run."""
-        self._hooks.append(events.bind(hook, *types))
+        """Deprecated: pass ``hooks=[hook]`` to the Swarm, or subscribe with :meth:`on`.
+
+        ``swarm.add_hook(fn, *types)`` is ``swarm.on(*types)(fn)``; it still
+        works, with a DeprecationWarning.
+        """
+        warnings.warn(
+            "Swarm.add_hook() is deprecated; pass Swarm(..., hooks=[fn]) for every event, or "
+            "subscribe to chosen types with swarm.on(*types)(fn) or the @swarm.on(...) decorator.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.on(*types)(hook)
 
     async def run(
         self,

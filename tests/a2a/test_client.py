@@ -106,7 +106,7 @@ async def test_a_remote_agent_in_a_loop(remote: Remote) -> None:
 async def test_streaming_reaches_the_events(remote: Remote) -> None:
     swarm = Swarm(RemoteAgent(remote.url, name="r"))
     hooked: list[events.Event] = []
-    swarm.add_hook(hooked.append)
+    swarm.on()(hooked.append)
     streamed = [e async for e in swarm.stream("stream these words now", text=True)]
 
     deltas = [e.text for e in streamed if isinstance(e, events.TextDelta)]
@@ -170,7 +170,7 @@ async def test_a_remote_that_is_down_is_retried_then_named() -> None:
     r = RemoteAgent(url, name="r", retries=FAST)
     swarm = Swarm(a >> r)
     retries: list[events.RetryScheduled] = []
-    swarm.add_hook(retries.append, events.RetryScheduled)
+    swarm.on(events.RetryScheduled)(retries.append)
     with pytest.raises(RemoteAgentError) as caught:
         await swarm.run("anyone there")
     message = str(caught.value)
@@ -187,7 +187,7 @@ async def test_a_5xx_is_retried_until_the_remote_answers() -> None:
     with a2a_server(fail_first=2) as server:
         swarm = Swarm(RemoteAgent(server.url, name="r", retries=FAST))
         retries: list[events.RetryScheduled] = []
-        swarm.add_hook(retries.append, events.RetryScheduled)
+        swarm.on(events.RetryScheduled)(retries.append)
         assert (await swarm.run("second wind")).output == "SECOND WIND"
     assert server.seen.overloaded == 2
     assert ["HTTP 503" in e.error for e in retries] == [True, True]

@@ -91,7 +91,7 @@ async def test_a_task_answered_before_it_finished_is_polled() -> None:
         card.capabilities.streaming = False
         swarm = Swarm(RemoteAgent(card, name="pydantic", retries=0, timeout=60))
         statuses: list[events.RemoteStatus] = []
-        swarm.add_hook(statuses.append, events.RemoteStatus)
+        swarm.on(events.RemoteStatus)(statuses.append)
         result = await swarm.run("what is it?")
     assert result.output == ANSWER
     states = [s.state for s in statuses]
@@ -117,7 +117,7 @@ async def test_a_deterministic_500_is_not_retried_and_says_what_the_server_said(
         remote = RemoteAgent(f"{server.url}/broken", name="r", retries=FAST)
         swarm = Swarm(remote)
         retries: list[events.RetryScheduled] = []
-        swarm.add_hook(retries.append, events.RetryScheduled)
+        swarm.on(events.RetryScheduled)(retries.append)
         with pytest.raises(RemoteAgentError) as caught:
             await swarm.run("x")
     message = str(caught.value)

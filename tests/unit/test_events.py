@@ -89,16 +89,27 @@ async def test_events_form_a_tree_that_labels_parallel_branches() -> None:
     assert all(e.error is None and e.result_chars > 0 for e in tools)
 
 
+async def test_add_hook_warns_naming_hooks_and_on_and_still_subscribes() -> None:
+    model = echo_model()
+    swarm = Swarm(agents(model.model, "a")[0])
+    finished: list[str] = []
+    with pytest.deprecated_call(match=r"add_hook\(\) is deprecated; pass Swarm\(\.\.\., hooks="):
+        swarm.add_hook(lambda e: finished.append(e.agent_name), AgentFinished)
+    with pytest.deprecated_call(match=r"swarm\.on\(\*types\)\(fn\)"):
+        swarm.add_hook(lambda e: None)
+    await swarm.run("go")
+    assert finished == ["a"]
+
+
 async def test_hooks_sync_async_filtered_and_failing_hooks_never_break_a_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     model = echo_model()
     a, b = agents(model.model, "a", "b")
-    swarm = Swarm(a >> b)
     everything: list[str] = []
     finished: list[str] = []
     awaited: list[str] = []
-    swarm.add_hook(lambda e: everything.append(type(e).__name__))
+    swarm = Swarm(a >> b, hooks=[lambda e: everything.append(type(e).__name__)])
 
     @swarm.on(AgentFinished)
     def on_finish(event: AgentFinished) -> None:

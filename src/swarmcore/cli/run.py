@@ -71,7 +71,7 @@ def execute(
     def remember(event: Event) -> None:
         started.append(event.run_id)
 
-    swarm.add_hook(remember, RunStarted)
+    swarm.on(RunStarted)(remember)
     try:
         result = asyncio.run(start(swarm))
     except MissingVariables as exc:  # said as the command line takes them
