@@ -16,7 +16,7 @@ through four sides (``SIDES``):
 * ``native``: swarmcore as it comes: ``openai/...`` models on its native backend
   (the protocol spoken over aiohttp), never importing litellm or the openai SDK;
 * ``litellm``: swarmcore with every call on LiteLLM (``SWARMCORE_MODEL_BACKEND=litellm``
-  in a worker; ``model_settings={"backend": "litellm"}`` in this process);
+  in a worker; ``Agent(backend="litellm")`` in this process);
 * ``floor``: the LiteLLM floor, plain ``litellm.acompletion``;
 * ``openai``: the openai floor, one ``openai.AsyncOpenAI(base_url=..., api_key=...,
   max_retries=0, http_client=openai.DefaultAioHttpClient())`` reused (aiohttp's
@@ -382,14 +382,13 @@ def bench_agent(name: str, api_base: str, backend: str | None = None) -> Agent:
     (native for this model, or what ``SWARMCORE_MODEL_BACKEND`` says)."""
     from swarmcore import Agent
 
-    settings: dict[str, Any] = {"backend": backend} if backend else {}
     return Agent(
         name,
         instructions(name),
         model=MODEL,
         api_base=api_base,
         api_key=API_KEY,
-        model_settings=settings,
+        backend="litellm" if backend == "litellm" else None,
     )
 
 

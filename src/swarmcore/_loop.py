@@ -201,6 +201,7 @@ class RunState:
             api_base=agent.api_base,
             api_key=agent.api_key,
             response_format=output.response_format if native_output and output else None,
+            backend=self.settings.backend,
         )
         # Redacted from tool errors, as from the model's (with the environment's).
         self.secrets = secret_values(api_key=agent.api_key, settings=agent.model_settings)

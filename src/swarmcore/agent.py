@@ -15,11 +15,14 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from swarmcore import _loop, prompt
+from swarmcore._deprecation import warn_deprecated
 from swarmcore._removed import AGENT_REMOVED, explain_removed
 from swarmcore.checks import check_number
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
 from swarmcore.flow import FlowNode
+from swarmcore.llm.choice import backend_named
+from swarmcore.llm.types import BackendName
 from swarmcore.policies import RetryPolicy
 from swarmcore.prompt import SUMMARY_INSTRUCTION, normalize_variables, placeholders
 from swarmcore.results import AgentResult
@@ -123,6 +126,12 @@ class Agent(FlowNode):
     """Extra arguments for the model call: ``temperature``, ``max_tokens``, ``seed``...
     Copied when the agent is built; change them with :meth:`clone`, not in place (its
     runs keep the call arguments they built from them). None means none, the default."""
+    backend: BackendName | None = None
+    """Which backend makes this agent's model calls: ``"native"`` (the OpenAI protocol,
+    spoken by swarmcore, for ``openai/...`` models and any OpenAI-compatible server),
+    ``"litellm"`` (every provider), or ``"auto"`` (native for OpenAI-protocol models,
+    else LiteLLM). None: the Swarm's default (``AgentDefaults(backend=...)``), else
+    ``$SWARMCORE_MODEL_BACKEND``, else auto."""
     api_base: str | None = None
     """The provider endpoint, for OpenAI-compatible servers."""
     api_key: str | None = field(default=None, repr=False)
@@ -181,9 +190,28 @@ class Agent(FlowNode):
         object.__setattr__(self, "tools", (*tools, *toolsets))
         object.__setattr__(self, "_toolsets", toolsets)
         object.__setattr__(self, "model_settings", dict(self.model_settings))
+        self._check_backend(owner)
         object.__setattr__(self, "_tool_map", {t.name: t for t in tools})
         self._check_output(owner)
         object.__setattr__(self, "_variables", placeholders(self.instructions))
+
+    def _check_backend(self, owner: str) -> None:
+        settings = cast("dict[str, Any]", self.model_settings)
+        if "backend" in settings:  # the old spelling: a key among the provider's arguments
+            old = settings.pop("backend")
+            warn_deprecated(
+                f"{owner}: model_settings={{'backend': {old!r}}} is deprecated; pass "
+                f"Agent(..., backend={old!r}) (or AgentDefaults(backend=...) for every agent)."
+            )
+            old = backend_named(old, f"{owner}: model_settings['backend']")
+            if self.backend is not None and backend_named(self.backend, owner) != old:
+                raise UserError(
+                    f"{owner}: backend={self.backend!r} and model_settings['backend']={old!r} "
+                    "disagree; keep backend= alone."
+                )
+            object.__setattr__(self, "backend", old)
+        if self.backend is not None:
+            object.__setattr__(self, "backend", backend_named(self.backend, f"{owner}: backend"))
 
     def _check_output(self, owner: str) -> None:
         for setting in ("output_protocol", "tool_protocol"):

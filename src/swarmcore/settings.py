@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from swarmcore.checks import check_number
+from swarmcore.llm.choice import backend_named
+from swarmcore.llm.types import BackendName
 from swarmcore.policies import RetryPolicy
 
 __all__ = ["SETTING_NAMES", "AgentDefaults", "check_settings"]
@@ -31,6 +33,10 @@ class AgentDefaults:
         max_tool_result_chars: Longer tool results are cut to this many
             characters, with a marker; None keeps them whole.
         max_parallel_tools: The most tool calls of one reply run at once.
+        backend: Which backend makes model calls: ``"native"`` (the OpenAI
+            protocol, spoken by swarmcore), ``"litellm"``, or ``"auto"`` (native
+            for OpenAI-protocol models, else LiteLLM). None: the process
+            default, ``$SWARMCORE_MODEL_BACKEND``, else auto.
 
     Raises:
         UserError: A setting that is not a positive number (whole for counts and
@@ -44,11 +50,15 @@ class AgentDefaults:
     tool_timeout: float | None = 120.0
     max_tool_result_chars: int | None = 50_000
     max_parallel_tools: int = 8
+    backend: BackendName | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
         check_settings("AgentDefaults", self, none="no limit")
         check_number("AgentDefaults", "max_parallel_tools", self.max_parallel_tools, whole=True)
+        if self.backend is not None:
+            backend = backend_named(self.backend, "AgentDefaults: backend")
+            object.__setattr__(self, "backend", backend)
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -89,6 +99,8 @@ class _HasSettings(Protocol):
     def max_tool_result_chars(self) -> int | None: ...
     @property
     def max_parallel_tools(self) -> int | None: ...
+    @property
+    def backend(self) -> BackendName | None: ...
 
 
 def check_settings(owner: str, settings: _HasSettings, *, none: str) -> None:

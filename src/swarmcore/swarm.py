@@ -12,11 +12,11 @@ import contextlib
 import logging
 import os
 import uuid
-import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from swarmcore import _loop, events
+from swarmcore._deprecation import warn_deprecated
 from swarmcore._removed import SWARM_REMOVED, explain_removed
 from swarmcore.agent import (
     Agent,
@@ -237,11 +237,9 @@ class Swarm:
         ``swarm.add_hook(fn, *types)`` is ``swarm.on(*types)(fn)``; it still
         works, with a DeprecationWarning.
         """
-        warnings.warn(
+        warn_deprecated(
             "Swarm.add_hook() is deprecated; pass Swarm(..., hooks=[fn]) for every event, or "
-            "subscribe to chosen types with swarm.on(*types)(fn) or the @swarm.on(...) decorator.",
-            DeprecationWarning,
-            stacklevel=2,
+            "subscribe to chosen types with swarm.on(*types)(fn) or the @swarm.on(...) decorator."
         )
         self.on(*types)(hook)
 

@@ -104,11 +104,14 @@ async def test_a_reasoning_model_gets_max_completion_tokens(
 async def test_an_agent_may_pick_its_backend(mock_openai_server: MockOpenAIServer) -> None:
     server = mock_openai_server
     server.add(Reply(text="one"), Reply(text="two"))
-    for backend in ("litellm", "openai"):
-        agent = Agent("a", "x", model_settings={"backend": backend}, **server.model_kwargs)
+    for backend in ("litellm", "native"):
+        agent = Agent("a", "x", backend=backend, **server.model_kwargs)
         await agent.run("go")
     assert [b["model"] for b in server.raw_bodies] == ["test-model", "test-model"]
     assert not any("backend" in b for b in server.raw_bodies)
+    agents = [h["user-agent"] for h in server.headers]  # the native backend names itself
+    assert not agents[0].startswith("swarmcore/")
+    assert agents[1].startswith("swarmcore/")
 
 
 def test_a_native_run_never_imports_litellm_nor_the_openai_sdk(

@@ -16,9 +16,10 @@ import pytest
 from swarmcore import Agent, BudgetExceeded, Swarm, SwarmResult
 from swarmcore.events import RunFinished
 from swarmcore.llm import load_litellm
+from swarmcore.llm.types import BackendName
 from swarmcore.testing import LiteLLMProxy, MockOpenAIServer, Reply
 
-BACKENDS = ["openai", "litellm"]
+BACKENDS: list[BackendName] = ["native", "litellm"]
 PROMPT, COMPLETION = 1_000, 100
 GATEWAY_COST = 0.00055  # what a LiteLLM Proxy reported for one mock claude-opus-4-6 call
 
@@ -46,7 +47,7 @@ class Row:
     cost: float | None
     """Expected; ``listed`` rows compute it from LiteLLM's listing of ``listed``."""
     listed: str | None = None
-    backends: tuple[str, ...] = ("openai", "litellm")
+    backends: tuple[BackendName, ...] = ("native", "litellm")
 
     def expected(self) -> float | None:
         return listed_price(self.listed) if self.listed else self.cost
@@ -63,14 +64,14 @@ ROWS = {
         None,
         listed="anthropic/claude-opus-4-6",
     ),
-    # The issue's case: backend="openai" with the provider's own name (LiteLLM would
+    # The issue's case: backend="native" with the provider's own name (LiteLLM would
     # speak Anthropic's protocol to it, so that row is the native backend's alone).
     "provider-name-native": Row(
         "anthropic/claude-opus-4-6",
         plain(),
         None,
         listed="anthropic/claude-opus-4-6",
-        backends=("openai",),
+        backends=("native",),
     ),
     "openai-model": Row("openai/gpt-4o-mini", plain(), None, listed="openai/gpt-4o-mini"),
     # The gateway's reported cost wins over the price map, and prices what it lacks.
@@ -89,14 +90,14 @@ CASES = [
 ]
 
 
-def agent(server: MockOpenAIServer, name: str, model: str, backend: str) -> Agent:
+def agent(server: MockOpenAIServer, name: str, model: str, backend: BackendName) -> Agent:
     return Agent(
         name,
         f"{name} works.",
         model=model,
         api_base=server.url,
         api_key="sk-test-local",
-        model_settings={"backend": backend},
+        backend=backend,
         retry=0,
     )
 
@@ -111,7 +112,7 @@ async def streamed(swarm: Swarm) -> SwarmResult:
 @pytest.mark.parametrize(("row", "backend"), CASES)
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 async def test_the_same_call_costs_the_same_on_either_backend(
-    row: Row, backend: str, stream: bool
+    row: Row, backend: BackendName, stream: bool
 ) -> None:
     with MockOpenAIServer([row.reply]) as server:
         swarm = Swarm(agent(server, "a", row.model, backend))
@@ -139,7 +140,7 @@ async def test_the_same_call_costs_the_same_on_either_backend(
     ids=["price-map", "gateway-cost", "unlisted-gateway-cost"],
 )
 async def test_a_cost_budget_stops_after_the_first_agent_on_either_backend(
-    backend: str, model: str, reply: Reply, allow_unpriced: bool
+    backend: BackendName, model: str, reply: Reply, allow_unpriced: bool
 ) -> None:
     with MockOpenAIServer(responder=lambda request: reply) as server:
         flow = (
@@ -157,7 +158,7 @@ async def test_a_cost_budget_stops_after_the_first_agent_on_either_backend(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_an_unlisted_model_is_refused_under_a_cost_budget_on_either_backend(
-    backend: str,
+    backend: BackendName,
 ) -> None:
     with MockOpenAIServer([with_cost(GATEWAY_COST)]) as server:
         swarm = Swarm(agent(server, "a", "openai/team-model", backend), max_cost=1.0)

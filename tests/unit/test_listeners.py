@@ -112,23 +112,23 @@ def test_a_callback_switching_the_backend_says_so_once_and_how_to_choose() -> No
     """In a fresh interpreter: the warning is once per process."""
     script = textwrap.dedent(
         """
+        import os
         import warnings
-        from swarmcore import set_model_backend
         from swarmcore.llm import load_litellm
         from swarmcore.llm.backends import backend_for
         from swarmcore.llm.types import CallSpec
 
-        def backend(model, **settings):
-            call = CallSpec(agent_name="a", model=model, settings=settings)
+        def backend(model, backend=None):
+            call = CallSpec(agent_name="a", model=model, backend=backend)
             return type(backend_for(call, model)).__name__
 
         load_litellm().success_callback.append(lambda *args: None)
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always")
-            set_model_backend("litellm")  # chosen explicitly: nothing to say
+            os.environ["SWARMCORE_MODEL_BACKEND"] = "litellm"  # chosen explicitly: nothing to say
             print(backend("openai/gpt-4o-mini"))
-            set_model_backend(None)
-            print(backend("openai/gpt-4o-mini", backend="openai"))  # the agent's choice
+            del os.environ["SWARMCORE_MODEL_BACKEND"]
+            print(backend("openai/gpt-4o-mini", backend="native"))  # the agent's choice
             print(backend("anthropic/claude-sonnet-4-5"))  # LiteLLM's anyway
             print(len(said))
             print(backend("openai/gpt-4o-mini"), backend("gpt-4o"))  # switched, twice
@@ -152,6 +152,6 @@ def test_a_callback_switching_the_backend_says_so_once_and_how_to_choose() -> No
     message = "\n".join(lines[6:])
     assert "(litellm.success_callback)" in message
     assert "'openai/gpt-4o-mini'" in message
-    assert 'set_model_backend("litellm")' in message
+    assert 'backend="litellm" on the agent or in the Swarm\'s AgentDefaults' in message
     assert "SWARMCORE_MODEL_BACKEND=litellm" in message
-    assert 'model_settings={"backend": "openai"}' in message
+    assert 'backend="native" keeps it native' in message

@@ -10,8 +10,8 @@ Modules, by concern:
 
 * ``types``: the request, reply, tool-call and call-spec values;
 * ``call``: ``complete()``, retries and fallbacks around one attempt;
-* ``choice``: which backend serves a model (``set_model_backend``,
-  ``model_settings["backend"]``), known without importing either library;
+* ``choice``: which backend serves a model (``Agent(backend=...)``,
+  ``AgentDefaults(backend=...)``), known without importing either library;
 * ``target``: where a call goes (provider, the model's name there, endpoint),
   for traces;
 * ``backends``: the ``Backend`` protocol an attempt goes through, dispatching by

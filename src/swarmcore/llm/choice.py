@@ -1,21 +1,28 @@
 """Which backend serves a model: the native OpenAI protocol, or LiteLLM for everything else.
 
-The choice, made per model string and setting (``backends`` acts on it):
+The choice, made per model string and setting (``backends`` acts on it), the
+first of these that is set:
 
-* ``model_settings={"backend": "litellm"}`` (or ``"openai"``) on an agent
-  forces one backend for that agent's calls;
-* otherwise ``set_model_backend("litellm")`` (or the environment variable
-  ``SWARMCORE_MODEL_BACKEND=litellm``) sends every model through LiteLLM;
-* otherwise (``"auto"``, the default) OpenAI models, named ``openai/...``
-  (with OpenAI's endpoint or any OpenAI-compatible ``api_base``: vLLM,
-  llama.cpp, Ollama, LM Studio...) or bare (``gpt-4o-mini``), use the native
-  backend, and every other provider uses LiteLLM.
+* ``Agent(backend=...)``, then the Swarm's ``AgentDefaults(backend=...)``:
+  ``"native"`` or ``"litellm"`` forces that backend for the agent's calls;
+* ``$SWARMCORE_MODEL_BACKEND``, the process default for a deployment (a worker
+  or a program you do not edit), read at each call;
+* ``"auto"``, the default: OpenAI models, named ``openai/...`` (with OpenAI's
+  endpoint or any OpenAI-compatible ``api_base``: vLLM, llama.cpp, Ollama, LM
+  Studio...) or bare (``gpt-4o-mini``), use the native backend, and every
+  other provider uses LiteLLM.
 
-An agent whose settings only LiteLLM understands (its callbacks,
-``mock_response``, ``custom_llm_provider``...) stays on LiteLLM, and so does
-every call while a LiteLLM callback is registered globally: what LiteLLM
-logged before keeps being logged. The first time a callback moves a model off
-the native backend, a :class:`BackendSwitchWarning` says so, once per process.
+Older spellings keep working and warn (``DeprecationWarning``) naming these:
+the name ``"openai"`` for ``"native"``, ``model_settings={"backend": ...}``
+for ``Agent(backend=...)``, and ``set_model_backend()`` (a process default,
+between the Swarm's defaults and the environment) for ``AgentDefaults(backend=...)``.
+
+Under ``"auto"`` or a process default, an agent whose settings only LiteLLM
+understands (its callbacks, ``mock_response``, ``custom_llm_provider``...)
+stays on LiteLLM, and so does every call while a LiteLLM callback is
+registered globally: what LiteLLM logged before keeps being logged. The first
+time a callback moves a model off the native backend, a
+:class:`BackendSwitchWarning` says so, once per process.
 
 Whether LiteLLM is listening (:func:`litellm_listener`) is defined here alone:
 the LiteLLM backend asks it too, to log a call only when something reads the log.
@@ -28,25 +35,24 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
+from swarmcore._deprecation import warn_deprecated
 from swarmcore.errors import UserError
-from swarmcore.llm.types import CallSpec
+from swarmcore.llm.types import BackendName, CallSpec
 
 __all__ = [
     "LITELLM_LISTENERS",
     "PER_CALL_LISTENERS",
     "BackendName",
     "BackendSwitchWarning",
+    "backend_named",
     "is_native",
     "is_openai_model",
     "litellm_listener",
     "model_backend",
     "set_model_backend",
 ]
-
-BackendName = Literal["auto", "openai", "litellm"]
-"""``auto`` picks by model; ``openai`` is the native OpenAI-protocol backend."""
 
 ENV_VAR = "SWARMCORE_MODEL_BACKEND"
 
@@ -87,9 +93,9 @@ class BackendSwitchWarning(UserWarning):
     """A LiteLLM callback sent an OpenAI model through LiteLLM instead of the native backend.
 
     Said once per process. Choosing the backend explicitly silences it:
-    ``set_model_backend("litellm")`` (or ``SWARMCORE_MODEL_BACKEND=litellm``) keeps
-    every model on LiteLLM, where the callback hears it; an agent's
-    ``model_settings={"backend": "openai"}`` keeps that agent native.
+    ``backend="litellm"`` on the agent or in the Swarm's ``AgentDefaults`` (or
+    ``SWARMCORE_MODEL_BACKEND=litellm`` for the process) keeps its models on
+    LiteLLM, where the callback hears them; ``backend="native"`` keeps them native.
     """
 
 
@@ -98,45 +104,61 @@ _switch_told = False
 
 
 def set_model_backend(name: BackendName | None) -> None:
-    """Choose the backend for every model no agent chooses itself.
+    """Deprecated: choose the backend with ``AgentDefaults(backend=...)`` or ``Agent(backend=...)``.
 
-    ``"litellm"`` sends every call through LiteLLM, as before native backends
-    existed; ``"auto"`` (the default) gives OpenAI models the native backend;
-    ``"openai"`` sends every model to an OpenAI-protocol endpoint (a gateway
-    that serves them all); None goes back to ``$SWARMCORE_MODEL_BACKEND``, else
-    auto. An agent's ``model_settings={"backend": ...}`` still wins.
+    Still sets a process default, below the Swarm's defaults and above
+    ``$SWARMCORE_MODEL_BACKEND`` (None clears it); a deployment that must
+    choose for a program it does not edit sets that variable instead.
 
     Raises:
-        UserError: ``name`` is not one of ``auto``, ``openai``, ``litellm``.
+        UserError: ``name`` is not one of ``auto``, ``native``, ``litellm``.
     """
     global _default
-    _default = None if name is None else _checked(name, "set_model_backend()")
+    warn_deprecated(
+        "set_model_backend() is deprecated; choose the backend in code with "
+        "Swarm(flow, defaults=AgentDefaults(backend=...)) or Agent(..., backend=...), "
+        "or for a whole deployment with $SWARMCORE_MODEL_BACKEND."
+    )
+    _default = None if name is None else backend_named(name, "set_model_backend()")
 
 
 def model_backend() -> BackendName:
-    """The global choice: ``set_model_backend``'s, else ``$SWARMCORE_MODEL_BACKEND``, else auto."""
+    """The process default: ``set_model_backend``'s, else ``$SWARMCORE_MODEL_BACKEND``, else auto.
+
+    Read at each call.
+    """
     if _default is not None:
         return _default
-    return _checked(os.environ.get(ENV_VAR) or "auto", f"${ENV_VAR}")
+    return backend_named(os.environ.get(ENV_VAR) or "auto", f"${ENV_VAR}")
 
 
-def _checked(name: object, where: str) -> BackendName:
+def backend_named(name: object, where: str) -> BackendName:
+    """``name`` as a backend name; ``"openai"``, its old name, warns and means ``"native"``.
+
+    Raises:
+        UserError: ``name`` is not a backend's name; ``where`` says where it was given.
+    """
     names: tuple[BackendName, ...] = get_args(BackendName)
     for known in names:
         if name == known:
             return known
+    if name == "openai":
+        warn_deprecated(
+            f"{where}: the backend name 'openai' is deprecated; it is now 'native' "
+            "(the native OpenAI-protocol backend)."
+        )
+        return "native"
     raise UserError(f"{where}: unknown model backend {name!r}; use one of {', '.join(names)}.")
 
 
 def is_native(call: CallSpec, model: str) -> bool:
     """Whether ``model``'s calls for this agent go through the native OpenAI backend."""
-    forced = call.settings.get("backend")
-    if forced is not None:
-        return _checked(forced, f"Agent {call.agent_name!r}: model_settings['backend']") == "openai"
-    default = model_backend()
+    if call.backend == "native":  # chosen for the agent in code: nothing overrides it
+        return True
+    default = call.backend or model_backend()
     if default == "litellm" or not _LITELLM_ONLY.isdisjoint(call.settings):
         return False
-    if not (default == "openai" or is_openai_model(model)):
+    if not (default == "native" or is_openai_model(model)):
         return False
     listener = litellm_listener(sys.modules.get("litellm"))
     if listener is not None:
@@ -181,14 +203,14 @@ def _tell_switch(model: str, listener: str, default: BackendName) -> None:
     if _switch_told:
         return
     _switch_told = True
-    chosen = f'set_model_backend("{default}")' if default == "openai" else "the default (auto)"
+    chosen = "the process default (native)" if default == "native" else "the default (auto)"
     warnings.warn(
         BackendSwitchWarning(
             f"A LiteLLM callback is registered ({listener}), so {model!r}, and every model "
             f"{chosen} gives the native OpenAI backend, goes through LiteLLM instead, where "
-            "the callback hears it. Choose explicitly to silence this: "
-            'set_model_backend("litellm") (or SWARMCORE_MODEL_BACKEND=litellm) keeps LiteLLM; '
-            'model_settings={"backend": "openai"} on an agent keeps that agent native.'
+            'the callback hears it. Choose explicitly to silence this: backend="litellm" '
+            "on the agent or in the Swarm's AgentDefaults (or SWARMCORE_MODEL_BACKEND=litellm "
+            'for the process) keeps LiteLLM; backend="native" keeps it native.'
         ),
         stacklevel=2,
     )

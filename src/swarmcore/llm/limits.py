@@ -33,13 +33,13 @@ import asyncio
 import contextlib
 import threading
 import time
-import warnings
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
 
+from swarmcore._deprecation import warn_deprecated
 from swarmcore.checks import check_number
 from swarmcore.errors import UserError
 
@@ -434,11 +434,9 @@ def set_model_limit(model: str, limit: ModelLimit | None) -> None:
         UserError: If model is not a non-empty string or limit is not a
             ModelLimit or None.
     """
-    warnings.warn(
+    warn_deprecated(
         "set_model_limit() is deprecated; use swarmcore.limit_model(model, max_in_flight=..., "
-        "requests_per_minute=..., ...), and limit_model(model) with no limits to remove one.",
-        DeprecationWarning,
-        stacklevel=2,
+        "requests_per_minute=..., ...), and limit_model(model) with no limits to remove one."
     )
     if limit is not None and not isinstance(limit, ModelLimit):
         raise UserError(

@@ -14,6 +14,7 @@ from swarmcore.policies import RetryPolicy
 from swarmcore.results import TokenUsage
 
 __all__ = [
+    "BackendName",
     "CallSpec",
     "EndpointError",
     "EndpointUnreachable",
@@ -24,6 +25,10 @@ __all__ = [
     "ToolCall",
     "usage_of",
 ]
+
+BackendName = Literal["auto", "native", "litellm"]
+"""Which backend serves a model: ``native`` (the OpenAI protocol, spoken by swarmcore),
+``litellm``, or ``auto`` (native for OpenAI-protocol models, else LiteLLM)."""
 
 
 class Message(TypedDict, total=False):
@@ -79,6 +84,9 @@ class CallSpec:
     api_key: str | None = field(default=None, repr=False)
     response_format: Mapping[str, Any] | None = None
     """A native JSON-schema response format, for models that support one."""
+    backend: BackendName | None = None
+    """The backend chosen for the agent (its own, else the Swarm's defaults); None: the
+    process default (``$SWARMCORE_MODEL_BACKEND``, else auto)."""
 
 
 @dataclass(frozen=True, slots=True)
