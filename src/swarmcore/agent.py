@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from swarmcore import _loop, prompt
 from swarmcore._deprecation import warn_deprecated
 from swarmcore._removed import AGENT_REMOVED, explain_removed
-from swarmcore.checks import check_number
+from swarmcore.checks import DEFAULT, Default, check_number, no_limit
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
 from swarmcore.flow import FlowNode
@@ -27,7 +27,7 @@ from swarmcore.policies import RetryPolicy
 from swarmcore.prompt import SUMMARY_INSTRUCTION, normalize_variables, placeholders
 from swarmcore.results import AgentResult
 from swarmcore.scope import current_call
-from swarmcore.settings import AgentDefaults, check_settings
+from swarmcore.settings import LIMIT_NAMES, AgentDefaults, check_settings
 from swarmcore.tools import Approver, Tool, Toolset, function_tool, to_tools, validate_name
 
 if TYPE_CHECKING:
@@ -108,18 +108,18 @@ class Agent(FlowNode):
     retry: RetryPolicy | int | None = None
     """How model calls retry 429s, timeouts, connection errors and 5xx; an int is a
     number of retries. None: the Swarm's default (2 retries with jittered backoff)."""
-    call_timeout: float | None = None
-    """Seconds for one model call attempt; ``math.inf`` for no limit. None: the Swarm's
-    default (120 s)."""
-    timeout: float | None = None
-    """Seconds for the whole run (every turn and tool); ``math.inf`` for no limit. None: the
-    Swarm's default (no limit)."""
-    tool_timeout: float | None = None
-    """Seconds for one tool call (a Tool's own ``timeout`` wins); ``math.inf`` for no limit.
-    None: the Swarm's default (120 s)."""
-    max_tool_result_chars: int | None = None
-    """Tool results longer than this are cut, with a marker; ``math.inf`` keeps them whole.
-    None: the Swarm's default (50,000)."""
+    call_timeout: float | Default | None = DEFAULT
+    """Seconds for one model call attempt; None for no limit. Unset (``DEFAULT``): the
+    Swarm's default (120 s)."""
+    timeout: float | Default | None = DEFAULT
+    """Seconds for the whole run (every turn and tool); None for no limit. Unset
+    (``DEFAULT``): the Swarm's default (no limit)."""
+    tool_timeout: float | Default | None = DEFAULT
+    """Seconds for one tool call (a Tool's own ``timeout`` wins); None for no limit.
+    Unset (``DEFAULT``): the Swarm's default (120 s)."""
+    max_tool_result_chars: int | Default | None = DEFAULT
+    """Tool results longer than this are cut, with a marker; None keeps them whole.
+    Unset (``DEFAULT``): the Swarm's default (50,000)."""
     max_parallel_tools: int | None = None
     """The most tool calls of one reply run at once. None: the Swarm's default (8)."""
     model_settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
@@ -167,7 +167,9 @@ class Agent(FlowNode):
             )
         check_number(owner, "max_turns", self.max_turns, whole=True)
         default = "the Swarm's default"
-        check_settings(owner, self, none=default)
+        check_settings(owner, self)
+        for name in LIMIT_NAMES:
+            object.__setattr__(self, name, no_limit(owner, name, getattr(self, name)))
         check_number(owner, "max_parallel_tools", self.max_parallel_tools, whole=True, none=default)
         if self.retry is not None:
             object.__setattr__(self, "retry", RetryPolicy.of(self.retry))

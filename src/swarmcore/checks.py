@@ -6,17 +6,70 @@ before anything is spent. NaN compares false with everything, so a ``value <= 0`
 test lets it through and it then silently disables a budget or a timeout; a bool
 is an int to Python; an int beyond float range breaks the first timer or rate
 computed from it. None of them is ever a usable setting.
+
+"No limit" is spelled None everywhere. ``math.inf``, its older spelling where
+a limit could be lifted, is still taken, with a DeprecationWarning
+(:func:`no_limit`). A setting that takes its value from the level above (an
+Agent's from the Swarm's ``AgentDefaults``, a tool's timeout from its agent's
+``tool_timeout``) is left unset with :data:`DEFAULT`, its default.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping
-from typing import cast
+from typing import Final, TypeVar, cast
 
+from swarmcore._deprecation import warn_deprecated
 from swarmcore.errors import UserError
 
-__all__ = ["MAX_RUN_ID", "check_number", "check_run_id", "check_same_run", "check_task"]
+__all__ = [
+    "DEFAULT",
+    "MAX_RUN_ID",
+    "Default",
+    "check_number",
+    "check_run_id",
+    "check_same_run",
+    "check_task",
+    "no_limit",
+]
+
+_T = TypeVar("_T")
+
+
+class Default(enum.Enum):
+    """The type of :data:`DEFAULT`, a setting left unset."""
+
+    DEFAULT = "DEFAULT"
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final = Default.DEFAULT
+"""A setting left unset, to take its default from the level above: an Agent's timeouts
+and result size from the Swarm's ``AgentDefaults``, a tool's timeout from its agent's
+``tool_timeout``. None, by contrast, means no limit."""
+
+
+def no_limit(owner: str, name: str, value: _T) -> _T | None:
+    """``value``, with ``math.inf`` (the older spelling of no limit) as None, warning.
+
+    Args:
+        owner: Who has the setting, for the message: ``"Agent 'writer'"``.
+        name: The setting, as the user spells it.
+        value: What the user passed.
+    """
+    if isinstance(value, float) and value == math.inf:
+        prefix = f"{owner}: " if owner else ""
+        warn_deprecated(
+            f"{prefix}{name}=math.inf is deprecated; pass {name}=None for no limit "
+            "(None means no limit everywhere)."
+        )
+        return None
+    return value
+
 
 MAX_RUN_ID = 256
 """The most characters in a run id. Ids are keys in the run store and in the durable
@@ -39,7 +92,8 @@ def check_number(
 
     Usable: an int or a float (never a bool), not NaN, within float range, above
     0 (or 0 itself if ``zero``), an int if ``whole``; ``math.inf`` only if
-    ``unlimited`` (where it means no limit); None only if ``none`` says what it means.
+    ``unlimited`` (where it is the older spelling of no limit: see :func:`no_limit`);
+    None only if ``none`` says what it means.
 
     Args:
         owner: Who has the setting, for the message: ``"Agent 'writer'"``, ``"RetryPolicy"``.
@@ -47,7 +101,7 @@ def check_number(
         value: What the user passed.
         whole: Only ints are allowed.
         zero: 0 is allowed.
-        unlimited: ``math.inf`` is allowed and means no limit.
+        unlimited: ``math.inf`` is allowed (and left to :func:`no_limit`).
         none: What None means where it is allowed (``"no limit"``); None: not allowed.
         hint: Added to the message, e.g. an example value.
 
@@ -59,11 +113,7 @@ def check_number(
     if _usable(value, whole=whole, zero=zero, unlimited=unlimited):
         return
     choices = [_kind(whole=whole, zero=zero, unlimited=unlimited)]
-    if unlimited and none == "no limit":
-        choices.append("math.inf or None for no limit")
-    else:
-        choices += ["math.inf for no limit"] if unlimited else []
-        choices += [f"None for {none}"] if none is not None else []
+    choices += [f"None for {none}"] if none is not None else []
     allowed = choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])}, or {choices[-1]}"
     prefix = f"{owner}: " if owner else ""
     raise UserError(f"{prefix}{name} must be {allowed}; got {_shown(value)}.{hint}")

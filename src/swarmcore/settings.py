@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from swarmcore.checks import check_number
+from swarmcore.checks import DEFAULT, Default, check_number, no_limit
 from swarmcore.llm.choice import backend_named
 from swarmcore.llm.types import BackendName
 from swarmcore.policies import RetryPolicy
 
-__all__ = ["SETTING_NAMES", "AgentDefaults", "check_settings"]
+__all__ = ["DEFAULT", "LIMIT_NAMES", "SETTING_NAMES", "AgentDefaults", "Default", "check_settings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,13 +20,13 @@ class AgentDefaults:
     """Settings for agents that leave them unset (None): pass one to ``Swarm(defaults=...)``.
 
     An Agent's own setting always wins. For the timeouts and
-    ``max_tool_result_chars``, ``math.inf`` means no limit. A run's
-    settings are the same type, with the agent's own values filled in
-    (:meth:`resolve`).
+    ``max_tool_result_chars``, None means no limit (``math.inf``, an older
+    spelling, warns). A run's settings are the same type, with the agent's
+    own values filled in (:meth:`resolve`).
 
     Args:
         retry: How model calls retry transient failures; an int is a number of retries.
-        call_timeout: Seconds for one model call attempt.
+        call_timeout: Seconds for one model call attempt; None for no limit.
         timeout: Seconds for an agent's whole run (every turn and tool); None for no limit.
         tool_timeout: Seconds for one tool call; None for no limit.
         max_tool_result_chars: Longer tool results are cut to this many
@@ -40,8 +39,8 @@ class AgentDefaults:
 
     Raises:
         UserError: A setting that is not a positive number (whole for counts and
-            sizes), ``math.inf`` where it means no limit, or None where allowed;
-            NaN, bools and ints beyond float range never are.
+            sizes), or None where allowed; NaN, bools and ints beyond float
+            range never are.
     """
 
     retry: RetryPolicy | int = field(default_factory=RetryPolicy)
@@ -54,7 +53,9 @@ class AgentDefaults:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
-        check_settings("AgentDefaults", self, none="no limit")
+        check_settings("AgentDefaults", self)
+        for name in LIMIT_NAMES:
+            object.__setattr__(self, name, no_limit("AgentDefaults", name, getattr(self, name)))
         check_number("AgentDefaults", "max_parallel_tools", self.max_parallel_tools, whole=True)
         if self.backend is not None:
             backend = backend_named(self.backend, "AgentDefaults: backend")
@@ -67,12 +68,15 @@ class AgentDefaults:
         return self.retry
 
     def resolve(self, own: _HasSettings) -> AgentDefaults:
-        """These defaults under an agent's own settings (those it sets win), ``inf`` as None."""
+        """These defaults under an agent's own settings (those it sets win)."""
         return _resolved(self, tuple(getattr(own, name) for name in SETTING_NAMES))
 
 
 SETTING_NAMES = tuple(f.name for f in dataclasses.fields(AgentDefaults))
 """The settings an Agent can set itself or leave to the Swarm's defaults."""
+LIMIT_NAMES = ("call_timeout", "timeout", "tool_timeout", "max_tool_result_chars")
+"""The settings whose None means no limit; an Agent leaves them to the Swarm with DEFAULT
+(for the others, ``retry``, ``max_parallel_tools`` and ``backend``, None is the Swarm's)."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -81,8 +85,8 @@ def _resolved(defaults: AgentDefaults, own: tuple[Any, ...]) -> AgentDefaults:
     # building and validating a settings object each time showed in W3's CPU per call.
     values: dict[str, Any] = {}
     for name, value in zip(SETTING_NAMES, own, strict=True):
-        value = getattr(defaults, name) if value is None else value
-        values[name] = None if value == math.inf else value
+        unset = value is DEFAULT or (value is None and name not in LIMIT_NAMES)
+        values[name] = getattr(defaults, name) if unset else value
     return dataclasses.replace(defaults, **values)
 
 
@@ -90,27 +94,28 @@ class _HasSettings(Protocol):
     @property
     def retry(self) -> RetryPolicy | int | None: ...
     @property
-    def call_timeout(self) -> float | None: ...
+    def call_timeout(self) -> float | Default | None: ...
     @property
-    def timeout(self) -> float | None: ...
+    def timeout(self) -> float | Default | None: ...
     @property
-    def tool_timeout(self) -> float | None: ...
+    def tool_timeout(self) -> float | Default | None: ...
     @property
-    def max_tool_result_chars(self) -> int | None: ...
+    def max_tool_result_chars(self) -> int | Default | None: ...
     @property
     def max_parallel_tools(self) -> int | None: ...
     @property
     def backend(self) -> BackendName | None: ...
 
 
-def check_settings(owner: str, settings: _HasSettings, *, none: str) -> None:
-    """Check the timeouts and the result size of ``settings`` (None there means ``none``).
+def check_settings(owner: str, settings: _HasSettings) -> None:
+    """Check the timeouts and the result size of ``settings`` (DEFAULT, unset, passes).
 
     Raises:
         UserError: A value that is not a positive number (a whole one for the
-            size), ``math.inf`` for no limit, or None.
+            size), or None for no limit.
     """
-    for name in ("call_timeout", "timeout", "tool_timeout"):
-        check_number(owner, name, getattr(settings, name), unlimited=True, none=none)
-    size = settings.max_tool_result_chars
-    check_number(owner, "max_tool_result_chars", size, whole=True, unlimited=True, none=none)
+    for name in LIMIT_NAMES:
+        value = getattr(settings, name)
+        if value is not DEFAULT:
+            whole = name == "max_tool_result_chars"
+            check_number(owner, name, value, whole=whole, unlimited=True, none="no limit")

@@ -461,13 +461,14 @@ def _get_task(url: str, task_id: str) -> dict[str, Any]:
 
 RETENTION = [
     pytest.param(3600.0, False, id="kept-while-its-time-lasts"),
+    pytest.param(None, False, id="kept-with-no-limit"),
     pytest.param(0.2, True, id="dropped-after-its-time"),
 ]
 
 
 @pytest.mark.parametrize(("keep", "dropped"), RETENTION)
 def test_a2a_drops_finished_tasks_after_their_time_and_keeps_their_runs(
-    tmp_path: Path, keep: float, dropped: bool
+    tmp_path: Path, keep: float | None, dropped: bool
 ) -> None:
     swarm, _model = _echo_swarm(tmp_path / "runs.db")
     with serve(swarm.to_a2a(keep_tasks=keep)) as url:

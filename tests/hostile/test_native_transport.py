@@ -17,7 +17,6 @@ import gc
 import gzip
 import itertools
 import json
-import math
 import socket
 import socketserver
 import threading
@@ -459,9 +458,9 @@ async def test_a_reply_over_the_limit_is_refused(
     [
         ({"max_reply_bytes": 4 * MIB}, {}),
         ({}, {"SWARMCORE_MAX_REPLY_BYTES": str(4 * MIB)}),
-        ({"max_reply_bytes": math.inf}, {"SWARMCORE_MAX_REPLY_BYTES": "1"}),
+        ({"max_reply_bytes": None}, {"SWARMCORE_MAX_REPLY_BYTES": "1"}),
     ],
-    ids=["agents-limit-above-the-reply", "environments-limit-above", "agents-inf-over-env"],
+    ids=["agents-limit-above-the-reply", "environments-limit-above", "agents-none-over-env"],
 )
 async def test_a_reply_under_a_raised_limit_is_read(
     monkeypatch: pytest.MonkeyPatch, settings: dict[str, Any], env: dict[str, str]
@@ -508,7 +507,7 @@ def endless(*, gzip: bool) -> Respond:
 @pytest.mark.timeout(60)
 async def test_an_endless_stream_ends_at_call_timeout(gzip: bool) -> None:
     with raw_server(endless(gzip=gzip)) as server:
-        unbounded = {"max_reply_bytes": math.inf}
+        unbounded = {"max_reply_bytes": None}
         error = await failure(server.url, stream=True, call_timeout=1.5, model_settings=unbounded)
     assert "did not answer within 1.5s" in str(error)
     assert error.retryable
@@ -530,7 +529,7 @@ async def test_no_delta_is_published_once_call_timeout_has_passed(gzip: bool) ->
         seen.append(event)
 
     with raw_server(endless(gzip=gzip)) as server:
-        one = agent(server.url, call_timeout=0.5, model_settings={"max_reply_bytes": math.inf})
+        one = agent(server.url, call_timeout=0.5, model_settings={"max_reply_bytes": None})
         with pytest.raises(ModelError) as caught:
             async for _ in Swarm(one, hooks=[slow_consumer]).stream(PROMPT, text=True):
                 pass
@@ -560,7 +559,7 @@ async def test_a_sibling_agent_runs_to_its_end_while_a_bomb_is_inflated() -> Non
 
     finished: list[str] = []
     with raw_server(respond) as server:
-        unbounded = {"max_reply_bytes": math.inf}
+        unbounded = {"max_reply_bytes": None}
         hostile = agent(server.url, "hostile", call_timeout=60, model_settings=unbounded)
         flow = hostile.clone(instructions="hostile")
         for i in range(3):
@@ -650,3 +649,10 @@ def test_run_sync_keeps_no_loop_it_ran_nor_its_session() -> None:
     gc.collect()
     assert len(set(loops)) == 5  # one loop per call (a weakref per object)
     assert [ref for ref in loops if ref() is not None] == []
+
+
+def test_max_reply_bytes_none_is_no_bound_and_inf_warns_naming_none() -> None:
+    assert reading.max_reply_bytes({"max_reply_bytes": None}) == reading.NO_BOUND
+    with pytest.deprecated_call(match=r"\{'max_reply_bytes': None\} for no bound"):
+        assert reading.max_reply_bytes({"max_reply_bytes": float("inf")}) == reading.NO_BOUND
+    assert reading.max_reply_bytes({}) == reading.MAX_REPLY_BYTES

@@ -5,9 +5,10 @@ strings and ints beyond float range were probed in each budget, timeout, retry,
 limit, concurrency and size setting, in the API and on the command line. NaN used
 to slip past every ``value <= 0`` check: ``max_cost=nan`` disabled the budget,
 ``call_timeout=nan`` meant no limit, ``timeout=nan`` failed at once and
-``max_tool_result_chars=nan`` raised a raw TypeError mid-run. ``math.inf`` is
-accepted only where it is documented to mean no limit (an agent's timeouts and
-result size, a tool's timeout); elsewhere None says that, or nothing does.
+``max_tool_result_chars=nan`` raised a raw TypeError mid-run. No limit is None;
+``math.inf``, its older spelling, is accepted (with a DeprecationWarning naming
+None) only where it meant no limit (an agent's timeouts and result size, a
+tool's timeout); elsewhere it is refused.
 """
 
 from __future__ import annotations
@@ -242,7 +243,8 @@ async def test_a_numeric_setting_refuses_a_hostile_value_by_name(
     name = SETTINGS[setting][1]
     model = ScriptedModel([])  # any call at all would be a test failure: nothing may run
     if accepted:
-        await _define(setting, value, model.model)  # documented: math.inf means no limit here
+        with pytest.deprecated_call(match=f"{name}=None for no limit"):
+            await _define(setting, value, model.model)  # the older spelling of no limit here
     else:
         with pytest.raises(UserError) as caught:
             await _define(setting, value, model.model)

@@ -183,6 +183,6 @@ def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
 
 def test_a_deprecation_is_attributed_to_the_users_line() -> None:
     """Python shows a DeprecationWarning by default only when it is attributed to __main__."""
-    with pytest.warns(DeprecationWarning) as said:
+    with pytest.warns(DeprecationWarning, match="backend=") as said:
         Agent("a", "x", model_settings={"backend": "litellm"})
     assert said[0].filename == __file__

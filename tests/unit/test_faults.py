@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import math
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -26,6 +27,7 @@ from swarmcore import (
     parallel,
 )
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
+from swarmcore.tools import function_tool
 from tests.helpers import agents, echo_model, framed
 
 FAST = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02, jitter=0)
@@ -200,11 +202,36 @@ async def test_agent_timeout_bounds_the_whole_loop_and_is_retryable() -> None:
     assert caught.value.retryable
 
 
-def test_no_limit_is_spelled_inf() -> None:
-    defaults = AgentDefaults(call_timeout=float("inf"))
-    assert defaults.call_timeout == float("inf")
+def test_no_limit_is_spelled_none() -> None:
+    assert AgentDefaults(call_timeout=None).call_timeout is None
+    agent = Agent("a", "x", call_timeout=None, tool_timeout=None)  # no limit, over any default
+    resolved = AgentDefaults(call_timeout=5, tool_timeout=5, timeout=5).resolve(agent)
+    assert (resolved.call_timeout, resolved.tool_timeout, resolved.timeout) == (None, None, 5)
     with pytest.raises(UserError, match="call_timeout must be a positive number"):
         AgentDefaults(call_timeout=0)
+
+
+def _echo(text: str) -> str:
+    """Say it back."""
+    return text
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: AgentDefaults(call_timeout=math.inf).call_timeout,
+        lambda: AgentDefaults(max_tool_result_chars=math.inf).max_tool_result_chars,  # type: ignore[arg-type]
+        lambda: Agent("a", "x", timeout=math.inf).timeout,
+        lambda: Agent("a", "x", tool_timeout=math.inf).tool_timeout,
+        lambda: function_tool(_echo, timeout=math.inf).timeout,
+    ],
+    ids=["AgentDefaults", "AgentDefaults-size", "Agent", "Agent-tool", "Tool"],
+)
+def test_inf_for_no_limit_warns_naming_none_and_still_means_no_limit(
+    build: Callable[[], object],
+) -> None:
+    with pytest.deprecated_call(match=r"=math\.inf is deprecated; pass \w+=None for no limit"):
+        assert build() is None
 
 
 # --- fallback models --------------------------------------------------------------------

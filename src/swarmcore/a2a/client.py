@@ -17,7 +17,6 @@ anything left out would be lost to it.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -48,7 +47,7 @@ from swarmcore.a2a._explain import explain
 from swarmcore.a2a._http import ACCEPT_ENCODING, CappedTransport, OriginCheck, origin_of
 from swarmcore.a2a._lenient import LenientTransport
 from swarmcore.agent import Agent
-from swarmcore.checks import check_number
+from swarmcore.checks import DEFAULT, check_number
 from swarmcore.errors import AgentError, UserError
 from swarmcore.llm.redaction import env_secrets, redact, secret_values
 from swarmcore.policies import RetryPolicy
@@ -123,7 +122,7 @@ class RemoteAgent(Agent):
             for its origin) the headers may go to: the agent's endpoint, when
             its card names one on another origin than ``url``.
         timeout: Seconds for the whole remote task, retries included;
-            ``math.inf`` for no limit.
+            None for no limit.
         retries: How many times a transient failure (connection refused, 5xx,
             429, a timed-out request) is retried, or a RetryPolicy.
         description: What the agent does (for ``as_tool``); the card's by default.
@@ -147,7 +146,7 @@ class RemoteAgent(Agent):
         name: str,
         headers: Mapping[str, str] | None = None,
         trusted_origins: Sequence[str] = (),
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = DEFAULT_TIMEOUT,
         retries: int | RetryPolicy = 2,
         description: str | None = None,
         max_output_chars: int = MAX_OUTPUT_CHARS,
@@ -301,8 +300,9 @@ class RemoteAgent(Agent):
         answer = Answer(
             self.name, self.url, self.max_output_chars, secrets=self._secrets(), scope=scope
         )
+        limit = DEFAULT_TIMEOUT if self.timeout is DEFAULT else self.timeout  # None: no limit
         try:
-            async with asyncio.timeout(None if math.isinf(self.timeout or 0) else self.timeout):
+            async with asyncio.timeout(limit):
                 await self._with_retries(message, answer)
         except TimeoutError:
             await self._cancel_quietly(answer)

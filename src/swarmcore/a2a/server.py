@@ -42,6 +42,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -81,7 +82,7 @@ from swarmcore._hosts import HostGuard, Hosts
 from swarmcore.a2a._bounds import BodyLimit, ExpiringTaskStore
 from swarmcore.a2a._card import agent_card
 from swarmcore.a2a._dialects import Answers
-from swarmcore.checks import check_number
+from swarmcore.checks import check_number, no_limit
 from swarmcore.errors import UserError
 from swarmcore.llm.redaction import env_secrets, redact
 from swarmcore.tools import Approval, ApprovalRequest
@@ -121,7 +122,7 @@ def to_a2a(
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     max_request_bytes: int = MAX_REQUEST_BYTES,
-    keep_tasks: float = KEEP_TASKS,
+    keep_tasks: float | None = KEEP_TASKS,
 ) -> Starlette:
     """Serve ``swarm`` as an A2A agent: an ASGI app to run with any ASGI server.
 
@@ -158,7 +159,7 @@ def to_a2a(
             HTTP 413 and a JSON-RPC error (-32600) naming the limit.
         keep_tasks: Seconds a finished task (completed, failed, canceled)
             stays readable with ``GetTask`` before it is dropped from memory;
-            its run stays in the Swarm's store. ``math.inf`` keeps every task.
+            its run stays in the Swarm's store. None keeps every task.
 
     Returns:
         A Starlette app.
@@ -171,7 +172,8 @@ def to_a2a(
     if token is not None and not token.strip():
         raise UserError("to_a2a(token=...) must be a non-empty string, or None for no token.")
     check_number("to_a2a", "max_request_bytes", max_request_bytes, whole=True)
-    check_number("to_a2a", "keep_tasks", keep_tasks, unlimited=True)
+    check_number("to_a2a", "keep_tasks", keep_tasks, unlimited=True, none="no limit")
+    keep = no_limit("to_a2a", "keep_tasks", keep_tasks)
     named = [*(allowed_hosts or ())]
     if url is not None and urlsplit(url).hostname:
         named.append(str(urlsplit(url).hostname))
@@ -184,7 +186,9 @@ def to_a2a(
         card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
     executor = SwarmExecutor(swarm)
     handler = DefaultRequestHandler(
-        agent_executor=executor, task_store=ExpiringTaskStore(keep_tasks), agent_card=card
+        agent_executor=executor,
+        task_store=ExpiringTaskStore(math.inf if keep is None else keep),
+        agent_card=card,
     )
 
     async def card_here(request: Request) -> Response:

@@ -26,6 +26,7 @@ import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from swarmcore._deprecation import warn_deprecated
 from swarmcore.errors import UserError
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 
 MAX_REPLY_BYTES = 32 * 2**20
 """The default bound on one reply's decoded size, in bytes (32 MiB)."""
+
+NO_BOUND = 2**62
+"""The bound of ``max_reply_bytes=None``: none but the memory."""
 
 ENV_VAR = "SWARMCORE_MAX_REPLY_BYTES"
 SETTING = "max_reply_bytes"
@@ -64,24 +68,34 @@ class Refused(Exception):
 def max_reply_bytes(settings: Mapping[str, object]) -> int:
     """The reply size bound: ``settings["max_reply_bytes"]``, else the environment's, else 32 MiB.
 
+    ``settings["max_reply_bytes"] = None`` means no bound but the memory
+    (``math.inf``, its older spelling, warns).
+
     Raises:
         UserError: A bound that is not a positive whole number of bytes.
     """
-    value = settings.get(SETTING)
     where = f"model_settings[{SETTING!r}]"
-    if value is None:
+    if SETTING in settings:
+        value = settings[SETTING]
+        if isinstance(value, float) and value == math.inf:
+            warn_deprecated(
+                f"{where}=math.inf is deprecated; pass model_settings={{{SETTING!r}: None}} "
+                "for no bound (None means no limit everywhere)."
+            )
+            value = None
+        if value is None:
+            return NO_BOUND
+    else:
         value, where = os.environ.get(ENV_VAR) or MAX_REPLY_BYTES, f"${ENV_VAR}"
     if isinstance(value, str):
         try:
             value = int(value.strip().replace("_", ""))
         except ValueError:
             value = None
-    if isinstance(value, float) and value == math.inf:
-        return 2**62  # no bound but the memory: asked for in so many words
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise UserError(
             f"{where} must be a positive whole number of bytes (e.g. {MAX_REPLY_BYTES} "
-            "for 32 MiB), or math.inf for no bound."
+            "for 32 MiB), or None for no bound."
         )
     return value
 

@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 
+from swarmcore.checks import DEFAULT
 from swarmcore.errors import SwarmError
 from swarmcore.llm.redaction import env_secrets, redact
 from swarmcore.results import ToolCallRecord
@@ -76,7 +77,7 @@ async def run_tool_call(
     elif tool is None:
         result = error = f"Unknown tool {name!r}. Available tools: {', '.join(tools) or 'none'}."
     else:
-        limit = tool.timeout if tool.timeout is not None else default_timeout
+        limit = default_timeout if tool.timeout is DEFAULT else tool.timeout
         result, error = await _invoke(tool, name, arguments, limit)
     if error is not None:  # redacted whole, before it is cut below
         result = error = redact(error, *secrets, *env_secrets())
@@ -109,7 +110,8 @@ async def _invoke(
         raise
     except TimeoutError as exc:
         if deadline.expired():
-            setting = "the agent's tool_timeout" if tool.timeout is None else "the tool's timeout"
+            own = tool.timeout is not DEFAULT
+            setting = "the tool's timeout" if own else "the agent's tool_timeout"
             error = (
                 f"Tool {name!r} did not finish within {limit:g}s and was stopped "
                 f"({setting}; raise it if the tool needs longer).{tool.timeout_note()}"

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, TypeAdapter, create_model
 
+from swarmcore.checks import DEFAULT, Default
 from swarmcore.errors import UserError
 from swarmcore.tools._tool import Tool, validate_name
 
@@ -30,7 +31,7 @@ def function_tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout: float | None = None,
+    timeout: float | Default | None = DEFAULT,
     requires_approval: bool = False,
 ) -> Tool:
     """Turn a plain function (sync or async) into a Tool.
@@ -39,8 +40,8 @@ def function_tool(
         fn: The function. Every parameter needs a type annotation.
         name: The tool name; defaults to the function's ``__name__``.
         description: What the tool does; defaults to the docstring's first paragraph.
-        timeout: Seconds one call may take (``math.inf``: no limit); None uses the
-            agent's ``tool_timeout``.
+        timeout: Seconds one call may take; None for no limit; unset (``DEFAULT``)
+            uses the agent's ``tool_timeout``.
             An async tool is cancelled at the limit; a sync tool's thread cannot
             be stopped, so it finishes in the background and its result is dropped.
         requires_approval: Ask the run's approval callback (``Swarm(approve=...)``)

@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
-from swarmcore.checks import check_number
+from swarmcore.checks import DEFAULT, Default, check_number, no_limit
 from swarmcore.errors import UserError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -73,9 +73,9 @@ class Tool:
     """The function that runs."""
     _args_model: type[BaseModel] = field(repr=False)
     _positional: tuple[str, ...] = field(repr=False, default=())
-    timeout: float | None = None
+    timeout: float | Default | None = DEFAULT
     """Seconds one call may take before it is stopped and reported to the model as an
-    error; ``math.inf`` for no limit; None uses the agent's ``tool_timeout``."""
+    error; None for no limit; unset (``DEFAULT``) uses the agent's ``tool_timeout``."""
     requires_approval: bool = False
     """Ask the run's approval callback before every call (see :class:`Approval`)."""
     delegate: Any = field(default=None, repr=False)
@@ -86,9 +86,11 @@ class Tool:
         return ""
 
     def __post_init__(self) -> None:
-        # inf: no limit for this tool, whatever the agent's tool_timeout (None defers to it)
-        owner, default = f"Tool {self.name!r}", "the agent's tool_timeout"
-        check_number(owner, "timeout", self.timeout, unlimited=True, none=default)
+        # None: no limit for this tool, whatever the agent's tool_timeout (DEFAULT defers to it)
+        owner = f"Tool {self.name!r}"
+        if self.timeout is not DEFAULT:
+            check_number(owner, "timeout", self.timeout, unlimited=True, none="no limit")
+            object.__setattr__(self, "timeout", no_limit(owner, "timeout", self.timeout))
 
     @functools.cached_property
     def spec(self) -> dict[str, Any]:
