@@ -198,22 +198,22 @@ class Agent(FlowNode):
         object.__setattr__(self, "_variables", placeholders(self.instructions))
 
     def _check_backend(self, owner: str) -> None:
+        backend = None if self.backend is None else backend_named(self.backend, f"{owner}: backend")
         settings = cast("dict[str, Any]", self.model_settings)
         if "backend" in settings:  # the old spelling: a key among the provider's arguments
-            old = settings.pop("backend")
+            given = settings.pop("backend")
             warn_deprecated(
-                f"{owner}: model_settings={{'backend': {old!r}}} is deprecated; pass "
-                f"Agent(..., backend={old!r}) (or AgentDefaults(backend=...) for every agent)."
+                f"{owner}: model_settings={{'backend': {given!r}}} is deprecated; pass "
+                f"Agent(..., backend={given!r}) (or AgentDefaults(backend=...) for every agent)."
             )
-            old = backend_named(old, f"{owner}: model_settings['backend']")
-            if self.backend is not None and backend_named(self.backend, owner) != old:
+            old = backend_named(given, f"{owner}: model_settings['backend']")
+            if backend is not None and backend != old:
                 raise UserError(
-                    f"{owner}: backend={self.backend!r} and model_settings['backend']={old!r} "
+                    f"{owner}: backend={backend!r} and model_settings['backend']={given!r} "
                     "disagree; keep backend= alone."
                 )
-            object.__setattr__(self, "backend", old)
-        if self.backend is not None:
-            object.__setattr__(self, "backend", backend_named(self.backend, f"{owner}: backend"))
+            backend = old
+        object.__setattr__(self, "backend", backend)
 
     def _check_output(self, owner: str) -> None:
         for setting in ("output_protocol", "tool_protocol"):

@@ -17,7 +17,7 @@ __all__ = ["DEFAULT", "LIMIT_NAMES", "SETTING_NAMES", "AgentDefaults", "Default"
 
 @dataclass(frozen=True, slots=True)
 class AgentDefaults:
-    """Settings for agents that leave them unset (None): pass one to ``Swarm(defaults=...)``.
+    """Settings for agents that leave them unset: pass one to ``Swarm(defaults=...)``.
 
     An Agent's own setting always wins. For the timeouts and
     ``max_tool_result_chars``, None means no limit (``math.inf``, an older
