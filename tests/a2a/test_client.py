@@ -320,6 +320,13 @@ def test_bad_settings_fail_at_construction() -> None:
         r.clone(model="openai/gpt-4o")
 
 
+def test_no_limit_on_a_remote_task_is_none_and_inf_warns_naming_it() -> None:
+    assert RemoteAgent("http://127.0.0.1:1", name="r", timeout=None).timeout is None
+    with pytest.deprecated_call(match=r"timeout=math\.inf is deprecated; pass timeout=None"):
+        remote = RemoteAgent("http://127.0.0.1:1", name="r", timeout=float("inf"))
+    assert remote.timeout is None
+
+
 @pytest.mark.parametrize(
     "origins",
     [

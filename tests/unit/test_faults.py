@@ -546,7 +546,8 @@ async def test_tool_faults_go_back_to_the_model_within_max_turns() -> None:
     assert [m.tool_results[-1]["content"] for m in model.requests[1:]] == errors
 
 
-async def test_a_tools_own_timeout_wins_over_the_agents() -> None:
+@pytest.mark.parametrize("own", [1.0, None], ids=["longer", "none-no-limit"])
+async def test_a_tools_own_timeout_wins_over_the_agents(own: float | None) -> None:
     from swarmcore import function_tool
 
     async def nap() -> str:
@@ -555,7 +556,19 @@ async def test_a_tools_own_timeout_wins_over_the_agents() -> None:
         return "rested"
 
     model = ScriptedModel([Reply.tool("nap"), Reply(text="done")])
-    agent = Agent("a", "x", model=model.model, tools=[function_tool(nap, timeout=1.0)])
+    agent = Agent("a", "x", model=model.model, tools=[function_tool(nap, timeout=own)])
+    result = await Swarm(agent, defaults=AgentDefaults(tool_timeout=0.05)).run("go")
+    assert result["a"].tool_calls[0].result == "rested"
+
+
+async def test_an_agents_none_lifts_the_swarms_limit() -> None:
+    async def nap() -> str:
+        """Sleeps a little."""
+        await asyncio.sleep(0.3)
+        return "rested"
+
+    model = ScriptedModel([Reply.tool("nap"), Reply(text="done")])
+    agent = Agent("a", "x", model=model.model, tools=[nap], tool_timeout=None)
     result = await Swarm(agent, defaults=AgentDefaults(tool_timeout=0.05)).run("go")
     assert result["a"].tool_calls[0].result == "rested"
 
