@@ -14,6 +14,7 @@ import pytest
 
 from swarmcore import (
     Agent,
+    AgentDefaults,
     AgentError,
     Approval,
     ApprovalRequest,
@@ -34,6 +35,7 @@ from swarmcore.events import (
     ToolCallStarted,
 )
 from swarmcore.llm import load_litellm
+from swarmcore.llm.types import BackendName
 from swarmcore.results import sum_usage
 from swarmcore.testing import (
     Call,
@@ -1083,3 +1085,14 @@ async def test_tools_without_requires_approval_never_ask() -> None:
     plain_model = ScriptedModel(["ok"])
     plain = await Agent("plain", "Plain.", model=plain_model.model).run("go")
     assert plain.output == "ok"  # no approval-requiring tool: no callback needed
+
+
+@pytest.mark.parametrize("backend", ["native", "litellm"])
+async def test_dry_run_rehearses_whatever_backend_the_agents_chose(backend: BackendName) -> None:
+    agent = Agent("writer", "Write.", model=PRICED, backend=backend)
+    for swarm in (
+        Swarm(agent),
+        Swarm(agent.clone(backend=None), defaults=AgentDefaults(backend=backend)),
+    ):
+        report = await swarm.dry_run("go")
+        assert report.agents[0].model_calls == 1
