@@ -117,3 +117,13 @@ async def test_a_text_tool_protocol_run_replays_under_a_fresh_marker() -> None:
     assert replayed.output == original.output == "Green tea is steeped."
     first_system = replayed["a"].messages[0]["content"]
     assert first_system != original["a"].messages[0]["content"]  # another marker
+
+
+async def test_a_replay_runs_offline_whatever_backend_the_agents_chose(tmp_path: Path) -> None:
+    live = live_model()
+    a, b = build(live.model)[:2]
+    original = await Swarm(a >> b, store=tmp_path / "runs.db").run("tea")
+    replay = ReplayModel.from_store(tmp_path / "runs.db", original.run_id)
+    native = [agent.clone(backend="native") for agent in (a, b)]  # as deployed, say
+    replayed = await Swarm(replay.flow(native[0] >> native[1])).run(replay.task)
+    assert replayed.output == original.output

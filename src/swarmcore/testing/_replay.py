@@ -100,7 +100,8 @@ class ReplayModel:
 
         def replayed(node: FlowNode) -> FlowNode:
             assert isinstance(node, Agent)
-            return node.clone(model=self.model, fallback_models=())
+            # The replay model is ours: an agent's own backend choice is not for it.
+            return node.clone(model=self.model, fallback_models=(), backend="auto")
 
         return flow.map_agents(replayed)
 
