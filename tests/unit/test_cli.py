@@ -247,6 +247,15 @@ def test_run_with_model_runs_every_agent_on_it(
     assert {r.model for r in record.results} == {alt.model}
 
 
+async def test_model_swaps_drop_the_agents_own_backend() -> None:
+    from swarmcore.cli.targets import on_model
+
+    alt = FunctionModel(lambda r: "ALT")
+    flow = on_model(Swarm(Agent("a", "x", backend="native")).flow, alt.model)
+    assert [a.backend for a in flow.agents if isinstance(a, Agent)] == [None]
+    assert (await Swarm(flow).run("tea")).output == "ALT"
+
+
 def test_dry_run_prints_the_estimate(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", f"{flow_file}:flow", "what is tea", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -99,6 +99,7 @@ def on_model(flow: Flow, model: str) -> Flow:
             raise CLIError(f"--model applies to Agents; {node!r} is not one")
         if isinstance(node, RunsItsStep):
             return node
-        return node.clone(model=name, fallback_models=())
+        # The agent's own backend was chosen for its own model; the Swarm's still applies.
+        return node.clone(model=name, fallback_models=(), backend=None)
 
     return flow.map_agents(swap)
