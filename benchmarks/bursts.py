@@ -79,7 +79,7 @@ async def bursts(runs: int, count: int, callback: bool) -> dict[str, Any]:
         load_litellm().callbacks.append(CustomLogger())
         # Test models never go through LiteLLM: its calls go to the local server.
         server.start()
-        settings = {**server.model_kwargs, "model_settings": {"backend": "litellm"}}
+        settings = {**server.model_kwargs, "backend": "litellm"}
     a, b, c, d = (Agent(n, f"You are {n}.", **settings) for n in "abcd")
     swarm = Swarm(a >> (b | c) >> d)
     await swarm.run("warm up")

@@ -92,7 +92,6 @@ def _offline_copy(node: FlowNode, model: str) -> FlowNode:
         # satisfy user validators; the count of calls is the same either way.
         tool_protocol="native",
         output_validators=(),
-        backend="auto",  # the offline model is ours: an agent's or the Swarm's backend is not
     )
 
 

@@ -76,7 +76,7 @@ async def _agent_run_on_own_offline_model(task: str) -> None:
 
 def _on_litellm(server: MockOpenAIServer) -> dict[str, Any]:
     """Agent settings that reach the local server through LiteLLM (test models never do)."""
-    return {**server.model_kwargs, "model_settings": {"backend": "litellm"}}
+    return {**server.model_kwargs, "backend": "litellm"}
 
 
 Action = Callable[[str], Awaitable[None]]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmcore import Agent, ModelError, Swarm, set_model_backend
+from swarmcore import Agent, ModelError, Swarm
 from swarmcore.events import TextDelta
 from swarmcore.llm import supports
 from swarmcore.testing import Fail, FunctionModel, Reply, ScriptedModel
@@ -98,12 +98,8 @@ async def test_a_given_count_wins_over_the_rule() -> None:
 
 
 async def test_test_models_stay_in_process_when_litellm_is_chosen() -> None:
-    set_model_backend("litellm")
-    try:
-        model = FunctionModel(lambda request: "ok")
-        result = await Agent("a", "x", model=model.model).run("go")
-    finally:
-        set_model_backend(None)
+    model = FunctionModel(lambda request: "ok")
+    result = await Agent("a", "x", model=model.model, backend="litellm").run("go")
     assert result.output == "ok"
     assert len(model.requests) == 1  # answered in process: LiteLLM has no such provider
 

@@ -100,8 +100,7 @@ class ReplayModel:
 
         def replayed(node: FlowNode) -> FlowNode:
             assert isinstance(node, Agent)
-            # The replay model is ours: an agent's own backend choice is not for it.
-            return node.clone(model=self.model, fallback_models=(), backend="auto")
+            return node.clone(model=self.model, fallback_models=())
 
         return flow.map_agents(replayed)
 
