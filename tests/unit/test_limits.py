@@ -215,7 +215,7 @@ async def test_a_runs_model_calls_take_their_permits_from_its_engines_shared_lim
             asked.append("released")
 
     model = OfflineModel()
-    limits.set_model_limit(model.model, ModelLimit(max_in_flight=2))
+    limits.limit_model(model.model, max_in_flight=2)
     try:
         swarm = Swarm(Agent("a", "a works.", model=model.model))
         await swarm.run("go")  # the default engine: limits held in this process only
@@ -224,7 +224,7 @@ async def test_a_runs_model_calls_take_their_permits_from_its_engines_shared_lim
         engine = LocalEngine(shared_limits=lambda: gate)  # an engine whose runs share limits
         await Swarm(Agent("a", "a works.", model=model.model), engine=engine).run("go")
     finally:
-        limits.set_model_limit(model.model, None)
+        limits.limit_model(model.model)
     assert asked == [model.model, "released"]
 
 

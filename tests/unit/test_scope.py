@@ -54,8 +54,8 @@ async def test_two_interleaved_runs_keep_their_own_budgets_and_events() -> None:
     tight = Swarm(a >> b, max_tokens=100)  # spent after one call: b is refused
     loose = Swarm(a >> b, max_tokens=1_000)
     seen: dict[str, list[events.Event]] = {"tight": [], "loose": []}
-    tight.add_hook(seen["tight"].append)
-    loose.add_hook(seen["loose"].append)
+    tight.on()(seen["tight"].append)
+    loose.on()(seen["loose"].append)
 
     async with asyncio.TaskGroup() as group:
         failing = group.create_task(_failure(tight.run("ONE")))
@@ -117,7 +117,7 @@ async def test_a_delegate_runs_in_its_callers_scope_and_its_events_nest_in_the_t
     boss = Agent("boss", "boss delegates.", model=model.model, tools=[helper.as_tool()])
     seen: list[events.Event] = []
     swarm = Swarm(boss, max_tokens=10_000)
-    swarm.add_hook(seen.append)
+    swarm.on()(seen.append)
     result = await swarm.run("go")
 
     assert [d.agent_name for d in result.history[0].delegations] == ["helper"]
