@@ -14,6 +14,7 @@ then prints each agent's output as JSON on stdout.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -69,3 +70,4 @@ async def main(mode: str, url: str, worker_id: str, run_id: str) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(*sys.argv[1:5]))
+    gc.freeze()  # spares the exit a collection of every module's objects (seconds)
