@@ -6,6 +6,7 @@ with a password) and ``login`` fails naming ``PGPASSWORD``, as careless servers 
 
 from __future__ import annotations
 
+import gc
 import os
 
 from mcp.server.mcpserver import MCPServer
@@ -28,3 +29,4 @@ def login() -> str:
 
 if __name__ == "__main__":
     server.run("stdio")
+    gc.freeze()  # exits at once when stdin closes, not after seconds of collection

@@ -10,6 +10,7 @@ instead of serving: a server that cannot be restarted.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import time
 
@@ -93,3 +94,4 @@ if __name__ == "__main__":
         with open(pid_file, "a", encoding="utf-8") as f:
             f.write(f"{os.getpid()}\n")
     server.run("stdio")
+    gc.freeze()  # exits at once when stdin closes, not after seconds of collection
