@@ -9,6 +9,10 @@ from typing import NamedTuple
 from swarmcore import Agent
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
 
+QUICK_EXIT = "\nimport gc\ngc.freeze()\n"
+"""Ends a ``python -c`` script whose checks are done: frozen, the heap is not collected at
+exit, which spares seconds per process that loaded LiteLLM (its objects, pydantic's)."""
+
 
 def echo_model(delays: dict[str, float] | None = None) -> FunctionModel:
     """Answers '<first word of instructions> done' with a summary; optional delay per agent."""

@@ -18,6 +18,7 @@ from swarmcore.llm.litellm_backend import LiteLLMBackend
 from swarmcore.llm.openai_backend import OpenAIBackend
 from swarmcore.llm.types import CallSpec
 from swarmcore.testing import offline_model
+from tests.helpers import QUICK_EXIT
 
 
 @pytest.fixture(autouse=True)
@@ -175,7 +176,11 @@ def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", script + QUICK_EXIT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False", "True", "False", "False", "True"]

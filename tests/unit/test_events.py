@@ -28,7 +28,7 @@ from swarmcore.events import (
 )
 from swarmcore.results import TokenUsage, sum_usage
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
-from tests.helpers import agents, echo_model
+from tests.helpers import QUICK_EXIT, agents, echo_model
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.01, jitter=0)
 
@@ -460,7 +460,11 @@ async def main():
 asyncio.run(main())
 """
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", code + QUICK_EXIT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "dry run: DryRunReport" in done.stdout

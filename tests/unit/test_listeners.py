@@ -22,6 +22,7 @@ from swarmcore.llm.backends import backend_for
 from swarmcore.llm.choice import LITELLM_LISTENERS, PER_CALL_LISTENERS, BackendSwitchWarning
 from swarmcore.llm.litellm_backend import LiteLLMBackend
 from swarmcore.llm.types import CallSpec
+from tests.helpers import QUICK_EXIT
 
 
 def _silent_listener() -> Any:
@@ -137,7 +138,11 @@ def test_a_callback_switching_the_backend_says_so_once_and_how_to_choose() -> No
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", script + QUICK_EXIT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
