@@ -202,9 +202,10 @@ class Agent(FlowNode):
         settings = cast("dict[str, Any]", self.model_settings)
         if "backend" in settings:  # the old spelling: a key among the provider's arguments
             given = settings.pop("backend")
+            shown = "native" if given == "openai" else given  # the name it has now
             warn_deprecated(
                 f"{owner}: model_settings={{'backend': {given!r}}} is deprecated; pass "
-                f"Agent(..., backend={given!r}) (or AgentDefaults(backend=...) for every agent)."
+                f"Agent(..., backend={shown!r}) (or AgentDefaults(backend=...) for every agent)."
             )
             old = backend_named(given, f"{owner}: model_settings['backend']")
             if backend is not None and backend != old:

@@ -3,7 +3,7 @@
 Every row is one behaviour: what an agent asks, what the server answers, and
 what must come out of it. Each row runs on the native backend (OpenAI's
 protocol over aiohttp) and on LiteLLM, forced per agent
-(``model_settings={"backend": ...}``), against ``MockOpenAIServer`` (or, for
+(``Agent(backend=...)``), against ``MockOpenAIServer`` (or, for
 what that server cannot send, a raw one below); the two outcomes must be
 equal to each other and to the row's expectation. A difference between the
 backends that is inherent is written in the row (``differs``), with its
@@ -37,7 +37,7 @@ from swarmcore.testing import Call, Fail, LiteLLMProxy, MockOpenAIServer, Reply
 
 Step = Reply | Fail
 
-BACKENDS = ("openai", "litellm")
+BACKENDS = ("native", "litellm")
 MODEL = "openai/gpt-4o-mini"
 KEY = "sk-test-local"
 NO_RETRY = RetryPolicy(max_retries=0)
@@ -88,11 +88,8 @@ class Outcome:
 
 
 def agent(backend: str, api_base: str, **kwargs: Any) -> Agent:
-    settings = {"backend": backend, **kwargs.pop("model_settings", {})}
     options: dict[str, Any] = {"model": MODEL, "retry": NO_RETRY, **kwargs}
-    return Agent(
-        "a", "You answer.", api_base=api_base, api_key=KEY, model_settings=settings, **options
-    )
+    return Agent("a", "You answer.", api_base=api_base, api_key=KEY, backend=backend, **options)
 
 
 async def run(worker: Agent, *, stream: bool) -> tuple[AgentResult | None, list[object]]:
@@ -890,7 +887,7 @@ def matches(name: str, found: object, expected: object) -> bool:
 async def test_both_backends_behave_alike(row: Row) -> None:
     with serving(row) as server:
         native, litellm = [await outcome(row, backend, server) for backend in BACKENDS]
-    for backend, found, own in (("openai", native, row.native), ("litellm", litellm, row.litellm)):
+    for backend, found, own in (("native", native, row.native), ("litellm", litellm, row.litellm)):
         for name, expected in {**row.expect, **own}.items():
             value = getattr(found, name)
             assert matches(name, value, expected), f"{backend}: {name} = {value!r}"
