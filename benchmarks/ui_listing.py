@@ -294,7 +294,7 @@ def main() -> None:
     # through Starlette's test client (ASGI in process, no socket).
     from starlette.testclient import TestClient
 
-    from swarmcore.ui.app import create_app
+    from swarmcore._ui.app import create_app
 
     client = TestClient(create_app(store, store_path=path), base_url="http://127.0.0.1")
 

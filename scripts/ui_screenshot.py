@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))  # for tests.ui
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from swarmcore.store import SQLiteStore  # noqa: E402
-from swarmcore.ui.app import create_app  # noqa: E402
+from swarmcore._ui.app import create_app  # noqa: E402
 from tests.ui.browser import chromium_executable, serve  # noqa: E402
 from tests.ui.runs import make_store  # noqa: E402
 

@@ -9,18 +9,18 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "swarmcore"
 CORE = (
-    "flow",
+    "_flow",
     "agent",
     "_loop",
-    "walk",
+    "_walk",
     "context",
     "modes",
     "llm",
-    "prompt",
-    "settings",
+    "_prompt",
+    "_settings",
     "durable",
 )
-FACES = ("console", "cli", "tracing", "store", "testing", "swarm", "dryrun", "demo", "engines")
+FACES = ("console", "cli", "tracing", "store", "testing", "_swarm", "_dryrun", "demo", "engines")
 
 
 def _module_name(path: Path) -> str:
@@ -124,5 +124,5 @@ def test_the_core_never_imports_a_face_the_store_or_testing(core: str) -> None:
 def test_flow_never_imports_agent() -> None:
     graph = _graph()
     for name, deps in graph.items():
-        if name == "swarmcore.flow" or name.startswith("swarmcore.flow."):
+        if name == "swarmcore._flow" or name.startswith("swarmcore._flow."):
             assert "swarmcore.agent" not in deps, name

@@ -20,9 +20,34 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from swarmcore._batch import MapProgress as MapProgress
+    from swarmcore._flow import Flow as Flow
+    from swarmcore._flow import chain as chain
+    from swarmcore._flow import parallel as parallel
+    from swarmcore._policies import (
+        BEST_EFFORT as BEST_EFFORT,
+    )
+    from swarmcore._policies import (
+        Quorum as Quorum,
+    )
+    from swarmcore._policies import (
+        RetryPolicy as RetryPolicy,
+    )
+    from swarmcore._swarm import Swarm as Swarm
+    from swarmcore._tools import (
+        Approval as Approval,
+    )
+    from swarmcore._tools import (
+        ApprovalRequest as ApprovalRequest,
+    )
+    from swarmcore._tools import (
+        Tool as Tool,
+    )
+    from swarmcore._tools import (
+        function_tool as function_tool,
+    )
     from swarmcore.agent import Agent as Agent
     from swarmcore.agent import AgentDefaults as AgentDefaults
-    from swarmcore.batch import MapProgress as MapProgress
     from swarmcore.context import SharedContext as SharedContext
     from swarmcore.control import loop as loop
     from swarmcore.control import plan as plan
@@ -57,31 +82,19 @@ if TYPE_CHECKING:
     from swarmcore.errors import (
         UserError as UserError,
     )
-    from swarmcore.flow import Flow as Flow
-    from swarmcore.flow import chain as chain
-    from swarmcore.flow import parallel as parallel
-    from swarmcore.llm.choice import set_model_backend as set_model_backend
-    from swarmcore.llm.limits import (
+    from swarmcore.llm._limits import (
         ModelLimit as ModelLimit,
     )
-    from swarmcore.llm.limits import (
+    from swarmcore.llm._limits import (
         clear_model_limits as clear_model_limits,
     )
-    from swarmcore.llm.limits import (
+    from swarmcore.llm._limits import (
         limit_model as limit_model,
     )
-    from swarmcore.llm.limits import (
+    from swarmcore.llm._limits import (
         set_model_limit as set_model_limit,
     )
-    from swarmcore.policies import (
-        BEST_EFFORT as BEST_EFFORT,
-    )
-    from swarmcore.policies import (
-        Quorum as Quorum,
-    )
-    from swarmcore.policies import (
-        RetryPolicy as RetryPolicy,
-    )
+    from swarmcore.llm.choice import set_model_backend as set_model_backend
     from swarmcore.results import (
         AgentFailure as AgentFailure,
     )
@@ -103,61 +116,48 @@ if TYPE_CHECKING:
     from swarmcore.results import (
         ToolCallRecord as ToolCallRecord,
     )
-    from swarmcore.swarm import Swarm as Swarm
-    from swarmcore.tools import (
-        Approval as Approval,
-    )
-    from swarmcore.tools import (
-        ApprovalRequest as ApprovalRequest,
-    )
-    from swarmcore.tools import (
-        Tool as Tool,
-    )
-    from swarmcore.tools import (
-        function_tool as function_tool,
-    )
 
 _SOURCES: dict[str, str] = {
-    "BEST_EFFORT": "swarmcore.policies",
+    "BEST_EFFORT": "swarmcore._policies",
     "Agent": "swarmcore.agent",
     "AgentDefaults": "swarmcore.agent",
     "AgentError": "swarmcore.errors",
     "AgentFailure": "swarmcore.results",
     "AgentResult": "swarmcore.results",
-    "Approval": "swarmcore.tools",
-    "ApprovalRequest": "swarmcore.tools",
+    "Approval": "swarmcore._tools",
+    "ApprovalRequest": "swarmcore._tools",
     "BudgetExceeded": "swarmcore.errors",
     "Decision": "swarmcore.results",
     "DelegationDepthExceeded": "swarmcore.errors",
-    "Flow": "swarmcore.flow",
+    "Flow": "swarmcore._flow",
     "GroupError": "swarmcore.errors",
     "LLMCallRecord": "swarmcore.results",
-    "MapProgress": "swarmcore.batch",
+    "MapProgress": "swarmcore._batch",
     "MaxTurnsExceeded": "swarmcore.errors",
     "ModelError": "swarmcore.errors",
-    "ModelLimit": "swarmcore.llm.limits",
+    "ModelLimit": "swarmcore.llm._limits",
     "OutputValidationError": "swarmcore.errors",
-    "Quorum": "swarmcore.policies",
-    "RetryPolicy": "swarmcore.policies",
+    "Quorum": "swarmcore._policies",
+    "RetryPolicy": "swarmcore._policies",
     "SharedContext": "swarmcore.context",
     "StoreError": "swarmcore.errors",
-    "Swarm": "swarmcore.swarm",
+    "Swarm": "swarmcore._swarm",
     "SwarmError": "swarmcore.errors",
     "SwarmResult": "swarmcore.results",
     "TokenUsage": "swarmcore.results",
-    "Tool": "swarmcore.tools",
+    "Tool": "swarmcore._tools",
     "ToolCallRecord": "swarmcore.results",
     "UserError": "swarmcore.errors",
-    "chain": "swarmcore.flow",
-    "clear_model_limits": "swarmcore.llm.limits",
-    "function_tool": "swarmcore.tools",
-    "limit_model": "swarmcore.llm.limits",
+    "chain": "swarmcore._flow",
+    "clear_model_limits": "swarmcore.llm._limits",
+    "function_tool": "swarmcore._tools",
+    "limit_model": "swarmcore.llm._limits",
     "loop": "swarmcore.control",
-    "parallel": "swarmcore.flow",
+    "parallel": "swarmcore._flow",
     "plan": "swarmcore.control",
     "route": "swarmcore.control",
     "set_model_backend": "swarmcore.llm.choice",
-    "set_model_limit": "swarmcore.llm.limits",
+    "set_model_limit": "swarmcore.llm._limits",
 }
 """Where each public name lives; imported on first access."""
 

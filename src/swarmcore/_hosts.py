@@ -29,8 +29,6 @@ from swarmcore.errors import UserError
 if TYPE_CHECKING:  # starlette comes with the [ui] and [a2a] extras; the CLI loads this without
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_NAMES", "HostGuard", "Hosts", "is_loopback"]
-
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 """The names a local server always answers."""
 _ANY_ADDRESS = frozenset({"0.0.0.0", "::"})  # bound to every address

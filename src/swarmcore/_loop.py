@@ -28,7 +28,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from swarmcore import _text_tools, events, llm, prompt, structured
+from swarmcore import _prompt as prompt
+from swarmcore import _structured as structured
+from swarmcore import _text_tools, events, llm
+from swarmcore._settings import AgentDefaults
+from swarmcore._tools import Decided, Tool, ask, run_tool_call, to_tools
 from swarmcore.context import parse_summary
 from swarmcore.errors import (
     AgentError,
@@ -36,23 +40,13 @@ from swarmcore.errors import (
     OutputValidationError,
     UserError,
 )
-from swarmcore.llm.redaction import secret_values
-from swarmcore.llm.target import target
+from swarmcore.llm._redaction import secret_values
+from swarmcore.llm._target import target
 from swarmcore.results import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
 from swarmcore.scope import CallInProgress, ConnectionScope, RunOptions, RunScope, in_call
-from swarmcore.settings import AgentDefaults
-from swarmcore.tools import Decided, Tool, ask, run_tool_call, to_tools
 
 if TYPE_CHECKING:
     from swarmcore.agent import Agent
-
-__all__ = [
-    "Answer",
-    "Rejected",
-    "RunOptions",
-    "ToolCalls",
-    "run_agent",
-]
 
 DEFAULTS = AgentDefaults()
 

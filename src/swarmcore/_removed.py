@@ -12,8 +12,6 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-__all__ = ["AGENT_REMOVED", "SWARM_REMOVED", "explain_removed"]
-
 _Init = TypeVar("_Init", bound=Callable[..., None])
 
 AGENT_REMOVED: Mapping[str, str] = {

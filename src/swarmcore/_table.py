@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-__all__ = ["text_table"]
-
 
 def text_table(
     header: Sequence[str],

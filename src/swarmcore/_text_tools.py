@@ -8,7 +8,7 @@ task, the context or a tool result) is never a call. The offline test models
 answer the protocol by reading the marker back (:func:`text_tool_marker`).
 
 Model text is untrusted: a block is searched once, linearly, capped at
-:data:`~swarmcore.structured.MAX_JSON_CHARS`, and parsed by pydantic-core;
+:data:`~swarmcore._structured.MAX_JSON_CHARS`, and parsed by pydantic-core;
 whatever cannot be read becomes feedback for the model, never the end of the run.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import pydantic_core
 
-from swarmcore.structured import MAX_JSON_CHARS
+from swarmcore._structured import MAX_JSON_CHARS
 
 
 @dataclass(frozen=True, slots=True)

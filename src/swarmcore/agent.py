@@ -1,7 +1,7 @@
 """Agent: a frozen definition of an LLM worker (validation, ``clone``, ``as_tool``).
 
 Running one is the business of :mod:`swarmcore._loop` (the tool-calling loop)
-and :mod:`swarmcore.prompt` (the system prompt); an Agent holds no run state,
+and :mod:`swarmcore._prompt` (the system prompt); an Agent holds no run state,
 so one Agent can run in any number of flows at once.
 """
 
@@ -14,26 +14,27 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from swarmcore import _loop, prompt
+from swarmcore import _loop
+from swarmcore import _prompt as prompt
+from swarmcore._checks import DEFAULT, Default, check_number, no_limit
 from swarmcore._deprecation import warn_deprecated
+from swarmcore._flow import FlowNode
+from swarmcore._policies import RetryPolicy
+from swarmcore._prompt import SUMMARY_INSTRUCTION, normalize_variables, placeholders
 from swarmcore._removed import AGENT_REMOVED, explain_removed
-from swarmcore.checks import DEFAULT, Default, check_number, no_limit
+from swarmcore._settings import LIMIT_NAMES, AgentDefaults, check_settings
+from swarmcore._tools import Approver, Tool, Toolset, function_tool, to_tools, validate_name
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
-from swarmcore.flow import FlowNode
+from swarmcore.llm._types import BackendName
 from swarmcore.llm.choice import backend_named
-from swarmcore.llm.types import BackendName
-from swarmcore.policies import RetryPolicy
-from swarmcore.prompt import SUMMARY_INSTRUCTION, normalize_variables, placeholders
 from swarmcore.results import AgentResult
 from swarmcore.scope import current_call
-from swarmcore.settings import LIMIT_NAMES, AgentDefaults, check_settings
-from swarmcore.tools import Approver, Tool, Toolset, function_tool, to_tools, validate_name
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from swarmcore.structured import OutputSpec, OutputValidator
+    from swarmcore._structured import OutputSpec, OutputValidator
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -232,7 +233,7 @@ class Agent(FlowNode):
         object.__setattr__(self, "output_validators", tuple(validators))
         spec = None
         if self.output_type is not None:
-            from swarmcore.structured import OutputSpec  # only agents with an output_type
+            from swarmcore._structured import OutputSpec  # only agents with an output_type
 
             spec = OutputSpec.of(self.output_type, owner)
         if spec is not None and self.output_protocol == "native" and not spec.is_object:

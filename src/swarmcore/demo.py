@@ -16,8 +16,8 @@ Importing this module does not import litellm.
 
 from __future__ import annotations
 
+from swarmcore._swarm import Swarm
 from swarmcore.agent import Agent
-from swarmcore.swarm import Swarm
 
 __all__ = ["DEFAULT_TASK", "NOTES", "build_flow", "search_notes"]
 

@@ -34,8 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeAlias, TypedDict
 
-from swarmcore.errors import UserError
-from swarmcore.event_types import (
+from swarmcore._event_types import (
     AgentFinished,
     AgentStarted,
     Event,
@@ -56,6 +55,7 @@ from swarmcore.event_types import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from swarmcore.errors import UserError
 
 __all__ = [
     "AgentFinished",

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from swarmcore._flow import Flow
+from swarmcore._tools import Tool, function_tool
 from swarmcore.agent import Agent
 from swarmcore.context import (
     SEARCH_MAX_HITS,
@@ -36,8 +38,6 @@ from swarmcore.context import (
     shorten,
 )
 from swarmcore.errors import UserError
-from swarmcore.flow import Flow
-from swarmcore.tools import Tool, function_tool
 
 __all__ = [
     "CONTEXT_TOOL_NAMES",

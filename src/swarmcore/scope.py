@@ -27,16 +27,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from swarmcore import events
+from swarmcore._settings import AgentDefaults
 from swarmcore.events import EventBus
-from swarmcore.settings import AgentDefaults
 
 if TYPE_CHECKING:
+    from swarmcore._tools import Approver
+    from swarmcore.llm._budget import Meter
+    from swarmcore.llm._limits import Limiter, SharedLimits
+    from swarmcore.llm._types import CallSpec, Message
     from swarmcore.llm.backends import Backend
-    from swarmcore.llm.budget import Meter
-    from swarmcore.llm.limits import Limiter, SharedLimits
-    from swarmcore.llm.types import CallSpec, Message
     from swarmcore.results import AgentResult
-    from swarmcore.tools import Approver
 
 __all__ = [
     "CallInProgress",

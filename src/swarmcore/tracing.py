@@ -51,30 +51,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TypeAlias
 from urllib.parse import urlsplit
 
-from swarmcore.errors import UserError
-from swarmcore.events import (
-    AgentFinished,
-    AgentStarted,
-    Event,
-    LoopFinished,
-    LoopIteration,
-    ModelCallFinished,
-    ModelCallStarted,
-    ModelFallback,
-    PlanMade,
-    RetryScheduled,
-    RouteChosen,
-    RunFinished,
-    RunStarted,
-    StepFinished,
-    StepStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-)
-from swarmcore.llm.target import model_target
-from swarmcore.results import SwarmResult, TokenUsage
-from swarmcore.semconv import (
+from swarmcore._semconv import (
     AGENT_NAME,
     AGENTS,
     ATTEMPT,
@@ -122,6 +99,29 @@ from swarmcore.semconv import (
     USAGE_REASONING_TOKENS,
     WORKFLOW_NAME,
 )
+from swarmcore.errors import UserError
+from swarmcore.events import (
+    AgentFinished,
+    AgentStarted,
+    Event,
+    LoopFinished,
+    LoopIteration,
+    ModelCallFinished,
+    ModelCallStarted,
+    ModelFallback,
+    PlanMade,
+    RetryScheduled,
+    RouteChosen,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from swarmcore.llm._target import model_target
+from swarmcore.results import SwarmResult, TokenUsage
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider

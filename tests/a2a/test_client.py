@@ -14,9 +14,9 @@ from collections.abc import Callable, Generator
 import pytest
 
 from swarmcore import Agent, Swarm, events, loop, route
+from swarmcore._policies import RetryPolicy
 from swarmcore.a2a import RemoteAgent, RemoteAgentError
 from swarmcore.errors import UserError
-from swarmcore.policies import RetryPolicy
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply, offline_model
 from tests.a2a.servers import BIG, Remote, a2a_server, agent_card, free_url
 
@@ -360,7 +360,7 @@ def test_the_error_survives_pickle() -> None:
 async def test_the_cli_s_model_override_moves_local_agents_and_keeps_remote_ones(
     remote: Remote,
 ) -> None:
-    from swarmcore.cli.targets import on_model
+    from swarmcore.cli._targets import on_model
 
     a = Agent("a", "Draft.", model="openai/gpt-4o-mini", fallback_models=["openai/gpt-4o"])
     flow = on_model(a >> RemoteAgent(remote.url, name="r") >> echo("b"), "offline")

@@ -21,8 +21,8 @@ from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessag
 from fasta2a.client import A2AClient
 
 from swarmcore import Agent, Swarm, events
+from swarmcore._policies import RetryPolicy
 from swarmcore.a2a import RemoteAgent, RemoteAgentError
-from swarmcore.policies import RetryPolicy
 from swarmcore.testing import FunctionModel
 from tests.a2a.peers import fasta2a_06_agent, fasta2a_06_send, fasta2a_agent
 from tests.a2a.servers import a2a_server

@@ -27,10 +27,10 @@ from a2a.types import (
 from pydantic import BaseModel
 
 from swarmcore import Agent, Swarm
+from swarmcore._tools import function_tool
 from swarmcore.a2a import RemoteAgent
 from swarmcore.events import AgentStarted, Event, RemoteStatus, RunFinished
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
-from swarmcore.tools import function_tool
 from tests.serving import serve
 
 SECRET = "zq-very-secret-value-4417"

@@ -28,8 +28,8 @@ from pydantic import BaseModel
 
 import swarmcore
 import swarmcore.events
+from swarmcore._flow import FlowShape
 from swarmcore.console import ConsoleProgress
-from swarmcore.flow import FlowShape
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "migration.md"
 

@@ -22,11 +22,11 @@ import httpx
 import pytest
 
 from swarmcore import Agent, Swarm
+from swarmcore._ui.app import create_app
 from swarmcore.errors import StoreError, UserError
 from swarmcore.results import AgentFailure
 from swarmcore.store import RunRecord, SQLiteStore
 from swarmcore.testing import FunctionModel, TemporaryPostgres
-from swarmcore.ui.app import create_app
 from tests.serving import serve, serving_command
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")

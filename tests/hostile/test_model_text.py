@@ -16,8 +16,8 @@ import pytest
 from pydantic import BaseModel
 
 from swarmcore import Agent, Approval, Swarm, function_tool
+from swarmcore._structured import MAX_JSON_CHARS
 from swarmcore._text_tools import text_tool_marker
-from swarmcore.structured import MAX_JSON_CHARS
 from swarmcore.testing import Call, FunctionModel, RecordedRequest, Reply, ScriptedModel
 
 DEEP = "[" * 5_000 + "]" * 5_000

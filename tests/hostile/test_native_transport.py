@@ -32,7 +32,7 @@ import pytest
 
 from swarmcore import Agent, ModelError, Swarm, UserError
 from swarmcore.events import Event, ModelCallFinished, TextDelta
-from swarmcore.llm import reading
+from swarmcore.llm import _reading as reading
 
 KEY = "sk-hostile-transport-0123456789abcdef"
 AZURE_KEY = "azure-key-0123456789abcdef0123"

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from swarmcore import Agent, RetryPolicy, Swarm, SwarmError
 from swarmcore.cli import main
 from swarmcore.llm import redact
-from swarmcore.llm.redaction import is_secret_name, secret_values
+from swarmcore.llm._redaction import is_secret_name, secret_values
 from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import (

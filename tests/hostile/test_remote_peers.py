@@ -27,9 +27,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from swarmcore import Agent, Swarm, events
+from swarmcore._policies import RetryPolicy
 from swarmcore.a2a import RemoteAgent, RemoteAgentError
 from swarmcore.errors import BudgetExceeded
-from swarmcore.policies import RetryPolicy
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
 from tests.a2a.servers import Remote, a2a_server

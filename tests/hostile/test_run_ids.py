@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from swarmcore import Agent, Swarm, UserError
-from swarmcore.checks import MAX_RUN_ID
+from swarmcore._checks import MAX_RUN_ID
 from swarmcore.cli import main
 from swarmcore.engines.dbos import DBOSEngine, RecordedOutcome
 from swarmcore.store import SQLiteStore

@@ -52,11 +52,11 @@ from starlette.routing import Route
 
 from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
 from swarmcore.a2a import RemoteAgent
-from swarmcore.a2a.server import error_message
+from swarmcore.a2a._server import error_message
 from swarmcore.cli import main
-from swarmcore.llm.errors import classify
-from swarmcore.llm.redaction import env_secrets, is_secret_name, redact
-from swarmcore.llm.types import CallSpec
+from swarmcore.llm._errors import classify
+from swarmcore.llm._redaction import env_secrets, is_secret_name, redact
+from swarmcore.llm._types import CallSpec
 from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Call, Fail, FunctionModel, MockOpenAIServer, RecordedRequest, Reply

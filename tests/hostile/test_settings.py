@@ -34,11 +34,11 @@ from swarmcore import (
     parallel,
     plan,
 )
+from swarmcore._tools import function_tool
 from swarmcore.cli import main
 from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import MockOpenAIServer, Reply, ScriptedModel
-from swarmcore.tools import function_tool
 
 HUGE = 10**5000  # beyond float range, and beyond the 4,300 digits repr() will print
 

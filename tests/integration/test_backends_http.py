@@ -13,7 +13,7 @@ import pytest
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelCallFinished, RunFinished, TextDelta
-from swarmcore.llm import price_data
+from swarmcore.llm import _price_data as price_data
 from swarmcore.testing import Call, Fail, MockOpenAIServer, Reply
 
 pytestmark = pytest.mark.usefixtures("each_backend")

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from swarmcore import Agent, AgentResult, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelCallFinished, ModelCallStarted, RunFinished, TextDelta
-from swarmcore.llm import price_data
+from swarmcore.llm import _price_data as price_data
 from swarmcore.testing import Call, Fail, LiteLLMProxy, MockOpenAIServer, Reply
 
 Step = Reply | Fail

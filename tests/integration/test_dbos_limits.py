@@ -26,7 +26,7 @@ import pytest
 from swarmcore import Agent, Swarm, clear_model_limits, limit_model
 from swarmcore.engines.dbos import RUN_WORKFLOW, DBOSEngine
 from swarmcore.engines.dbos._limits import PERMIT_WORKFLOW, model_queue, queue_rate
-from swarmcore.llm.limits import ModelLimit
+from swarmcore.llm._limits import ModelLimit
 from swarmcore.testing import MockOpenAIServer, RecordedRequest, Reply, TemporaryPostgres
 from tests.integration._limited_flow import PACED_MODEL, SLOW_MODEL, build
 from tests.integration.test_dbos_engine import WAIT, spawn, until

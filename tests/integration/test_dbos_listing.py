@@ -89,7 +89,7 @@ async def test_the_viewer_shows_engine_runs_with_their_graph(engine: DBOSEngine)
 
     from starlette.testclient import TestClient
 
-    from swarmcore.ui.app import create_app
+    from swarmcore._ui.app import create_app
 
     model = OfflineModel()
     flow = Agent("a", "a writes.", model=model.model) >> (
@@ -130,7 +130,7 @@ async def test_a_waiting_call_is_approved_from_the_viewer(engine: DBOSEngine) ->
 
     from starlette.testclient import TestClient
 
-    from swarmcore.ui.app import create_app
+    from swarmcore._ui.app import create_app
     from tests.integration.test_dbos_approvals import eventually, paying_flow, paying_model
 
     paid: list[int] = []

@@ -16,7 +16,7 @@ import pytest
 from swarmcore import Agent, BudgetExceeded, Swarm, SwarmResult
 from swarmcore.events import RunFinished
 from swarmcore.llm import load_litellm
-from swarmcore.llm.types import BackendName
+from swarmcore.llm._types import BackendName
 from swarmcore.testing import LiteLLMProxy, MockOpenAIServer, Reply
 
 BACKENDS: list[BackendName] = ["native", "litellm"]

@@ -20,9 +20,9 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
 
 from swarmcore import Agent, Swarm
+from swarmcore._ui.app import create_app
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
-from swarmcore.ui.app import create_app
 from tests.ui.browser import chromium_executable, serve
 from tests.ui.runs import HOSTILE, StoredRuns
 

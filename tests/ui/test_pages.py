@@ -17,9 +17,9 @@ from pydantic import BaseModel
 from starlette.testclient import TestClient
 
 from swarmcore import Agent, ModelError, Swarm
+from swarmcore._ui.app import create_app
 from swarmcore.store import RunRecord, SQLiteStore
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
-from swarmcore.ui.app import create_app
 from tests.ui.flows import HEALED
 from tests.ui.runs import HOSTILE, SECRET_KEY, StoredRuns, cli_failed_run
 

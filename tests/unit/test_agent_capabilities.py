@@ -35,7 +35,7 @@ from swarmcore.events import (
     ToolCallStarted,
 )
 from swarmcore.llm import load_litellm
-from swarmcore.llm.types import BackendName
+from swarmcore.llm._types import BackendName
 from swarmcore.results import sum_usage
 from swarmcore.testing import (
     Call,

@@ -12,11 +12,11 @@ import pytest
 
 from swarmcore import Agent, AgentDefaults, UserError
 from swarmcore.llm import choice
+from swarmcore.llm._litellm_backend import LiteLLMBackend
+from swarmcore.llm._openai_backend import OpenAIBackend
+from swarmcore.llm._types import CallSpec
 from swarmcore.llm.backends import backend_for
 from swarmcore.llm.choice import model_backend
-from swarmcore.llm.litellm_backend import LiteLLMBackend
-from swarmcore.llm.openai_backend import OpenAIBackend
-from swarmcore.llm.types import CallSpec
 from swarmcore.testing import offline_model
 from tests.helpers import QUICK_EXIT
 
@@ -165,7 +165,7 @@ def test_preload_imports_what_the_models_need_and_nothing_else() -> None:
         """
         import sys
         from swarmcore.llm.backends import preload
-        from swarmcore.llm.types import CallSpec
+        from swarmcore.llm._types import CallSpec
 
         preload([CallSpec(agent_name="t", model="swarmcore-test/offline")])  # in process
         print("aiohttp" in sys.modules, "litellm" in sys.modules)

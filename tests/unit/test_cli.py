@@ -15,7 +15,7 @@ import pytest
 
 from swarmcore import Agent, Swarm, SwarmError
 from swarmcore.cli import main
-from swarmcore.cli.app import build_parser
+from swarmcore.cli._app import build_parser
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest
 
@@ -248,7 +248,7 @@ def test_run_with_model_runs_every_agent_on_it(
 
 
 async def test_model_swaps_drop_the_agents_own_backend() -> None:
-    from swarmcore.cli.targets import on_model
+    from swarmcore.cli._targets import on_model
 
     alt = FunctionModel(lambda r: "ALT")
     flow = on_model(Swarm(Agent("a", "x", backend="native")).flow, alt.model)

@@ -22,6 +22,8 @@ from swarmcore import (
     plan,
     route,
 )
+from swarmcore._flow import shape_of
+from swarmcore._structured import SCHEMA_PROMPT
 from swarmcore.context import SharedContext
 from swarmcore.control import Loop, Plan, Route
 from swarmcore.events import (
@@ -34,9 +36,7 @@ from swarmcore.events import (
     StepFinished,
     StepStarted,
 )
-from swarmcore.flow import shape_of
 from swarmcore.store import SQLiteStore
-from swarmcore.structured import SCHEMA_PROMPT
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from tests.helpers import framed, nonce_of, summarised
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, Swarm, SwarmResult, UserError, function_tool
+from swarmcore._walk import FlowSetup, Run
 from swarmcore.engines import (
     ApprovalInbox,
     Budget,
@@ -24,7 +25,6 @@ from swarmcore.engines import (
     Subscriber,
 )
 from swarmcore.store import RunReader, SQLiteStore
-from swarmcore.walk import FlowSetup, Run
 from tests.helpers import agents, echo_model
 
 

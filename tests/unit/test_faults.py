@@ -26,8 +26,8 @@ from swarmcore import (
     UserError,
     parallel,
 )
+from swarmcore._tools import function_tool
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
-from swarmcore.tools import function_tool
 from tests.helpers import agents, echo_model, framed
 
 FAST = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02, jitter=0)

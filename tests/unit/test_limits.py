@@ -21,8 +21,8 @@ import pytest
 from swarmcore import Agent, Swarm
 from swarmcore.engines import LocalEngine
 from swarmcore.errors import UserError
-from swarmcore.llm import limits
-from swarmcore.llm.limits import (
+from swarmcore.llm import _limits as limits
+from swarmcore.llm._limits import (
     Limiter,
     ModelLimit,
     Permit,
@@ -617,5 +617,5 @@ def test_module_imports_only_the_stdlib_and_errors() -> None:
         for name in imported
         if name.split(".")[0] not in sys.stdlib_module_names and name != "__future__"
     }
-    leaves = {"swarmcore.errors", "swarmcore.checks", "swarmcore._deprecation"}
+    leaves = {"swarmcore.errors", "swarmcore._checks", "swarmcore._deprecation"}
     assert outside <= leaves  # each a stdlib-only leaf

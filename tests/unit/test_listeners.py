@@ -18,10 +18,10 @@ import pytest
 
 from swarmcore import Agent
 from swarmcore.llm import load_litellm
+from swarmcore.llm._litellm_backend import LiteLLMBackend
+from swarmcore.llm._types import CallSpec
 from swarmcore.llm.backends import backend_for
 from swarmcore.llm.choice import LITELLM_LISTENERS, PER_CALL_LISTENERS, BackendSwitchWarning
-from swarmcore.llm.litellm_backend import LiteLLMBackend
-from swarmcore.llm.types import CallSpec
 from tests.helpers import QUICK_EXIT
 
 
@@ -117,7 +117,7 @@ def test_a_callback_switching_the_backend_says_so_once_and_how_to_choose() -> No
         import warnings
         from swarmcore.llm import load_litellm
         from swarmcore.llm.backends import backend_for
-        from swarmcore.llm.types import CallSpec
+        from swarmcore.llm._types import CallSpec
 
         def backend(model, backend=None):
             call = CallSpec(agent_name="a", model=model, backend=backend)

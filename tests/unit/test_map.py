@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, AgentError, ModelError, Swarm, SwarmResult, UserError
-from swarmcore.batch import MapProgress, run_batch
+from swarmcore._batch import MapProgress, run_batch
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
 from tests.helpers import agents
 

@@ -16,7 +16,8 @@ import sys
 import pytest
 
 from swarmcore import llm
-from swarmcore.llm import load_litellm, pricing
+from swarmcore.llm import _pricing as pricing
+from swarmcore.llm import load_litellm
 from swarmcore.results import TokenUsage
 
 # The models the docs and tests name, every kind of name: OpenAI's (bare, prefixed, dated,
@@ -50,7 +51,7 @@ ASK = """
 import json, sys
 {first}
 from swarmcore import llm
-from swarmcore.llm import pricing
+from swarmcore.llm import _pricing as pricing
 from swarmcore.llm.choice import is_openai_model
 from swarmcore.results import TokenUsage
 

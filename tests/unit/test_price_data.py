@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from swarmcore.llm import price_data
-from swarmcore.llm.loader import load_litellm
+from swarmcore.llm import _price_data as price_data
+from swarmcore.llm._loader import load_litellm
 
 
 def _raw_map() -> dict[str, Any]:
@@ -249,7 +249,7 @@ def test_is_openai_model_and_known_models() -> None:
 def test_a_fresh_process_prices_without_importing_litellm() -> None:
     code = (
         "import sys\n"
-        "from swarmcore.llm import price_data\n"
+        "from swarmcore.llm import _price_data as price_data\n"
         "usd = price_data.cost('openai/gpt-4o-mini', 1000, 500, cached_tokens=200)\n"
         "assert usd is not None and usd > 0, usd\n"
         "assert price_data.supports('gpt-4o-mini', 'function_calling') is True\n"

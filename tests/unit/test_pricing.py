@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 
 from swarmcore import BudgetExceeded
-from swarmcore.llm import budget, is_priced, load_litellm, price_data, pricing, prompt_cost
+from swarmcore.llm import _budget as budget
+from swarmcore.llm import _price_data as price_data
+from swarmcore.llm import _pricing as pricing
+from swarmcore.llm import is_priced, load_litellm, prompt_cost
 from swarmcore.results import TokenUsage
 
 
@@ -180,7 +183,7 @@ def test_allow_unpriced_and_a_token_budget_let_unpriced_replies_pass() -> None:
 def test_a_fresh_process_prices_without_importing_litellm() -> None:
     code = (
         "import sys\n"
-        "from swarmcore.llm import pricing\n"
+        "from swarmcore.llm import _pricing as pricing\n"
         "from swarmcore.results import TokenUsage\n"
         "assert pricing.is_priced('openai/anthropic/claude-opus-4-6')\n"
         "usd = pricing.usage_cost('anthropic/claude-opus-4-6', TokenUsage(prompt_tokens=1000))\n"

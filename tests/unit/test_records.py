@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.errors import BudgetExceeded, GroupError, ModelError, SwarmError
-from swarmcore.llm.types import LLMReply, ToolCall
+from swarmcore.llm._types import LLMReply, ToolCall
 from swarmcore.results import (
     AgentFailure,
     AgentResult,
@@ -30,8 +31,7 @@ from swarmcore.results import (
     ToolCallRecord,
 )
 from swarmcore.store import records
-from swarmcore.store.base import RunSummary
-from swarmcore.tools import Approval, ApprovalRequest
+from swarmcore.store._base import RunSummary
 from tests.unit.test_errors_pickle import EXAMPLES, partial
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "records" / "values-v1.json"

@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 
 from swarmcore import Agent, Flow, Swarm, chain, loop, parallel, plan, route
-from swarmcore.events import Event, RunStarted
-from swarmcore.flow import (
+from swarmcore._flow import (
     AgentShape,
     FlowShape,
     GroupShape,
@@ -21,7 +20,8 @@ from swarmcore.flow import (
     shape_of,
     step_expression,
 )
-from swarmcore.policies import Quorum
+from swarmcore._policies import Quorum
+from swarmcore.events import Event, RunStarted
 from swarmcore.testing import offline_model
 
 A, B, C, D, E, R, J, P = (Agent(n, f"{n} instructions") for n in "abcdeRJP")
@@ -247,10 +247,14 @@ def test_flow_package_imports_point_one_way() -> None:
                 names.update(alias.name for alias in node.names)
         imported[path.stem] = {n for n in names if n.startswith("swarmcore")}
     outside = {
-        n for names in imported.values() for n in names if not n.startswith("swarmcore.flow")
+        n for names in imported.values() for n in names if not n.startswith("swarmcore._flow")
     }
-    assert outside <= {"swarmcore.errors", "swarmcore.policies", "swarmcore.checks"}
-    assert imported["shape"] <= {"swarmcore.policies"}
+    assert outside <= {"swarmcore.errors", "swarmcore._policies", "swarmcore._checks"}
+    assert imported["shape"] <= {"swarmcore._policies"}
     assert imported["parse"] <= {"swarmcore.errors"}
-    assert imported["render"] <= {"swarmcore.errors", "swarmcore.policies", "swarmcore.flow.shape"}
-    assert "swarmcore.flow.model" not in imported["render"] | imported["parse"] | imported["shape"]
+    assert imported["render"] <= {
+        "swarmcore.errors",
+        "swarmcore._policies",
+        "swarmcore._flow.shape",
+    }
+    assert "swarmcore._flow.model" not in imported["render"] | imported["parse"] | imported["shape"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, ModelError, Swarm
-from swarmcore.llm.types import LLMReply
+from swarmcore.llm._types import LLMReply
 from swarmcore.results import AgentResult, LLMCallRecord, TokenUsage, ToolCallRecord
 from swarmcore.store import SQLiteStore, records
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply

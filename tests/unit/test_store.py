@@ -23,10 +23,10 @@ from swarmcore import (
     chain,
     parallel,
 )
-from swarmcore.flow import shape_of
+from swarmcore._flow import shape_of
 from swarmcore.results import AgentResult, sum_usage
 from swarmcore.store import SCHEMA_VERSION, RunRecord, SQLiteStore
-from swarmcore.store.sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
+from swarmcore.store._sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, ReplayModel, Reply
 from tests.helpers import agents, echo_model
 

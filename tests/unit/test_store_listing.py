@@ -18,7 +18,7 @@ from swarmcore.store import (
     RunStatus,
     SQLiteStore,
 )
-from swarmcore.store.sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
+from swarmcore.store._sqlite import _MIGRATIONS  # pyright: ignore[reportPrivateUsage]
 
 
 @pytest.fixture

@@ -19,11 +19,11 @@ from swarmcore import (
     Swarm,
     UserError,
 )
+from swarmcore._structured import json_candidates
 from swarmcore._text_tools import text_tool_marker
 from swarmcore.agent import SUMMARY_INSTRUCTION
 from swarmcore.context import Framing
 from swarmcore.store import SQLiteStore
-from swarmcore.structured import json_candidates
 from swarmcore.testing import Call, Fail, RecordedRequest, Reply, ScriptedModel
 from tests.helpers import framed, nonce_of
 

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from swarmcore import Tool, UserError, function_tool
-from swarmcore.tools import run_tool_call
+from swarmcore._tools import run_tool_call
 
 
 class Colour(Enum):

@@ -26,6 +26,7 @@ from swarmcore import (
     loop,
     route,
 )
+from swarmcore._semconv import PROVIDER_NAMES
 from swarmcore.a2a import RemoteAgent
 from swarmcore.events import (
     AgentStarted,
@@ -36,7 +37,6 @@ from swarmcore.events import (
     RunStarted,
     TextDelta,
 )
-from swarmcore.semconv import PROVIDER_NAMES
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from swarmcore.testing import offline_model as shared_offline_model
 from swarmcore.tracing import OpenTelemetryTracer

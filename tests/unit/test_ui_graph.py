@@ -11,10 +11,10 @@ from itertools import combinations
 import pytest
 
 from swarmcore import Agent, Flow, loop, parallel, plan, route
-from swarmcore.flow import FlowShape
-from swarmcore.policies import Quorum
+from swarmcore._flow import FlowShape
+from swarmcore._policies import Quorum
+from swarmcore._ui.graph import flow_svg
 from swarmcore.testing import offline_model
-from swarmcore.ui.graph import flow_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 MODEL = offline_model()

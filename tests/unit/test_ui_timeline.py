@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from swarmcore import Agent, ModelError, Swarm
+from swarmcore._ui.timeline import NO_TIMING, NOT_RUN, timeline_svg
 from swarmcore.results import AgentFailure, AgentResult
 from swarmcore.store import SQLiteStore
-from swarmcore.store.base import RunRecord
+from swarmcore.store._base import RunRecord
 from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply
-from swarmcore.ui.timeline import NO_TIMING, NOT_RUN, timeline_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 DELAY = 0.2

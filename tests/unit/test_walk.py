@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from swarmcore import AgentDefaults, AgentError, SharedContext, chain, parallel
+from swarmcore._flow import Flow
 from swarmcore._loop import RunOptions
-from swarmcore.flow import Flow
+from swarmcore._walk import AgentStep, FlowSetup, Position, Run, Walk, run_in_process
 from swarmcore.modes import mode_named
 from swarmcore.results import AgentResult
-from swarmcore.walk import AgentStep, FlowSetup, Position, Run, Walk, run_in_process
 from tests.helpers import agents, echo_model
 
 

@@ -7,7 +7,7 @@ Needs the extra: ``pip install 'swarmcore[a2a]'``. Importing ``swarmcore`` does
 not import this package (nor the SDK).
 """
 
-from swarmcore.a2a.client import RemoteAgent, RemoteAgentError
-from swarmcore.a2a.server import to_a2a
+from swarmcore.a2a._client import RemoteAgent, RemoteAgentError
+from swarmcore.a2a._server import to_a2a
 
 __all__ = ["RemoteAgent", "RemoteAgentError", "to_a2a"]

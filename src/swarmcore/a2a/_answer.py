@@ -19,11 +19,9 @@ from a2a.types import Part, StreamResponse, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from swarmcore import events
-from swarmcore.llm.redaction import redact
+from swarmcore.llm._redaction import redact
 from swarmcore.results import AgentResult, LLMCallRecord, TokenUsage
 from swarmcore.scope import RunScope
-
-__all__ = ["Answer", "Refused", "short", "state_name"]
 
 logger = logging.getLogger("swarmcore.a2a")
 

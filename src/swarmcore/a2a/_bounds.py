@@ -21,8 +21,6 @@ from a2a.server.tasks import InMemoryTaskStore, TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit", "ExpiringTaskStore", "shown_size"]
-
 _FINISHED = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,

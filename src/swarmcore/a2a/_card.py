@@ -12,7 +12,7 @@ from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_CURRENT
 from swarmcore.errors import UserError
 
 if TYPE_CHECKING:
-    from swarmcore.swarm import Swarm
+    from swarmcore._swarm import Swarm
 
 
 def agent_card(

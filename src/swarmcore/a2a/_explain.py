@@ -17,9 +17,7 @@ from a2a.utils.errors import A2AError
 from swarmcore.a2a._answer import short
 from swarmcore.a2a._http import ForeignOrigin, Oversized, Undecodable
 from swarmcore.a2a._lenient import NotAnAnswer
-from swarmcore.llm.redaction import redact
-
-__all__ = ["Explained", "explain"]
+from swarmcore.llm._redaction import redact
 
 _TRANSIENT = frozenset({408, 429, 502, 503, 504})
 """Statuses that say the request did not get through (busy, or a gateway in the way): retried.

@@ -15,16 +15,6 @@ from collections.abc import AsyncIterator, Iterable
 
 import httpx
 
-__all__ = [
-    "ACCEPT_ENCODING",
-    "CappedTransport",
-    "ForeignOrigin",
-    "OriginCheck",
-    "Oversized",
-    "Undecodable",
-    "origin_of",
-]
-
 ACCEPT_ENCODING = "gzip, deflate"
 """What RemoteAgent accepts: the encodings :class:`CappedTransport` decodes itself."""
 _PIECE = 65_536

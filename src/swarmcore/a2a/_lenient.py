@@ -32,9 +32,7 @@ from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.message_factory import GetMessageClass
 
 from swarmcore.a2a._wire import Fix, each_event, fixed_event, fixed_message
-from swarmcore.llm.redaction import redact
-
-__all__ = ["LenientTransport", "NotAnAnswer", "repair_v03", "repair_v10"]
+from swarmcore.llm._redaction import redact
 
 logger = logging.getLogger("swarmcore.a2a")
 

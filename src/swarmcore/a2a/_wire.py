@@ -1,7 +1,7 @@
 """JSON-RPC results on the wire, rewritten in passing: a JSON body or a server-sent event stream.
 
 The client (:mod:`swarmcore.a2a._lenient`) uses it to read other agents'
-answers liberally, the server (:mod:`swarmcore.a2a.server`) to send numbers
+answers liberally, the server (:mod:`swarmcore.a2a._server`) to send numbers
 as what they are. A result that needs no change passes byte for byte.
 """
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
-
-__all__ = ["Events", "Fix", "each_event", "fixed_event", "fixed_message"]
 
 Fix = Callable[[dict[str, Any]], bool]
 """Changes a JSON-RPC result in place; whether it changed anything."""

@@ -18,8 +18,8 @@ The modules: ``app`` (arguments and ``main``), ``targets`` (loading a flow),
 stored run's shape), ``graph`` (``graph``) and ``format``.
 """
 
-from swarmcore.cli.app import main
-from swarmcore.cli.errors import CLIError
-from swarmcore.cli.targets import load_target
+from swarmcore.cli._app import main
+from swarmcore.cli._errors import CLIError
+from swarmcore.cli._targets import load_target
 
 __all__ = ["CLIError", "load_target", "main"]

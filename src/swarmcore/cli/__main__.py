@@ -3,7 +3,7 @@
 import gc
 import sys
 
-from swarmcore.cli.app import main
+from swarmcore.cli._app import main
 
 code = main()
 # The process ends here. Freezing what is left spares the interpreter's shutdown the

@@ -29,7 +29,7 @@ the flow at the start), ``track`` (events moving the rows), ``lines`` (plain
 lines and verbosity levels) and ``live`` (the rich tree).
 """
 
-from swarmcore.console.lines import Verbosity
-from swarmcore.console.progress import ConsoleProgress
+from swarmcore.console._lines import Verbosity
+from swarmcore.console._progress import ConsoleProgress
 
 __all__ = ["ConsoleProgress", "Verbosity"]

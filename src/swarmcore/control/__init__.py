@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from swarmcore._flow import ControlNode
 from swarmcore.control._common import Predicate, call_predicate
-from swarmcore.control.loop import Loop, Verdict, judge_of, loop, run_loop
-from swarmcore.control.plan import Plan, PlanAnswer, plan, planner_of, run_plan
-from swarmcore.control.route import Route, route, router_of, run_route
+from swarmcore.control._loop import Loop, Verdict, judge_of, loop, run_loop
+from swarmcore.control._plan import Plan, PlanAnswer, plan, planner_of, run_plan
+from swarmcore.control._route import Route, route, router_of, run_route
 from swarmcore.errors import UserError
-from swarmcore.flow import ControlNode
 
 if TYPE_CHECKING:
-    from swarmcore.walk import Position, Walk
+    from swarmcore._walk import Position, Walk
 
 __all__ = [
     "Loop",

@@ -8,8 +8,8 @@ import typing
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from swarmcore._flow import Flow, FlowNode, chain
 from swarmcore.errors import UserError
-from swarmcore.flow import Flow, FlowNode, chain
 from swarmcore.results import AgentKey, AgentResult
 
 if TYPE_CHECKING:

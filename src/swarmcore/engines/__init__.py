@@ -2,7 +2,7 @@
 
 An engine takes a run set up by the :class:`~swarmcore.Swarm` facade and walks
 its flow, calling each agent through the walk's one seam
-(:data:`~swarmcore.walk.AgentRunner`). :class:`Engine` is what every engine
+(:data:`~swarmcore._walk.AgentRunner`). :class:`Engine` is what every engine
 does; a durable engine (in its own package under ``swarmcore.engines``) declares what it
 adds with :class:`DurableEngine`, :class:`CanEnqueue`, :class:`CanApprove` and
 :class:`CanMap`, and the Swarm uses a capability only on an engine that declares it;
@@ -24,7 +24,7 @@ from swarmcore.engines._base import (
     RunInputs,
     Subscriber,
 )
-from swarmcore.engines.local import LocalEngine, stream_events
+from swarmcore.engines._local import LocalEngine, stream_events
 
 __all__ = [
     "ApprovalInbox",

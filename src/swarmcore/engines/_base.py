@@ -18,30 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from swarmcore import events
 from swarmcore.errors import SwarmError
 from swarmcore.events import Hook
-from swarmcore.llm import budget
+from swarmcore.llm import _budget as budget
 
 if TYPE_CHECKING:
-    from swarmcore.batch import Tally
+    from swarmcore._batch import Tally
+    from swarmcore._swarm import Swarm
+    from swarmcore._tools import Approval, ApprovalRequest
+    from swarmcore._walk import FlowSetup, Run
     from swarmcore.models import SwarmResult
-    from swarmcore.swarm import Swarm
-    from swarmcore.tools import Approval, ApprovalRequest
-    from swarmcore.walk import FlowSetup, Run
-
-__all__ = [
-    "ApprovalInbox",
-    "Budget",
-    "CanApprove",
-    "CanEnqueue",
-    "CanMap",
-    "CanRequeue",
-    "DurableEngine",
-    "Engine",
-    "Execution",
-    "Requeued",
-    "RunHandle",
-    "RunInputs",
-    "Subscriber",
-]
 
 Subscriber = tuple[Hook, tuple[type[events.Event], ...]]
 """An event consumer and the event types it wants (every type when empty)."""
@@ -70,7 +54,7 @@ class Engine(Protocol):
 
     The one thing every engine does. :class:`~swarmcore.engines.LocalEngine`
     walks the run in this process, each agent through the walk's one seam
-    (:data:`~swarmcore.walk.AgentRunner`); a durable engine records the walk too.
+    (:data:`~swarmcore._walk.AgentRunner`); a durable engine records the walk too.
     An engine that only implements this runs flows (``run``, ``stream``,
     ``map`` in process); the durable calls of a Swarm need the protocols below.
     """

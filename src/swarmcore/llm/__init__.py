@@ -37,14 +37,14 @@ Modules, by concern:
 
 from __future__ import annotations
 
+from swarmcore.llm._call import complete
+from swarmcore.llm._loader import load_litellm
+from swarmcore.llm._prechecks import missing_keys
+from swarmcore.llm._pricing import is_priced, prompt_cost, supports
+from swarmcore.llm._redaction import redact
+from swarmcore.llm._types import CallSpec, LLMReply, LLMRequest, Message, ToolCall
 from swarmcore.llm.backends import Backend
-from swarmcore.llm.call import complete
 from swarmcore.llm.choice import set_model_backend
-from swarmcore.llm.loader import load_litellm
-from swarmcore.llm.prechecks import missing_keys
-from swarmcore.llm.pricing import is_priced, prompt_cost, supports
-from swarmcore.llm.redaction import redact
-from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest, Message, ToolCall
 
 __all__ = [
     "Backend",

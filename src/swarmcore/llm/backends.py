@@ -13,9 +13,9 @@ import functools
 from collections.abc import Iterable
 from typing import Protocol
 
-from swarmcore.llm import local
+from swarmcore.llm import _local as local
+from swarmcore.llm._types import CallSpec, LLMReply, LLMRequest
 from swarmcore.llm.choice import is_native
-from swarmcore.llm.types import CallSpec, LLMReply, LLMRequest
 
 __all__ = ["Backend", "backend_for", "preload"]
 
@@ -46,14 +46,14 @@ def backend_for(call: CallSpec, model: str) -> Backend:
 
 @functools.cache
 def _native() -> Backend:
-    from swarmcore.llm.openai_backend import OpenAIBackend
+    from swarmcore.llm._openai_backend import OpenAIBackend
 
     return OpenAIBackend()
 
 
 @functools.cache
 def _litellm() -> Backend:
-    from swarmcore.llm.litellm_backend import LiteLLMBackend
+    from swarmcore.llm._litellm_backend import LiteLLMBackend
 
     return LiteLLMBackend()
 
@@ -70,11 +70,12 @@ def preload(calls: Iterable[CallSpec]) -> None:
             if local.is_local(model):
                 continue  # answered in process: nothing to import
             if is_native(call, model):
-                from swarmcore.llm import endpoints, price_data
+                from swarmcore.llm import _endpoints as endpoints
+                from swarmcore.llm import _price_data as price_data
 
                 endpoints.preload()
                 price_data.is_priced(model)
             else:
-                from swarmcore.llm.loader import load_litellm
+                from swarmcore.llm._loader import load_litellm
 
                 load_litellm()

@@ -39,7 +39,7 @@ from typing import Any, get_args
 
 from swarmcore._deprecation import warn_deprecated
 from swarmcore.errors import UserError
-from swarmcore.llm.types import BackendName, CallSpec
+from swarmcore.llm._types import BackendName, CallSpec
 
 __all__ = [
     "LITELLM_LISTENERS",
@@ -174,7 +174,9 @@ def is_openai_model(model: str) -> bool:
         return True
     if "/" in model:
         return False
-    from swarmcore.llm import price_data  # bare names: LiteLLM's own price map says whose
+    from swarmcore.llm import (
+        _price_data as price_data,  # bare names: LiteLLM's own price map says whose
+    )
 
     return price_data.is_openai_model(model)
 

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar, cast
 
+from swarmcore._tools import ToolReportedError
 from swarmcore.errors import AgentError, UserError
-from swarmcore.llm.redaction import carries_secret, env_secrets, redact
-from swarmcore.tools import ToolReportedError
+from swarmcore.llm._redaction import carries_secret, env_secrets, redact
 
 logger = logging.getLogger("swarmcore.mcp")
 

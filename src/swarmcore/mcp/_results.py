@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from swarmcore.tools import ToolReportedError
+from swarmcore._tools import ToolReportedError
 
 
 def render_result(result: Any, tool: str, server: str, redact: Callable[[str], str] = str) -> str:

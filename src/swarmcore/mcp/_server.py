@@ -14,13 +14,13 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from swarmcore.checks import check_number
+from swarmcore._checks import check_number
+from swarmcore._tools import Tool, ToolArgumentsError, Toolset, validate_name
 from swarmcore.errors import UserError
-from swarmcore.llm.redaction import secret_values
+from swarmcore.llm._redaction import secret_values
 from swarmcore.mcp._connection import Connection, StreamableTransport
 from swarmcore.mcp._results import render_result, schema_validator
 from swarmcore.mcp._scope import current_scope
-from swarmcore.tools import Tool, ToolArgumentsError, Toolset, validate_name
 
 if TYPE_CHECKING:
     from typing import Self
@@ -387,7 +387,7 @@ async def gather_tools(owner: str, toolsets: Iterable[Toolset]) -> list[Tool]:
 
     Args:
         owner: The agent's name, for errors.
-        toolsets: Its toolsets (MCP servers, or any :class:`~swarmcore.tools.Toolset`).
+        toolsets: Its toolsets (MCP servers, or any :class:`~swarmcore._tools.Toolset`).
 
     Returns:
         Their tools, in toolset order.

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from swarmcore.errors import UserError
-from swarmcore.store.base import (
+from swarmcore.store._base import (
     EarlierAttempt,
     RunListing,
     RunMark,
@@ -32,7 +32,7 @@ from swarmcore.store.base import (
     RunStore,
     RunSummary,
 )
-from swarmcore.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from swarmcore.store._sqlite import SCHEMA_VERSION, SQLiteStore
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from swarmcore.errors import UserError
 from swarmcore.results import AgentFailure, AgentResult, Decision, sum_cost
-from swarmcore.store.base import (
+from swarmcore.store._base import (
     EarlierAttempt,
     RunListing,
     RunMark,
@@ -25,20 +25,6 @@ from swarmcore.store.base import (
     RunStatus,
     RunSummary,
 )
-
-__all__ = [
-    "EARLIER",
-    "MARK",
-    "MAX_SEARCH",
-    "count_query",
-    "decode_page",
-    "like_escape",
-    "page_query",
-    "record",
-    "run_mark",
-    "run_row",
-    "why",
-]
 
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
 

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from swarmcore.errors import StoreError
 
-__all__ = ["check_location"]
-
 
 def check_location(path: Path) -> None:
     """Refuse, naming the fix, a path that cannot hold a store or a file that is not one yet.

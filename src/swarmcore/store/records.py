@@ -91,7 +91,8 @@ class RecordedError(SwarmError):
 @cache
 def _types() -> dict[str, type[Any]]:
     # Imported on first use: the store's other modules never need the model seam or tools.
-    from swarmcore.llm.types import LLMReply, ToolCall
+    from swarmcore._tools import Approval, ApprovalRequest
+    from swarmcore.llm._types import LLMReply, ToolCall
     from swarmcore.results import (
         AgentFailure,
         AgentResult,
@@ -101,7 +102,6 @@ def _types() -> dict[str, type[Any]]:
         TokenUsage,
         ToolCallRecord,
     )
-    from swarmcore.tools import Approval, ApprovalRequest
 
     found: dict[str, type[Any]] = {
         "AgentFailure": AgentFailure,

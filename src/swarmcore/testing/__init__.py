@@ -17,7 +17,7 @@
   session fixture ``postgres`` starts one, or skips where PostgreSQL is not
   installed; ``postgres.new_database()`` gives each test a database of its own.
 
-The in-process models are answered beneath the native backend (``llm.local``):
+The in-process models are answered beneath the native backend (``llm._local``):
 the request is built and the answer read by the code that speaks to an
 OpenAI-compatible server, so agents on them run the default path of hosted
 models. They never go through LiteLLM, and neither importing this module nor

@@ -6,8 +6,6 @@ import os
 
 from swarmcore.testing._models import offline_model
 
-__all__ = ["choose_model"]
-
 DEMO_MODEL = "openai/gpt-4o-mini"
 
 

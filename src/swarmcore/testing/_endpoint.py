@@ -2,7 +2,7 @@
 
 Every test model registers under a name (``model_string``) and is reached as
 ``swarmcore-test/<name>``. The native backend sends such a model's request
-here (``llm.local``) instead of over HTTP: the body it would POST to any
+here (``llm._local``) instead of over HTTP: the body it would POST to any
 endpoint, answered as an OpenAI-compatible server answers it (a chat
 completion's JSON, server-sent events when the request streams, or an error
 status with its JSON body and headers), and read back by the code that reads
@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from swarmcore.llm import local
+from swarmcore.llm import _local as local
 from swarmcore.testing._replies import (
     Fail,
     RecordedRequest,
@@ -30,8 +30,6 @@ from swarmcore.testing._replies import (
 )
 
 PROVIDER = local.PREFIX.rstrip("/")
-
-__all__ = ["PROVIDER", "Responder", "model_string"]
 
 
 class Responder(Protocol):
@@ -69,7 +67,7 @@ def model_string(
 
 
 class _Endpoint:
-    """Answers the native backend's requests for test models (``llm.local.LocalEndpoint``)."""
+    """Answers the native backend's requests for test models (``llm._local.LocalEndpoint``)."""
 
     async def post(self, name: str, body: str) -> local.Response:
         sent: dict[str, Any] = json.loads(body)

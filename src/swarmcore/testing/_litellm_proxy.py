@@ -14,8 +14,6 @@ from typing import Any
 
 from swarmcore.testing._replies import Fail, Reply
 
-__all__ = ["LiteLLMProxy"]
-
 _AVAILABLE_MODELS_HINT = "Call `/v1/models` to view available models for your key."
 
 

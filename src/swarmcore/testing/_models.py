@@ -11,19 +11,9 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from swarmcore.structured import SCHEMA_PROMPT
+from swarmcore._structured import SCHEMA_PROMPT
 from swarmcore.testing._endpoint import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step, tool_calls_of
-
-__all__ = [
-    "FunctionModel",
-    "OfflineModel",
-    "ScriptedModel",
-    "UnconsumedSteps",
-    "UnexpectedModelCall",
-    "example_arguments",
-    "offline_model",
-]
 
 _names = itertools.count(1)
 

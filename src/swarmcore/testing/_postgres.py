@@ -15,8 +15,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-__all__ = ["PostgresNotFound", "TemporaryPostgres", "find_postgres_bindir"]
-
 _START_TIMEOUT = 60.0
 
 

@@ -27,10 +27,8 @@ from swarmcore.testing._endpoint import model_string
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
 
 if TYPE_CHECKING:
-    from swarmcore.flow import Flow, FlowNode
+    from swarmcore._flow import Flow, FlowNode
     from swarmcore.store import RunStore
-
-__all__ = ["ReplayModel"]
 
 
 class ReplayModel:

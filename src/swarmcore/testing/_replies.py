@@ -19,20 +19,6 @@ from typing import Any
 
 from swarmcore._text_tools import text_tool_marker
 
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "Call",
-    "Fail",
-    "RecordedRequest",
-    "Reply",
-    "Step",
-    "completion_body",
-    "count_tokens",
-    "error_object",
-    "stream_chunks",
-    "usage",
-]
-
 _ids = itertools.count(1)
 
 

@@ -21,8 +21,6 @@ from swarmcore.testing._replies import (
     stream_chunks,
 )
 
-__all__ = ["MockOpenAIServer"]
-
 ServerResponder = Callable[[RecordedRequest], "Step | str"]
 
 

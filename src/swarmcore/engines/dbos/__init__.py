@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
+from swarmcore._checks import check_number, check_run_id
+from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.agent import Agent
-from swarmcore.checks import check_number, check_run_id
 from swarmcore.engines import (
     Budget,
     CanApprove,
@@ -47,6 +48,7 @@ from swarmcore.engines import (
     Execution,
     Subscriber,
 )
+from swarmcore.engines._local import LocalEngine
 from swarmcore.engines.dbos import _workers
 from swarmcore.engines.dbos._agents import AGENT_WORKFLOW as AGENT_WORKFLOW
 from swarmcore.engines.dbos._agents import RUN_WORKFLOW as RUN_WORKFLOW
@@ -59,16 +61,14 @@ from swarmcore.engines.dbos._map import map_runs
 from swarmcore.engines.dbos._records import RecordSerializer
 from swarmcore.engines.dbos._results import reparsed_run, storable, storable_error
 from swarmcore.engines.dbos._resume import Reopened, reopen
-from swarmcore.engines.local import LocalEngine
 from swarmcore.errors import SwarmError, UserError
-from swarmcore.tools import Approval, ApprovalRequest
 
 if TYPE_CHECKING:
-    from swarmcore.batch import Tally
-    from swarmcore.flow import Flow
+    from swarmcore._batch import Tally
+    from swarmcore._flow import Flow
+    from swarmcore._swarm import Swarm
+    from swarmcore._walk import FlowSetup, Run
     from swarmcore.models import SwarmResult
-    from swarmcore.swarm import Swarm
-    from swarmcore.walk import FlowSetup, Run
 
 __all__ = [
     "AGENT_WORKFLOW",

@@ -18,10 +18,8 @@ from typing import Any, cast
 
 from dbos import DBOS, DBOSClient
 
+from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.errors import UserError
-from swarmcore.tools import Approval, ApprovalRequest
-
-__all__ = ["WAITING", "await_decision", "send_decision", "waiting"]
 
 WAITING = "swarmcore.approval"
 """The agent workflow's event holding the request it waits on (None once decided)."""

@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING
 from dbos import DBOSClient, WorkflowHandleAsync
 
 from swarmcore import engines
-from swarmcore.checks import check_same_run
+from swarmcore._checks import check_same_run
 
 if TYPE_CHECKING:
     from swarmcore.models import SwarmResult
-
-__all__ = ["RunHandle", "same_run"]
 
 
 async def same_run(

@@ -20,7 +20,8 @@ from typing import Any, cast
 
 from dbos import DBOSClient, WorkflowStatus
 
-from swarmcore.checks import check_number, check_run_id
+from swarmcore._checks import check_number, check_run_id
+from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.engines import ApprovalInbox, CanRequeue
 from swarmcore.engines.dbos._agents import AGENT_WORKFLOW, RUN_WORKFLOW
 from swarmcore.engines.dbos._approvals import send_decision, waiting
@@ -28,7 +29,7 @@ from swarmcore.engines.dbos._records import RecordSerializer
 from swarmcore.engines.dbos._resume import Reopened, requeue
 from swarmcore.errors import UserError
 from swarmcore.models import AgentFailure, AgentResult, SwarmResult, sum_cost
-from swarmcore.store.base import (
+from swarmcore.store._base import (
     EarlierAttempt,
     RunListing,
     RunMark,
@@ -38,9 +39,6 @@ from swarmcore.store.base import (
     RunSummary,
 )
 from swarmcore.store.records import RecordedError
-from swarmcore.tools import Approval, ApprovalRequest
-
-__all__ = ["DBOSHistory"]
 
 _STATUS: dict[str, RunStatus] = {
     "ENQUEUED": "running",

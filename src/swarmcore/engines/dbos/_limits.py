@@ -42,10 +42,8 @@ from typing import TypedDict, TypeVar
 
 from dbos import DBOS, Queue, SetWorkflowID
 
-from swarmcore.llm import limits
-from swarmcore.llm.limits import ModelLimit, SharedPermit
-
-__all__ = ["PERMIT_WORKFLOW", "DBOSLimits", "QueueRateLimit", "model_queue", "queue_rate"]
+from swarmcore.llm import _limits as limits
+from swarmcore.llm._limits import ModelLimit, SharedPermit
 
 T = TypeVar("T")
 

@@ -18,16 +18,14 @@ from typing import TYPE_CHECKING
 
 from dbos import DBOSClient, WorkflowStatus
 
-from swarmcore.batch import Tally
+from swarmcore._batch import Tally
 from swarmcore.engines.dbos._results import reparsed_run
 from swarmcore.errors import SwarmError
 
 if TYPE_CHECKING:
+    from swarmcore._swarm import Swarm
     from swarmcore.engines.dbos import DBOSEngine
     from swarmcore.models import SwarmResult
-    from swarmcore.swarm import Swarm
-
-__all__ = ["map_runs"]
 
 CHUNK = 500
 """Run ids asked about in one query."""

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING
 from swarmcore.agent import Agent
 from swarmcore.errors import SwarmError
 from swarmcore.results import AgentKey
-from swarmcore.store.restore import reparsed as stored_reparsed
+from swarmcore.store._restore import reparsed as stored_reparsed
 
 if TYPE_CHECKING:
-    from swarmcore.flow import Flow
+    from swarmcore._flow import Flow
     from swarmcore.models import AgentResult, SwarmResult
-
-__all__ = ["plain", "reparsed", "reparsed_run", "storable", "storable_error"]
 
 
 def plain(result: AgentResult) -> AgentResult:

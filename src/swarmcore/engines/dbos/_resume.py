@@ -23,8 +23,6 @@ from dbos import DBOSClient, EnqueueOptions
 from swarmcore.engines.dbos._workers import LIVE_WITHIN, live_workers
 from swarmcore.errors import UserError
 
-__all__ = ["Reopened", "agent_workflow_id", "reopen", "requeue"]
-
 _FAILED = {"ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 
 

@@ -44,20 +44,6 @@ from swarmcore.errors import UserError
 if TYPE_CHECKING:
     from swarmcore.engines.dbos import DBOSEngine
 
-__all__ = [
-    "LIVE_WITHIN",
-    "TABLE",
-    "Watch",
-    "checked",
-    "claim",
-    "create_table",
-    "live_workers",
-    "own_queues",
-    "private_queue",
-    "stop",
-    "watch",
-]
-
 TABLE = "swarmcore_workers"
 
 LIVE_WITHIN = 60.0
