@@ -126,3 +126,66 @@ def test_flow_never_imports_agent() -> None:
     for name, deps in graph.items():
         if name == "swarmcore._flow" or name.startswith("swarmcore._flow."):
             assert "swarmcore.agent" not in deps, name
+
+
+# The modules users are told to import (docs/contributing.md lists them); every other
+# module has an underscore name. A new public module is a decision: add it here and there.
+PUBLIC = {
+    "swarmcore",
+    "swarmcore.a2a",
+    "swarmcore.agent",
+    "swarmcore.cli",
+    "swarmcore.console",
+    "swarmcore.context",
+    "swarmcore.control",
+    "swarmcore.demo",
+    "swarmcore.durable",
+    "swarmcore.engines",
+    "swarmcore.engines.dbos",
+    "swarmcore.errors",
+    "swarmcore.events",
+    "swarmcore.llm",
+    "swarmcore.llm.backends",
+    "swarmcore.llm.choice",
+    "swarmcore.mcp",
+    "swarmcore.models",
+    "swarmcore.modes",
+    "swarmcore.results",
+    "swarmcore.scope",
+    "swarmcore.store",
+    "swarmcore.store.records",
+    "swarmcore.testing",
+    "swarmcore.testing.pytest_plugin",
+    "swarmcore.tracing",
+}
+
+
+def _private(name: str) -> bool:
+    return any(part.startswith("_") for part in name.split(".")[1:])
+
+
+def _declares_all(path: Path) -> bool:
+    for node in ast.parse(path.read_text()).body:
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign | ast.AugAssign)
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return True
+    return False
+
+
+def test_every_module_outside_the_public_list_has_an_underscore_name() -> None:
+    public = {name for name in _modules() if not _private(name) and not name.endswith("__main__")}
+    assert public == PUBLIC
+
+
+def test_public_modules_alone_carry_all() -> None:
+    modules = _modules()
+    carrying = {name for name, path in modules.items() if _declares_all(path)}
+    assert not {name for name in carrying if _private(name)}
+    # the pytest plugin is a set of fixtures pytest finds by entry point, not imports
+    assert carrying == PUBLIC - {"swarmcore.testing.pytest_plugin"}
