@@ -188,9 +188,9 @@ async def test_a_recording_scope_makes_each_call_through_its_runner() -> None:
     assert made == ["tool:x"]
 
 
-@pytest.mark.parametrize("name", ["budget", "events", "mcp/_scope", "durable", "_loop"])
+@pytest.mark.parametrize("name", ["llm/_budget", "events", "mcp/_scope", "durable", "_loop"])
 def test_run_state_modules_hold_no_context_variable(name: str) -> None:
-    path = SRC / f"{name}.py" if (SRC / f"{name}.py").exists() else SRC / "llm" / f"{name}.py"
+    path = SRC / f"{name}.py"
     assert "ContextVar(" not in path.read_text()
 
 

@@ -236,7 +236,7 @@ async def test_run_started_carries_the_shape() -> None:
 
 
 def test_flow_package_imports_point_one_way() -> None:
-    package = Path(__file__).parents[2] / "src" / "swarmcore" / "flow"
+    package = Path(__file__).parents[2] / "src" / "swarmcore" / "_flow"
     imported: dict[str, set[str]] = {}
     for path in package.glob("*.py"):
         names: set[str] = set()
