@@ -100,7 +100,7 @@ def raw_server(respond: Respond) -> Iterator[Server]:
     httpd = Threaded(("127.0.0.1", 0), Handler)
     port = httpd.server_address[1]
     server_box.append(Server(f"http://127.0.0.1:{port}/v1", port))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield server_box[0]

@@ -782,7 +782,7 @@ class _EchoingHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def echoing_endpoint() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"

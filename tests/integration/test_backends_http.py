@@ -258,7 +258,7 @@ async def test_a_body_that_is_not_a_chat_completion_is_a_clear_error() -> None:
     """A proxy's error page with status 200: retried as a transient failure, then named."""
     _NotJSON.served = 0
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NotJSON)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -87,7 +87,8 @@ class MockOpenAIServer:
         self._stopping.clear()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll: shutdown() waits for the loop to look, 0.5 s by default per stop.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
