@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, as
+# many containers set): the suite starts four workers that each rewrite every test module,
+# and a hundred Python subprocesses that each compile swarmcore; cached, both cost half.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 _SLOW_FIRST = (
     "tests/integration/test_examples.py",
@@ -34,9 +40,10 @@ slowest first, as measured with ``--durations``."""
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs the slowest modules first, each module's tests in their own order.
 
-    With ``-n 4`` the workers take tests in collection order: a long test taken last
-    leaves the other workers idle until it ends (38 s in one profiled run), while
-    the many quick tests, taken last, even the workers out.
+    Each worker starts on its share of the collection and idle ones steal from the
+    others' ends (``--dist worksteal``): a long test taken last leaves the other
+    workers idle until it ends (38 s in one profiled run), while the many quick
+    tests, taken last, even the workers out.
     """
     root = Path(__file__).parent.parent
 
