@@ -409,7 +409,8 @@ def sized(size: int, *, stream: bool) -> Respond:
     """A valid reply of about ``size`` bytes, sent chunked (no Content-Length to refuse early)."""
 
     def respond(conn: socket.socket, seen: Seen, server: Server) -> None:
-        raw = sse("c" * size) if stream else completion("c" * size)  # built when sent, not collected
+        # Built when sent: at collection, every worker would build every size.
+        raw = sse("c" * size) if stream else completion("c" * size)
         conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n")
         for start in range(0, len(raw), MIB):
             piece = raw[start : start + MIB]
