@@ -18,6 +18,7 @@ from swarmcore import (
     OutputValidationError,
     Swarm,
     UserError,
+    loop,
 )
 from swarmcore._structured import json_candidates
 from swarmcore._text_tools import text_tool_marker
@@ -584,6 +585,26 @@ async def test_resume_restores_parsed_as_the_output_type(tmp_path: Path) -> None
     assert result["city"].output == OSLO_DUMP
     assert result.output == "Oslo is big."
     assert result.run_id == run_id
+
+
+async def test_resume_restores_parsed_for_each_loop_iteration(tmp_path: Path) -> None:
+    """Iterations are stored as ``city#k``: each gets its agent's output_type back."""
+    db = tmp_path / "runs.db"
+    first = ScriptedModel([OSLO_JSON, OSLO_JSON])
+    failing = ScriptedModel([Fail(400, "bad request")])
+    city = Agent("city", "Find the city.", model=first.model, output_type=City)
+    writer = Agent("writer", "Write a report.", model=failing.model)
+    with pytest.raises(AgentError) as info:
+        await Swarm(loop(city, max_iterations=2) >> writer, store=db).run("Norway")
+    assert info.value.partial is not None
+    run_id = info.value.partial.run_id
+
+    fixed = ScriptedModel(["Oslo is big.\n<summary>Report.</summary>"])
+    city2 = Agent("city", "Find the city.", model=ScriptedModel([]).model, output_type=City)
+    writer2 = Agent("writer", "Write a report.", model=fixed.model)
+    result = await Swarm(loop(city2, max_iterations=2) >> writer2, store=db).resume(run_id)
+    assert [r.agent_name for r in result.history] == ["city#1", "city#2", "writer"]
+    assert all(isinstance(r.parsed, City) for r in result.history[:2])
 
 
 # --- text tool protocol --------------------------------------------------------------------

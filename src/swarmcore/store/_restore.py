@@ -57,8 +57,9 @@ def restore(run: Run, record: RunRecord, setup: FlowSetup, agents: Sequence[Agen
     run.context.place(iteration_ranks(setup.flow, setup.positions, names))
     specs = {a.name: a.output_spec for a in agents}
     for result in record.results:
-        if AgentKey.parse(result.agent_name).base in setup.positions:
-            run.finish(reparsed(result, specs.get(result.agent_name)))
+        base = AgentKey.parse(result.agent_name).base  # a loop's iterations: name#k
+        if base in setup.positions:
+            run.finish(reparsed(result, specs.get(base)))
 
 
 def reparsed(result: AgentResult, spec: OutputSpec | None) -> AgentResult:
