@@ -6,6 +6,9 @@
 * :class:`ScriptedModel`: replies a test dictates (``Reply``, ``Fail``),
   recording every request and failing loudly past the end of its script.
 * :class:`FunctionModel`: answers with a function of the request.
+* :class:`ReaderModel`: a careful deterministic reader of the shared context:
+  it states the facts its instructions name, finds the ones it needs with the
+  context tools, and records what it delivered (:func:`score_facts` scores a run).
 * :class:`ReplayModel`: answers from a stored run's recording, matched by
   content, so a real run becomes a deterministic offline test.
 * :class:`MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the
@@ -36,18 +39,30 @@ from swarmcore.testing._models import (
     offline_model,
 )
 from swarmcore.testing._postgres import PostgresNotFound, TemporaryPostgres
+from swarmcore.testing._reader import (
+    FactScore,
+    ReaderAnswer,
+    ReaderModel,
+    facts_in,
+    needed_facts,
+    score_facts,
+    stated_facts,
+)
 from swarmcore.testing._replay import ReplayModel
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply
 from swarmcore.testing._server import MockOpenAIServer
 
 __all__ = [
     "Call",
+    "FactScore",
     "Fail",
     "FunctionModel",
     "LiteLLMProxy",
     "MockOpenAIServer",
     "OfflineModel",
     "PostgresNotFound",
+    "ReaderAnswer",
+    "ReaderModel",
     "RecordedRequest",
     "ReplayModel",
     "Reply",
@@ -57,5 +72,9 @@ __all__ = [
     "UnexpectedModelCall",
     "choose_model",
     "example_arguments",
+    "facts_in",
+    "needed_facts",
     "offline_model",
+    "score_facts",
+    "stated_facts",
 ]

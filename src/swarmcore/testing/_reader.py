@@ -1,0 +1,353 @@
+"""The reader model: a careful, deterministic reader of the shared context.
+
+It answers from what it can see and, where a fact it needs is missing, uses
+the context tools as a sensible model would. Facts follow one convention:
+
+* A fact's id is ``F`` and digits: ``F07``.
+* Instructions say in words which facts the agent needs, in a sentence that
+  starts with "You need": ``You need the launch date (fact F07) and the budget
+  (fact F12).`` The words before each ``(fact F..)`` are its topic.
+* Instructions say which facts the agent states itself: ``State fact F03: the
+  vendor is Acme.``
+* A fact is stated as its id, a colon and a sentence that runs to the first
+  full stop followed by a space or a line end: ``F07: the launch date is 14
+  March.`` A stated fact's topic is the words before its verb (is, are, was,
+  were), without a leading "the".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from swarmcore.testing._endpoint import model_string
+from swarmcore.testing._replies import Call, RecordedRequest, Reply, Step, tool_calls_of
+
+_names = itertools.count(1)
+
+SummaryStyle = Literal["facts", "topic"]
+"""What the reader's ``<summary>`` names: each fact's id and topic, or the topics only."""
+SearchStyle = Literal["id", "words"]
+"""How the reader writes a search: the fact's id, or its topic in plain words."""
+
+_FACT_ID = r"F\d+"
+_STATEMENT = re.compile(rf"\b({_FACT_ID}): ([^\n]+?)\.(?=\s|$|<)")
+_NEED_SENTENCE = re.compile(r"\bYou need\b([^.]*)\.")
+_NEED = re.compile(rf"\(fact ({_FACT_ID})\)")
+_STATE = re.compile(rf"\bState fact ({_FACT_ID}): ([^\n]+?)\.(?=\s|$)")
+_VERB = re.compile(r"\s(?:is|are|was|were)\s")
+_FRAME = re.compile(
+    r'<output agent="([^"]+)"(?: kind="[^"]+")? id="([0-9a-f]+)">(.*?)</output id="\2">', re.DOTALL
+)
+_READERS = ("get_context", "expand_context")
+
+_FILLER = (
+    "The working group met twice this week and went through the open questions one by one.",
+    "Most of the discussion turned on how the rollout should be staged across the teams.",
+    "Several people asked for a clearer owner for each task before anything is signed off.",
+    "The notes from the last review were circulated and nobody raised a new objection.",
+    "A short pilot is still the safest way to learn what the users really need.",
+    "The risks listed last month remain, though two of them now look less likely.",
+    "Support staff want written guidance before the first customers are moved over.",
+    "The design was simplified after the feedback from the second round of interviews.",
+    "There is broad agreement that the documentation has to be ready on day one.",
+    "Training sessions will be recorded so that later joiners can catch up on their own.",
+    "The legal review found nothing blocking but asked for two wording changes.",
+    "Dependencies on other departments are tracked in the shared planning sheet.",
+    "A fallback plan exists if the integration tests do not pass in time.",
+    "The steering committee will see a one-page status note every Friday.",
+    "Feedback from the field has been mostly positive, with a few usability complaints.",
+    "The data migration scripts were rehearsed on a copy and ran without errors.",
+    "Everyone agreed to keep the scope fixed until the first milestone is reached.",
+    "Two open tickets concern the reporting screens and are being worked on now.",
+    "The communication plan names who tells which customers, and when.",
+    "Performance looked acceptable in the load test, with headroom to spare.",
+    "Accessibility checks are part of the acceptance criteria this time.",
+    "The team will revisit the estimates once the pilot results are in.",
+    "Nobody expects the remaining work to change the overall direction.",
+    "A handful of minor defects were fixed and verified during the week.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderAnswer:
+    """One final answer of a :class:`ReaderModel`: what its agent needed and delivered."""
+
+    agent: str
+    """The first line of the agent's instructions (where a name usually is)."""
+    needed: frozenset[str]
+    """Ids of the facts the instructions say the agent needs."""
+    delivered: frozenset[str]
+    """Ids of the needed facts the answer states."""
+    calls: int
+    """Context tool calls made before answering."""
+
+
+@dataclass(frozen=True, slots=True)
+class FactScore:
+    """How many needed facts a run's answers delivered, and which ones went missing."""
+
+    needed: int
+    """Needed facts, summed over every answer (each iteration of a loop counts)."""
+    delivered: int
+    """Of those, the facts the answers stated correctly."""
+    missing: Mapping[str, tuple[str, ...]]
+    """The ids each answer lacked, by context key (``writer#2``); complete answers left out."""
+
+    @property
+    def rate(self) -> float:
+        """Delivered / needed (1.0 when nothing was needed)."""
+        return self.delivered / self.needed if self.needed else 1.0
+
+
+class _Instructed(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def instructions(self) -> str: ...
+
+
+def needed_facts(instructions: str) -> dict[str, str]:
+    """The facts ``instructions`` say are needed, as id to topic, in order."""
+    needs: dict[str, str] = {}
+    for sentence in _NEED_SENTENCE.finditer(instructions):
+        text, start = sentence.group(1), 0
+        for need in _NEED.finditer(text):
+            needs[need.group(1)] = _topic_words(text[start : need.start()])
+            start = need.end()
+    return needs
+
+
+def stated_facts(instructions: str) -> dict[str, str]:
+    """The facts ``instructions`` say to state, as id to statement: ``F03: the vendor is Acme.``"""
+    return {m.group(1): f"{m.group(1)}: {m.group(2)}." for m in _STATE.finditer(instructions)}
+
+
+def facts_in(text: str) -> dict[str, str]:
+    """Every fact statement in ``text``, as id to statement; a later one of an id wins."""
+    return {m.group(1): f"{m.group(1)}: {m.group(2)}." for m in _STATEMENT.finditer(text)}
+
+
+def fact_topic(statement: str) -> str:
+    """A statement's topic: its words before the verb, without the id or a leading "the"."""
+    body = statement.split(":", 1)[-1]
+    verb = _VERB.search(body)
+    return _topic_words(body[: verb.start()] if verb else " ".join(body.split()[:3]))
+
+
+def score_facts(agents: Iterable[_Instructed], outputs: Mapping[str, str]) -> FactScore:
+    """Score a run: which facts each answer needed and which it stated correctly.
+
+    ``outputs`` maps context keys to answers (``result.context``); an iteration
+    key such as ``writer#2`` is scored by ``writer``'s instructions. A needed
+    fact counts as delivered when the answer holds its statement as the
+    instructions of the agent that states it word it (case and spacing aside),
+    or, for a fact no agent states, any statement of its id.
+    """
+    by_name = {a.name: a.instructions for a in agents}
+    truth: dict[str, str] = {}
+    for text in by_name.values():
+        truth.update(stated_facts(text))
+    needed = delivered = 0
+    missing: dict[str, tuple[str, ...]] = {}
+    for key, output in outputs.items():
+        needs = needed_facts(by_name.get(key.split("#", 1)[0], ""))
+        said = _normal(output)
+        lacked = tuple(
+            f
+            for f in needs
+            if not (_normal(truth[f].rstrip(".")) in said if f in truth else f in facts_in(output))
+        )
+        needed += len(needs)
+        delivered += len(needs) - len(lacked)
+        if lacked:
+            missing[key] = lacked
+    return FactScore(needed, delivered, missing)
+
+
+class ReaderModel:
+    """A deterministic model that reads the shared context like a careful model.
+
+    From the agent's instructions it knows the facts it needs and the facts it
+    states (the convention is in this module's docstring). Each turn it looks
+    for every needed fact's statement anywhere in the request (the system
+    prompt, the task, tool results). Where one is missing and a context tool is
+    offered, it calls the tool a sensible model would, one per missing fact,
+    all in one turn:
+
+    1. the agent whose framed words it can see (a summary in the prompt or in a
+       ``list_context`` result, or a cut-off search hit) name the fact's id or
+       topic: ``get_context`` (or ``expand_context``) of that agent;
+    2. otherwise ``list_context``, once;
+    3. otherwise ``search_context`` with the fact's id or its topic in plain
+       words (``search``).
+
+    It never makes the same call twice, and after ``max_rounds`` rounds of
+    tool calls, or when no new call is left, it answers with what it has:
+    filler paragraphs seeded by the first line of the instructions, with the
+    facts it states and the needed facts it found placed among them (never
+    first), and a ``<summary>`` line that names each fact's id and topic
+    (``summaries="facts"``) or the topics only (``summaries="topic"``). It
+    answers from what it has; it does not make facts up.
+
+    Args:
+        summaries: What the summary line names: ``"facts"`` or ``"topic"``.
+        search: How searches are written: ``"id"`` (``F07``) or ``"words"``
+            (``launch date``, as real models write them).
+        max_rounds: Rounds of tool calls before it answers regardless.
+        paragraphs: Filler paragraphs per answer.
+        name: The model's name (unique in the process); generated when None.
+    """
+
+    def __init__(
+        self,
+        *,
+        summaries: SummaryStyle = "facts",
+        search: SearchStyle = "id",
+        max_rounds: int = 4,
+        paragraphs: int = 4,
+        name: str | None = None,
+    ) -> None:
+        self.summaries: SummaryStyle = summaries
+        self.search: SearchStyle = search
+        self.max_rounds = max_rounds
+        self.paragraphs = max(2, paragraphs)
+        self.requests: list[RecordedRequest] = []
+        """Every request received, in arrival order."""
+        self.answers: list[ReaderAnswer] = []
+        """Every final answer, in the order given."""
+        self.model = model_string(name or f"reader-{next(_names)}", self)
+        """The model string to put in ``Agent(model=...)``."""
+
+    async def respond(self, request: RecordedRequest) -> Step:
+        """Record ``request`` and make the next move: context tool calls, or the answer."""
+        self.requests.append(request)
+        needs = needed_facts(request.system)
+        seen = facts_in("\n".join(_texts(request)))
+        missing = [f for f in needs if f not in seen]
+        made = _calls_made(request)
+        rounds = sum(1 for m in _since_task(request) if tool_calls_of(m))
+        if missing and rounds < self.max_rounds:
+            calls = self._calls_for(missing, needs, request, made)
+            if calls:
+                return Reply(tool_calls=calls)
+        return Reply(text=self._answer(request, needs, seen, len(made)))
+
+    def _calls_for(
+        self,
+        missing: list[str],
+        needs: Mapping[str, str],
+        request: RecordedRequest,
+        made: set[tuple[str, str]],
+    ) -> list[Call]:
+        offered = set(request.tool_names)
+        frames = _FRAME.findall("\n".join(_texts(request)))
+        chosen: list[tuple[str, dict[str, str]]] = []
+        for fact in missing:
+            options = [
+                (reader, {"agent_name": agent})
+                for reader in _READERS
+                if reader in offered
+                for agent, _, text in reversed(frames)
+                if _mentions(text, fact, needs[fact])
+            ]
+            if "list_context" in offered:
+                options.append(("list_context", {}))
+            if "search_context" in offered:
+                query = fact if self.search == "id" else needs[fact]
+                options.append(("search_context", {"query": query}))
+            for name, args in options:
+                key = (name, _canonical(args))
+                if key not in made and (name, args) not in chosen:
+                    chosen.append((name, args))
+                    break
+        return [Call(name, args) for name, args in chosen]
+
+    def _answer(
+        self,
+        request: RecordedRequest,
+        needs: Mapping[str, str],
+        seen: Mapping[str, str],
+        calls: int,
+    ) -> str:
+        head = request.system.strip().split("\n", 1)[0]
+        own = stated_facts(request.system)
+        found = {f: seen[f] for f in needs if f in seen and f not in own}
+        facts = {**own, **found}
+        paragraphs = _filler(head, self.paragraphs)
+        for index, statement in enumerate(facts.values()):
+            slot = 1 + index % (len(paragraphs) - 1)  # never the first paragraph
+            sentences = paragraphs[slot]
+            sentences.insert(min(2, len(sentences)), statement)
+        body = "\n\n".join(" ".join(sentences) for sentences in paragraphs)
+        delivered = frozenset(f for f in needs if f in facts)
+        self.answers.append(ReaderAnswer(head, frozenset(needs), delivered, calls))
+        return f"{body}\n\n<summary>{self._summary(facts)}</summary>"
+
+    def _summary(self, facts: Mapping[str, str]) -> str:
+        if not facts:
+            return "General notes on the work; no specific facts."
+        if self.summaries == "facts":
+            named = [f"{f} ({fact_topic(s)})" for f, s in facts.items()]
+        else:
+            named = [f"the {fact_topic(s)}" for s in facts.values()]
+        listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+        return f"Covers {listed}."
+
+
+def _topic_words(text: str) -> str:
+    words = text.replace(",", " ").split()
+    while words and words[0].lower() in {"and", "the", "a", "an", "also", "need", "you"}:
+        words = words[1:]
+    return " ".join(words)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _mentions(text: str, fact: str, topic: str) -> bool:
+    """Whether framed words name ``fact`` by id or by topic."""
+    return bool(re.search(rf"\b{fact}\b", text)) or (
+        bool(topic) and _normal(topic) in _normal(text)
+    )
+
+
+def _since_task(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The messages after the last user message (this agent run's tool rounds)."""
+    messages = request.messages
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    return messages[last + 1 :]
+
+
+def _texts(request: RecordedRequest) -> list[str]:
+    """What the model can read: the system prompt, the task and every tool result."""
+    return [request.system, request.user] + [str(m["content"]) for m in request.tool_results]
+
+
+def _calls_made(request: RecordedRequest) -> set[tuple[str, str]]:
+    made: set[tuple[str, str]] = set()
+    for message in _since_task(request):
+        for call in tool_calls_of(message):
+            try:
+                args: Any = json.loads(call["function"]["arguments"] or "{}")
+            except json.JSONDecodeError:
+                args = call["function"]["arguments"]
+            made.add((call["function"]["name"], _canonical(args)))
+    return made
+
+
+def _canonical(args: object) -> str:
+    return json.dumps(args, sort_keys=True)
+
+
+def _filler(seed: str, paragraphs: int) -> list[list[str]]:
+    """Paragraphs of plausible project prose, the same for the same seed."""
+    rng = random.Random(hashlib.sha256(seed.encode()).digest())
+    return [rng.sample(_FILLER, rng.randint(4, 6)) for _ in range(paragraphs)]
