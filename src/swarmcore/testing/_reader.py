@@ -125,7 +125,7 @@ def needed_facts(instructions: str) -> dict[str, str]:
 
 
 def stated_facts(instructions: str) -> dict[str, str]:
-    """The facts ``instructions`` say to state, as id to statement: ``F03: the vendor is Acme.``"""
+    """The facts ``instructions`` say to state, as id to statement (``F03: the vendor is X.``)."""
     return {m.group(1): f"{m.group(1)}: {m.group(2)}." for m in _STATE.finditer(instructions)}
 
 
