@@ -1,7 +1,7 @@
 """swarmcore against its floors: plain ``litellm.acompletion`` or ``openai`` + ``asyncio.gather``.
 
     uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 7] [--profile]
-        [--only w1,w2,w3,alone,settings,tokens,import] [--fan-outs 500]
+        [--only w1,w2,w3,alone,settings,tokens,import,bursts,context] [--fan-outs 500]
         [--concurrency 200]
 
 A full run takes ~15 minutes; ``--quick`` (~2 minutes) runs W1, W3 at K=50 only, W2 at
@@ -78,6 +78,11 @@ LiteLLM: the old row).
   push mode, on the in-process FunctionModel (no server), read from
   ``ModelCallFinished`` events; and the prompt tokens of whole runs in each
   mode, of the three flows of ``examples/pull_vs_push.py`` (ratio push / pull).
+* Context (``benchmarks/context.py``, its own process, offline): what reaches each
+  agent and what it costs in each context mode, on flows with facts planted in
+  agents' outputs, read by ``swarmcore.testing.ReaderModel``: facts delivered, input
+  tokens, calls, the largest prompt and the cacheable-prefix share, printed as its
+  own tables after this one.
 
 Fairness rules: each side is warmed up (for LiteLLM: a plain call and a call with
 tools; for the openai floor the same; then untimed runs of each side's workload)
@@ -732,7 +737,9 @@ def render(rows: Sequence[Row]) -> str:
 # --- workloads in this process: W1, W2, prompt tokens -----------------------------------
 
 
-WORKLOADS = frozenset({"w1", "w2", "w3", "alone", "settings", "tokens", "import", "bursts"})
+WORKLOADS = frozenset(
+    {"w1", "w2", "w3", "alone", "settings", "tokens", "import", "bursts", "context"}
+)
 
 
 @dataclass(slots=True)
@@ -1728,6 +1735,20 @@ def burst_rows(quick: bool) -> list[Row]:
     return rows
 
 
+# --- what reaches each agent (benchmarks/context.py) ------------------------------------
+
+
+def context_tables() -> str:
+    """The context benchmark's tables (offline, ~2 s), from its own process."""
+    progress("context modes on flows with planted facts (benchmarks/context.py)")
+    return subprocess.run(
+        [sys.executable, str(HERE / "context.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 # --- main --------------------------------------------------------------------------------
 
 
@@ -1867,6 +1888,7 @@ def _main() -> int:
         rows += alone_rows(cfg)
     if "bursts" in cfg.only:
         rows += burst_rows(args.quick)
+    context = context_tables() if "context" in cfg.only else ""
     lines = header(cfg, args.quick, (load_start, os.getloadavg()[0]))
     lines.append(
         f"server: {stats['served']} requests, {stats['cpu_seconds']:.1f} s CPU in total; "
@@ -1874,10 +1896,7 @@ def _main() -> int:
     )
     print("\n".join(lines))
     print()
-    print(render(rows))
-    if profile:
-        print()
-        print(profile)
+    print("\n\n".join(part for part in (render(rows), context.rstrip(), profile) if part))
     return 0
 
 
