@@ -120,9 +120,10 @@ def chain_of_8(model: str) -> Flow:
 def diamond(model: str) -> Flow:
     made = facts()
     a, b, c = ([next(made), next(made)] for _ in range(3))
-    make = lambda name, states, needs: Agent(  # noqa: E731 -- four one-line agents
-        name, instructions(name, "an analyst", states, needs), model=model
-    )
+
+    def make(name: str, states: list[Fact], needs: list[Fact]) -> Agent:
+        return Agent(name, instructions(name, "an analyst", states, needs), model=model)
+
     return (
         make("scope", a, [])
         >> (make("costs", b, [a[0]]) | make("risks", c, [a[1]]))

@@ -262,10 +262,12 @@ class ReaderModel:
             if "search_context" in offered:
                 query = fact if self.search == "id" else needs[fact]
                 options.append(("search_context", {"query": query}))
+            # The first option not made before; one already chosen this turn serves this
+            # fact too (one list_context, or one read of an agent naming two facts).
             for name, args in options:
-                key = (name, _canonical(args))
-                if key not in made and (name, args) not in chosen:
-                    chosen.append((name, args))
+                if (name, _canonical(args)) not in made:
+                    if (name, args) not in chosen:
+                        chosen.append((name, args))
                     break
         return [Call(name, args) for name, args in chosen]
 
