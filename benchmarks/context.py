@@ -16,7 +16,8 @@ every answer places its facts among paragraphs of filler. The shapes:
 Each shape runs in every mode (``--modes``; a mode this swarmcore does not accept
 is skipped with a note) on the offline ``ReaderModel``, in two variants: summaries
 that name their facts (ids and topics) with searches by fact id, and summaries that
-name only the topics with searches in plain words, as real models write them. Per
+name only the topic of the work (the task's words, nothing of who holds which fact)
+with searches in plain words, as real models write them. Per
 shape and mode it prints: facts delivered (needed facts the answers stated, of all
 needed), input tokens (cl100k_base, ``swarmcore._tokens.count_tokens``, over each
 request's tool schemas and messages as serialized below), model calls, the largest
@@ -271,7 +272,7 @@ class Variant:
 
 VARIANTS = (
     Variant("summaries name their facts, searches by fact id", "facts", "id"),
-    Variant("summaries name only the topic, searches in plain words", "topic", "words"),
+    Variant("summaries name only the topic of the work, searches in plain words", "topic", "words"),
 )
 
 

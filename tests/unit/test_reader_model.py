@@ -89,10 +89,12 @@ async def test_states_its_facts_among_filler_with_a_summary_naming_them() -> Non
     assert again == answer
 
 
-async def test_topic_summaries_name_only_the_topic() -> None:
+async def test_topic_summaries_name_only_what_the_work_is_about() -> None:
     model = ReaderModel(summaries="topic")
-    answer = text(await model.respond(request("You are a.\nState fact F03: the vendor is Acme.")))
-    assert answer.endswith("<summary>Covers the vendor.</summary>")
+    asked = request("You are a.\nState fact F03: the vendor is Acme.", user="Plan the rollout.")
+    answer = text(await model.respond(asked))
+    assert "F03: the vendor is Acme." in answer
+    assert answer.endswith("<summary>Notes on: Plan the rollout.</summary>")
 
 
 @pytest.mark.parametrize("where", ["system", "user", "tool"])
@@ -142,9 +144,13 @@ async def test_lists_when_nothing_names_the_fact_then_searches(
     assert calls(second) == [("search_context", {"query": q}) for q in queries]
 
 
-async def test_a_cut_off_search_hit_is_read_in_full() -> None:
-    hit = frame("b", "line 3: The group met. F07: the launch date is 14 Ma…")
-    rounds = [(Call("search_context", {"query": "F07"}), hit)]
+@pytest.mark.parametrize(
+    "line",
+    ["line 3: The group met. F07: the launch date is 14 Ma…", "line 3: The group met and talked…"],
+    ids=["cut in the fact", "cut before it"],
+)
+async def test_an_agent_a_search_hit_is_read_in_full(line: str) -> None:
+    rounds = [(Call("search_context", {"query": "F07"}), frame("b", line))]
     step = await ReaderModel().respond(request(NEEDS, ("search_context", "get_context"), rounds))
     assert ("get_context", {"agent_name": "b"}) in calls(step)
 
@@ -168,6 +174,17 @@ async def test_never_the_same_call_twice_and_then_it_answers() -> None:
     assert model.answers[-1].calls == 2
 
 
+async def test_with_no_clue_it_reads_the_summarised_agents_in_flow_order() -> None:
+    summaries = "\n".join(frame(n, "\nNotes on: Plan it.\n", "summary") for n in ("a", "b", "c"))
+    system = f"You are d.\nYou need the launch date (fact F07).\n{summaries}"
+    model = ReaderModel(summaries="topic")
+    first = await model.respond(request(system, ("expand_context",)))
+    assert calls(first) == [("expand_context", {"agent_name": "a"})]
+    missed = [(Call("expand_context", {"agent_name": "a"}), frame("a", "Nothing here."))]
+    second = await model.respond(request(system, ("expand_context",), missed))
+    assert calls(second) == [("expand_context", {"agent_name": "b"})]
+
+
 async def test_gives_up_after_its_rounds() -> None:
     rounds = [(Call("search_context", {"query": f"q{i}"}), "No lines match.") for i in range(2)]
     model = ReaderModel(max_rounds=2)
@@ -189,18 +206,25 @@ def flow_needing(model: str) -> tuple[list[Agent], Any]:
 
 
 @pytest.mark.parametrize(
-    ("mode", "reads"),
-    [("pull", ["get_context", "get_context"]), ("push", ["expand_context"])],
+    ("mode", "summaries", "reads"),
+    [
+        # Summaries name the facts: read the agents they name.
+        ("pull", "facts", ["get_context", "get_context"]),
+        # They do not: list, then search in words (the hits hold the facts whole).
+        ("pull", "topic", ["list_context", "search_context", "search_context"]),
+        # b is in the prompt in full; a is summarised (naming the fact, or not): expand it.
+        ("push", "facts", ["expand_context"]),
+        ("push", "topic", ["expand_context"]),
+    ],
 )
-@pytest.mark.parametrize("summaries", ["facts", "topic"])
-async def test_a_swarm_delivers_every_fact(mode: str, reads: list[str], summaries: str) -> None:
+async def test_a_swarm_delivers_every_fact(mode: str, summaries: str, reads: list[str]) -> None:
     model = ReaderModel(summaries="facts" if summaries == "facts" else "topic", search="words")
     agents, flow = flow_needing(model.model)
     result = await Swarm(flow, context_mode="pull" if mode == "pull" else "push").run("Plan it.")
     assert "F01: the north depot is Kestrel 41." in result.output
     assert "F02: the launch date is 14 March." in result.output
     made = [c.tool_name for c in result["c"].tool_calls]
-    assert made == reads  # pull reads a and b; push has b in full and expands a
+    assert made == reads
     assert model.answers[-1].delivered == {"F01", "F02"}
     score = score_facts(agents, result.context)
     assert (score.needed, score.delivered, score.rate) == (2, 2, 1.0)

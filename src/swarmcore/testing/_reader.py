@@ -22,6 +22,7 @@ import itertools
 import json
 import random
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -32,7 +33,7 @@ from swarmcore.testing._replies import Call, RecordedRequest, Reply, Step, tool_
 _names = itertools.count(1)
 
 SummaryStyle = Literal["facts", "topic"]
-"""What the reader's ``<summary>`` names: each fact's id and topic, or the topics only."""
+"""What the reader's ``<summary>`` names: each fact's id and topic, or only the work's topic."""
 SearchStyle = Literal["id", "words"]
 """How the reader writes a search: the fact's id, or its topic in plain words."""
 
@@ -46,6 +47,8 @@ _FRAME = re.compile(
     r'<output agent="([^"]+)"(?: kind="[^"]+")? id="([0-9a-f]+)">(.*?)</output id="\2">', re.DOTALL
 )
 _READERS = ("get_context", "expand_context")
+_LISTED = re.compile(r"^- (\S+) \(", re.MULTILINE)
+_SUMMARISED = re.compile(r'^<output agent="([^"]+)" kind="summary" id="[0-9a-f]+">$', re.MULTILINE)
 
 _FILLER = (
     "The working group met twice this week and went through the open questions one by one.",
@@ -178,29 +181,34 @@ class ReaderModel:
     states (the convention is in this module's docstring). Each turn it looks
     for every needed fact's statement anywhere in the request (the system
     prompt, the task, tool results). Where one is missing and a context tool is
-    offered, it calls the tool a sensible model would, one per missing fact,
-    all in one turn:
+    offered, it makes, for each missing fact, the first of these calls it has
+    not made before (all in one turn; a call serving two facts is made once):
 
-    1. the agent whose framed words it can see (a summary in the prompt or in a
-       ``list_context`` result, or a cut-off search hit) name the fact's id or
-       topic: ``get_context`` (or ``expand_context``) of that agent;
-    2. otherwise ``list_context``, once;
-    3. otherwise ``search_context`` with the fact's id or its topic in plain
-       words (``search``).
+    1. ``get_context`` (or ``expand_context``) of an agent whose framed words
+       it can see name the fact's id or topic (a summary in the prompt or in a
+       ``list_context`` result), or that its search for the fact hit (a hit
+       may be cut off before the fact's full stop), the most recent first;
+    2. ``list_context``, once;
+    3. ``search_context`` with the fact's id or its topic in plain words
+       (``search``);
+    4. ``get_context`` (or ``expand_context``) of any earlier agent it knows
+       of (listed, or summarised in the prompt), in flow order: a guess.
 
-    It never makes the same call twice, and after ``max_rounds`` rounds of
-    tool calls, or when no new call is left, it answers with what it has:
-    filler paragraphs seeded by the first line of the instructions, with the
-    facts it states and the needed facts it found placed among them (never
-    first), and a ``<summary>`` line that names each fact's id and topic
-    (``summaries="facts"``) or the topics only (``summaries="topic"``). It
-    answers from what it has; it does not make facts up.
+    After ``max_rounds`` rounds of tool calls, or when no new call is left, it
+    answers with what it has: filler paragraphs seeded by the first line of
+    the instructions, the facts it states and the needed facts it found placed
+    among them (never first), and a ``<summary>`` line. It never makes a fact
+    up, and never states a fact it does not need.
 
     Args:
-        summaries: What the summary line names: ``"facts"`` or ``"topic"``.
+        summaries: What the summary names: ``"facts"``, each fact's id and
+            topic (``Covers F07 (launch date).``); ``"topic"``, only what the
+            work is about (the task's words), so a reader cannot tell from
+            it which agent holds which fact.
         search: How searches are written: ``"id"`` (``F07``) or ``"words"``
             (``launch date``, as real models write them).
-        max_rounds: Rounds of tool calls before it answers regardless.
+        max_rounds: Rounds of tool calls before it answers regardless; keep it
+            under the agent's ``max_turns``.
         paragraphs: Filler paragraphs per answer.
         name: The model's name (unique in the process); generated when None.
     """
@@ -210,7 +218,7 @@ class ReaderModel:
         *,
         summaries: SummaryStyle = "facts",
         search: SearchStyle = "id",
-        max_rounds: int = 4,
+        max_rounds: int = 8,
         paragraphs: int = 4,
         name: str | None = None,
     ) -> None:
@@ -247,21 +255,21 @@ class ReaderModel:
         made: set[tuple[str, str]],
     ) -> list[Call]:
         offered = set(request.tool_names)
-        frames = _FRAME.findall("\n".join(_texts(request)))
+        reader = next((name for name in _READERS if name in offered), None)
+        view = _View(request)
         chosen: list[tuple[str, dict[str, str]]] = []
         for fact in missing:
-            options = [
-                (reader, {"agent_name": agent})
-                for reader in _READERS
-                if reader in offered
-                for agent, _, text in reversed(frames)
-                if _mentions(text, fact, needs[fact])
-            ]
+            query = fact if self.search == "id" else needs[fact]
+            options: list[tuple[str, dict[str, str]]] = []
+            if reader:
+                named = view.naming(fact, needs[fact]) + view.hits.get(query, [])
+                options += [(reader, {"agent_name": agent}) for agent in named]
             if "list_context" in offered:
                 options.append(("list_context", {}))
             if "search_context" in offered:
-                query = fact if self.search == "id" else needs[fact]
                 options.append(("search_context", {"query": query}))
+            if reader:
+                options += [(reader, {"agent_name": agent}) for agent in view.known]
             # The first option not made before; one already chosen this turn serves this
             # fact too (one list_context, or one read of an agent naming two facts).
             for name, args in options:
@@ -290,17 +298,45 @@ class ReaderModel:
         body = "\n\n".join(" ".join(sentences) for sentences in paragraphs)
         delivered = frozenset(f for f in needs if f in facts)
         self.answers.append(ReaderAnswer(head, frozenset(needs), delivered, calls))
-        return f"{body}\n\n<summary>{self._summary(facts)}</summary>"
+        return f"{body}\n\n<summary>{self._summary(facts, request.user)}</summary>"
 
-    def _summary(self, facts: Mapping[str, str]) -> str:
+    def _summary(self, facts: Mapping[str, str], task: str) -> str:
+        if self.summaries == "topic":
+            return f"Notes on: {_short(task, 60)}"
         if not facts:
             return "General notes on the work; no specific facts."
-        if self.summaries == "facts":
-            named = [f"{f} ({fact_topic(s)})" for f, s in facts.items()]
-        else:
-            named = [f"the {fact_topic(s)}" for s in facts.values()]
+        named = [f"{f} ({fact_topic(s)})" for f, s in facts.items()]
         listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
         return f"Covers {listed}."
+
+
+class _View:
+    """What one request shows of the shared context: frames, search hits, agents known."""
+
+    def __init__(self, request: RecordedRequest) -> None:
+        self.frames: list[tuple[str, str, str]] = _FRAME.findall("\n".join(_texts(request)))
+        calls = {c["id"]: c["function"] for m in _since_task(request) for c in tool_calls_of(m)}
+        self.hits: dict[str, list[str]] = {}
+        """Agents each search query hit, by query."""
+        listed: list[str] = []
+        for result in request.tool_results:
+            function: dict[str, Any] = calls.get(result["tool_call_id"], {})
+            content = str(result["content"])
+            if function.get("name") == "search_context":
+                query = str(_arguments(function.get("arguments")).get("query", ""))
+                agents = [agent for agent, _, _ in _FRAME.findall(content)]
+                self.hits[query] = list(dict.fromkeys(agents))
+            elif function.get("name") == "list_context":
+                listed = _LISTED.findall(content)
+        shown = _LISTED.findall(request.system) + _SUMMARISED.findall(request.system)
+        order = listed or shown  # list_context gives flow order; else the prompt's
+        self.known = list(dict.fromkeys(order + shown))
+        """Earlier agents it knows of (listed, or summarised in the prompt), in flow order."""
+
+    def naming(self, fact: str, topic: str) -> list[str]:
+        """Agents whose framed words name ``fact`` by id or topic, the most recent first."""
+        named = [agent for agent, _, text in reversed(self.frames) if _mentions(text, fact, topic)]
+        return list(dict.fromkeys(named))
 
 
 def _topic_words(text: str) -> str:
@@ -334,15 +370,25 @@ def _texts(request: RecordedRequest) -> list[str]:
 
 
 def _calls_made(request: RecordedRequest) -> set[tuple[str, str]]:
-    made: set[tuple[str, str]] = set()
-    for message in _since_task(request):
-        for call in tool_calls_of(message):
-            try:
-                args: Any = json.loads(call["function"]["arguments"] or "{}")
-            except json.JSONDecodeError:
-                args = call["function"]["arguments"]
-            made.add((call["function"]["name"], _canonical(args)))
-    return made
+    return {
+        (call["function"]["name"], _canonical(_arguments(call["function"]["arguments"])))
+        for message in _since_task(request)
+        for call in tool_calls_of(message)
+    }
+
+
+def _arguments(text: object) -> dict[str, Any]:
+    """A call's arguments as a dict (empty when they are not a JSON object)."""
+    try:
+        value: Any = json.loads(str(text or "{}"))
+    except json.JSONDecodeError:
+        return {}
+    return typing.cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+def _short(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def _canonical(args: object) -> str:
