@@ -197,8 +197,9 @@ class ReaderModel:
     After ``max_rounds`` rounds of tool calls, or when no new call is left, it
     answers with what it has: filler paragraphs seeded by the first line of
     the instructions, the facts it states and the needed facts it found placed
-    among them (never first), and a ``<summary>`` line. It never makes a fact
-    up, and never states a fact it does not need.
+    among them (never leading a paragraph, never in the first), and a
+    ``<summary>`` line. It never makes a fact up, and never states a fact it
+    does not need.
 
     Args:
         summaries: What the summary names: ``"facts"``, each fact's id and
@@ -291,10 +292,12 @@ class ReaderModel:
         found = {f: seen[f] for f in needs if f in seen and f not in own}
         facts = {**own, **found}
         paragraphs = _filler(head, self.paragraphs)
-        for index, statement in enumerate(facts.values()):
+        for index, (fact, statement) in enumerate(facts.items()):
             slot = 1 + index % (len(paragraphs) - 1)  # never the first paragraph
             sentences = paragraphs[slot]
-            sentences.insert(min(2, len(sentences)), statement)
+            # Anywhere after the paragraph's first two sentences, as a writer places it.
+            where = _rng(f"{head}\n{fact}").randint(min(2, len(sentences)), len(sentences))
+            sentences.insert(where, statement)
         body = "\n\n".join(" ".join(sentences) for sentences in paragraphs)
         delivered = frozenset(f for f in needs if f in facts)
         self.answers.append(ReaderAnswer(head, frozenset(needs), delivered, calls))
@@ -395,7 +398,11 @@ def _canonical(args: object) -> str:
     return json.dumps(args, sort_keys=True)
 
 
+def _rng(seed: str) -> random.Random:
+    return random.Random(hashlib.sha256(seed.encode()).digest())
+
+
 def _filler(seed: str, paragraphs: int) -> list[list[str]]:
     """Paragraphs of plausible project prose, the same for the same seed."""
-    rng = random.Random(hashlib.sha256(seed.encode()).digest())
+    rng = _rng(seed)
     return [rng.sample(_FILLER, rng.randint(4, 6)) for _ in range(paragraphs)]
