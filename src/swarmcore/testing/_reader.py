@@ -199,7 +199,8 @@ class ReaderModel:
     the instructions, the facts it states and the needed facts it found placed
     among them (never leading a paragraph, never in the first), and a
     ``<summary>`` line. It never makes a fact up, and never states a fact it
-    does not need.
+    does not need. It answers in text only: an agent with an ``output_type``
+    needs another test model.
 
     Args:
         summaries: What the summary names: ``"facts"``, each fact's id and
