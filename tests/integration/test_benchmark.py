@@ -58,6 +58,11 @@ def test_quick_benchmark_prints_its_table() -> None:
     for name, cells in expected.items():
         assert name in rows, done.stdout
         assert re.search(cells, rows[name]), rows[name]
+    # The context benchmark's tables follow (benchmarks/context.py): a row per shape and mode.
+    context = r"\d+ % \(\d+/\d+\) +[\d,]+ +\d+ +[\d,]+ +\d+ %"
+    for shape in ("chain of 8", "diamond", "fan-in of 10", "relay of 20", "loop x3"):
+        for mode in ("pull", "push"):
+            assert re.search(rf"^{shape} +{mode} +{context}$", done.stdout, re.MULTILINE), shape
     # The native side's first call never loads litellm; LiteLLM's sides always do.
     assert "litellm loaded" not in rows["first call, swarmcore native (median of 2)"]
     assert "litellm loaded" in rows["first call, swarmcore on LiteLLM (median of 2)"]

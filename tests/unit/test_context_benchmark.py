@@ -104,3 +104,12 @@ def test_a_mode_this_swarmcore_does_not_accept_is_skipped(
 ) -> None:
     assert bench.usable_modes(["pull", "sideways"]) == ["pull"]
     assert "context_mode='sideways' is not accepted" in capsys.readouterr().out
+
+
+def test_a_real_model_without_its_key_is_skipped_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert bench.main(["--modes", "pull", "--lengths", "2", "--model", "openai/gpt-4o-mini"]) == 0
+    out = capsys.readouterr().out
+    assert "## summaries name their facts, searches by fact id" in out
+    assert "--model openai/gpt-4o-mini: OPENAI_API_KEY is not set; real-model run skipped." in out
