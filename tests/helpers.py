@@ -7,7 +7,11 @@ import re
 from typing import NamedTuple
 
 from swarmcore import Agent
+from swarmcore.modes import Recipient
 from swarmcore.testing import FunctionModel, RecordedRequest, Reply
+
+ANYONE = Recipient("reader", "Read the context.", "A task.")
+"""A recipient for preparing a mode's context where who reads it does not matter."""
 
 QUICK_EXIT = "\nimport gc\ngc.freeze()\n"
 """Ends a ``python -c`` script whose checks are done: frozen, the heap is not collected at
@@ -61,6 +65,8 @@ class Frame(NamedTuple):
     words: str
     start: int
     end: int
+    passage: str | None = None
+    """Where the words sit in the agent's output (auto mode: ``"3/7"``); None: all of it."""
 
 
 def nonce_of(prompt: str) -> str:
@@ -77,7 +83,9 @@ def frames(text: str, nonce: str | None = None) -> list[Frame]:
     carry none: pass the system prompt's).
     """
     nonce = nonce or nonce_of(text)
-    opening = re.compile(rf'<output agent="([^"]*)"(?: kind="([^"]*)")? id="{nonce}">\n?')
+    opening = re.compile(
+        rf'<output agent="([^"]*)"(?: kind="([^"]*)")?(?: passage="([^"]*)")? id="{nonce}">\n?'
+    )
     closing = re.compile(rf'\n?</output id="{nonce}">')
     found: list[Frame] = []
     pos = 0
@@ -85,7 +93,9 @@ def frames(text: str, nonce: str | None = None) -> list[Frame]:
         end = closing.search(text, start.end())
         assert end, f"frame of {start.group(1)!r} never closes"
         words = text[start.end() : end.start()]
-        found.append(Frame(start.group(1), start.group(2), words, start.start(), end.end()))
+        found.append(
+            Frame(start.group(1), start.group(2), words, start.start(), end.end(), start.group(3))
+        )
         pos = end.end()
     return found
 

@@ -33,6 +33,7 @@ async def dry_run(swarm: Swarm, task: str, variables: Mapping[str, object] | Non
     rehearsal = type(swarm)(  # the Swarm's own class: no import of swarm.py here
         rehearsal_of(swarm.flow, offline_model()),
         context_mode=swarm.context_mode,
+        context_budget=swarm.context_budget,
         defaults=swarm.defaults,
         approve=lambda _: True,  # placeholders run nothing, so nothing needs a person
     )

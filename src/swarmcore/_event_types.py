@@ -43,6 +43,8 @@ class RunStarted(Event):
     """The flow in the ``>>``/``|`` language."""
     agents: tuple[str, ...]
     context_mode: str
+    context_budget: int | None = None
+    """Auto mode's tokens of context per agent; None under pull and push."""
     resumed: bool = False
     """True when a stored run is being resumed (its finished agents are not run again)."""
     shape: FlowShape | None = None

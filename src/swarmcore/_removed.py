@@ -28,13 +28,13 @@ SWARM_REMOVED: Mapping[str, str] = {
         "(or AgentDefaults(timeout=...) to limit each agent's whole run)"
     ),
     "max_retries": "write defaults=AgentDefaults(retry=N)",
-    "context_budget": (
-        "there is no character budget now: pull mode (the default) puts no output in "
-        "prompts, agents read what they need with tools; to cap what one read returns, "
-        "write defaults=AgentDefaults(max_tool_result_chars=...)"
-    ),
 }
-"""Swarm keywords of 0.3.x, and what to write instead."""
+"""Swarm keywords of 0.3.x, and what to write instead.
+
+(``context_budget`` came back in 1.0 with another meaning: tokens of context per
+agent under ``context_mode="auto"``. With any other mode it is refused with a
+UserError that says so, which is what 0.3.x code passing it now meets.)
+"""
 
 
 def explain_removed(owner: str, removed: Mapping[str, str]) -> Callable[[_Init], _Init]:

@@ -71,7 +71,13 @@ class Swarm:
         context_mode: ``"pull"`` (default): later agents get a short hint and
             ``list_context``/``get_context``/``search_context`` tools.
             ``"push"``: the previous step's output in full and earlier ones as
-            summaries in the prompt, with ``expand_context``.
+            summaries in the prompt, with ``expand_context``. ``"auto"``: at
+            most ``context_budget`` tokens of context, the most useful first
+            (the previous step in full when it fits, else the passages most
+            relevant to the agent, then summaries), and the pull tools for the rest.
+        context_budget: Under ``context_mode="auto"``, the most tokens
+            (cl100k_base) of context each agent's prompt holds, framing
+            included; 1,500 when None. Refused with any other mode.
         defaults: Settings for every agent that leaves them unset: retry
             policy, call and agent timeouts, tool timeout, result truncation.
         step_retries: How many times an agent that failed transiently (a model
@@ -106,8 +112,9 @@ class Swarm:
 
     Raises:
         UserError: ``flow`` is not a Flow or Agent, ``context_mode`` is unknown,
-            an agent's tool uses a name the context modes reserve, or a setting
-            is invalid.
+            ``context_budget`` is not a whole number above 0 or is given for a
+            mode other than ``"auto"``, an agent's tool uses a name the context
+            modes reserve, or a setting is invalid.
         StoreError: ``store`` is a path that cannot hold a run store, or a
             damaged one.
     """
@@ -118,6 +125,7 @@ class Swarm:
         flow: Flow | Agent,
         *,
         context_mode: ContextMode = "pull",
+        context_budget: int | None = None,
         defaults: AgentDefaults | None = None,
         step_retries: int = 0,
         hooks: Sequence[Hook] | None = (),
@@ -133,7 +141,7 @@ class Swarm:
             flow = chain(flow)
         if not isinstance(flow, Flow):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"Swarm() takes a Flow or an Agent, got {type(flow).__name__}.")
-        mode = mode_named(context_mode)
+        mode = mode_named(context_mode, context_budget)
         agents = check_agents(flow)
         if defaults is not None and not isinstance(defaults, AgentDefaults):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"defaults must be an AgentDefaults, got {type(defaults).__name__}.")
@@ -204,11 +212,18 @@ class Swarm:
 
     @property
     def context_mode(self) -> ContextMode:
-        """``"pull"`` or ``"push"``."""
+        """``"pull"``, ``"push"`` or ``"auto"``."""
         return self._setup.mode.name
 
+    @property
+    def context_budget(self) -> int | None:
+        """Auto mode's tokens of context per agent; None under pull and push."""
+        return self._setup.mode.budget
+
     def __repr__(self) -> str:
-        return f"Swarm({self.flow.expression()}, context_mode={self.context_mode!r})"
+        budget = self.context_budget
+        extra = "" if budget is None else f", context_budget={budget}"
+        return f"Swarm({self.flow.expression()}, context_mode={self.context_mode!r}{extra})"
 
     def on(self, *types: type[Event]) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
         """Subscribe the decorated function (sync or async) to events of ``types``.

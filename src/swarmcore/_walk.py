@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from swarmcore import _loop, events
 from swarmcore._flow import ControlNode, Flow, FlowNode, Group, Step, control_nodes
 from swarmcore._policies import Quorum
+from swarmcore._prompt import render
 from swarmcore.agent import Agent
 from swarmcore.context import SharedContext
 from swarmcore.errors import (
@@ -42,6 +43,7 @@ from swarmcore.errors import (
     UserError,
     first_error,
 )
+from swarmcore.modes import Recipient
 from swarmcore.results import AgentFailure, AgentKey, AgentResult, Decision, SwarmResult
 from swarmcore.scope import RunScope
 
@@ -217,8 +219,9 @@ class Walk:
         self.run = run
         self.runner = runner
         self.scope = scope or RunScope()
-        self._views: list[tuple[Position, SharedContext, Prepared]] = []
-        """What agents at the last position seen see: a parallel group's members share it."""
+        self._views: list[tuple[Position, SharedContext, dict[Recipient | None, Prepared]]] = []
+        """What agents at the last position seen see: a parallel group's members share the
+        view, and the preparation too unless the mode prepares for each agent."""
 
     def within(self, span: events.Span) -> Walk:
         """This walk, for the steps inside ``span``: their events nest under it."""
@@ -293,7 +296,8 @@ class Walk:
         run = self.run
         if agent.name in run.results:  # finished before a resume: kept, not paid for again
             return at.after(agent.name)
-        view, prepared = self._view(at)
+        instructions = render(agent.instructions, run.options.variables)
+        view, prepared = self._view(at, Recipient(agent.name, instructions, run.task))
         attempt = 0
         while True:
             attempt += 1
@@ -326,19 +330,22 @@ class Walk:
         run.finish(result)
         return at.after(agent.name)
 
-    def _view(self, at: Position) -> tuple[SharedContext, Prepared]:
-        """The context an agent at ``at`` sees, and what the mode makes of it.
+    def _view(self, at: Position, recipient: Recipient) -> tuple[SharedContext, Prepared]:
+        """The context ``recipient`` at ``at`` sees, and what the mode makes of it for it.
 
         What the agents in ``at.seen`` left no longer changes, so the agents at
         one position (the members of a parallel group, which start one after
-        another) share one view and hint instead of making N copies.
+        another) share one view, and one hint unless the mode prepares for each
+        agent, instead of making N copies.
         """
-        if self._views and self._views[0][0] == at:
-            return self._views[0][1], self._views[0][2]
-        view = self.run.context.subset(at.seen)
-        prepared = self.setup.mode.prepare(view, at.previous)
-        self._views[:] = [(at, view, prepared)]
-        return view, prepared
+        mode = self.setup.mode
+        if not self._views or self._views[0][0] != at:
+            self._views[:] = [(at, self.run.context.subset(at.seen), {})]
+        _, view, prepared = self._views[0]
+        key = recipient if mode.per_agent else None
+        if key not in prepared:
+            prepared[key] = mode.prepare(view, at.previous, recipient)
+        return view, prepared[key]
 
     async def _attempt(self, step: AgentStep) -> AgentResult:
         agent = step.agent

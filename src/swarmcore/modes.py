@@ -12,6 +12,12 @@ they need nothing from the agent run that calls them.
   neither.
 - **push**: the previous step in full and earlier steps as summaries in the
   prompt, plus ``expand_context`` when anything is summarised.
+- **auto**: at most ``context_budget`` tokens of context, the most useful
+  first (the previous step in full when it fits, else the passages most
+  relevant to the agent, then summaries), and the pull tools for the rest
+  (:mod:`swarmcore._passages` chooses). It is the one mode whose hint depends
+  on the agent: its instructions and the task, handed over as a
+  :class:`Recipient`.
 
 Wherever an agent's words appear (the hint, the pushed context, what the tools
 return), they are framed by one :class:`~swarmcore.context.Framing` per
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from swarmcore._flow import Flow
+from swarmcore._passages import fit_context
 from swarmcore._tools import Tool, function_tool
 from swarmcore.agent import Agent
 from swarmcore.context import (
@@ -44,11 +51,12 @@ __all__ = [
     "ContextMode",
     "Mode",
     "Prepared",
+    "Recipient",
     "check_agents",
     "mode_named",
 ]
 
-ContextMode = Literal["pull", "push"]
+ContextMode = Literal["pull", "push", "auto"]
 
 CONTEXT_TOOL_NAMES = ("list_context", "get_context", "search_context", "expand_context")
 """Names the context modes inject; an agent's own tools may not use them."""
@@ -58,6 +66,11 @@ HINT_RECENT = 3
 HINT_MAX_NAMED = 12
 """The most agents the pull hint ever names (a wide previous step is cut here)."""
 HINT_SUMMARY_CHARS = 100
+DEFAULT_CONTEXT_BUDGET = 1_500
+"""Tokens of context per agent under auto mode when ``context_budget`` is not given.
+
+A first choice, to be tuned by the context benchmark (``benchmarks/context.py``).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +81,41 @@ class Prepared:
     tools: tuple[Tool, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Recipient:
+    """The agent a mode prepares context for: what it is and what it is asked."""
+
+    agent: str
+    """The agent's name."""
+    instructions: str
+    """Its instructions, prompt variables filled."""
+    task: str
+    """The run's task (the agent's user message)."""
+
+
 class Mode(Protocol):
     """A context mode: prepares what an agent sees of ``view``."""
 
     name: ContextMode
 
-    def prepare(self, view: SharedContext, previous: Sequence[str]) -> Prepared:
-        """The hint and tools for an agent that sees ``view`` after the ``previous`` step."""
+    @property
+    def budget(self) -> int | None:
+        """Tokens of context an agent's prompt may hold; None when the mode sets no budget."""
+        ...
+
+    @property
+    def per_agent(self) -> bool:
+        """Whether ``prepare`` reads its ``recipient``.
+
+        When False, every agent at one position of the flow (the members of a
+        parallel group) shares one preparation.
+        """
+        ...
+
+    def prepare(
+        self, view: SharedContext, previous: Sequence[str], recipient: Recipient
+    ) -> Prepared:
+        """The hint and tools for ``recipient``, which sees ``view`` after the ``previous`` step."""
         ...
 
 
@@ -82,27 +123,29 @@ class PullMode:
     """Pull: a short hint and three tools; the first step gets neither."""
 
     name: ContextMode = "pull"
+    budget: int | None = None
+    per_agent: bool = False
 
-    def prepare(self, view: SharedContext, previous: Sequence[str]) -> Prepared:
+    def prepare(
+        self, view: SharedContext, previous: Sequence[str], recipient: Recipient
+    ) -> Prepared:
         """See :class:`Mode`."""
         if not len(view) and not view.failures():
             return Prepared()
         framing = view.framing()  # one nonce for the hint and the tools' results
-        reader = _Reader(view, framing)
-        tools = (
-            _schema("list_context").bind(reader.list),
-            _schema("get_context").bind(reader.read),
-            _schema("search_context").bind(reader.search),
-        )
-        return Prepared(pull_hint(view, previous, framing), tools)
+        return Prepared(pull_hint(view, previous, framing), _pull_tools(view, framing))
 
 
 class PushMode:
     """Push: the previous step in full, earlier steps as summaries, and expand_context."""
 
     name: ContextMode = "push"
+    budget: int | None = None
+    per_agent: bool = False
 
-    def prepare(self, view: SharedContext, previous: Sequence[str]) -> Prepared:
+    def prepare(
+        self, view: SharedContext, previous: Sequence[str], recipient: Recipient
+    ) -> Prepared:
         """See :class:`Mode`."""
         if not len(view) and not view.failures():
             return Prepared()
@@ -113,19 +156,76 @@ class PushMode:
         return Prepared(push_hint(view, previous, framing), tools)
 
 
-_MODES: dict[str, Mode] = {"pull": PullMode(), "push": PushMode()}
+class AutoMode:
+    """Auto: at most ``budget`` tokens of context, the most useful first, and the pull tools.
+
+    The hint holds the previous step in full when it fits, else the passages of
+    earlier outputs most relevant to the agent's instructions and the task,
+    then summaries of the rest, each framed with its author and place. The
+    tools read whatever did not fit; they are left out when everything did.
+    The first step gets nothing.
+
+    Args:
+        budget: The most tokens (cl100k_base) the context hint may count.
+    """
+
+    name: ContextMode = "auto"
+    per_agent: bool = True
+
+    def __init__(self, budget: int = DEFAULT_CONTEXT_BUDGET) -> None:
+        self.budget = budget
+
+    def prepare(
+        self, view: SharedContext, previous: Sequence[str], recipient: Recipient
+    ) -> Prepared:
+        """See :class:`Mode`."""
+        if not len(view) and not view.failures():
+            return Prepared()
+        framing = view.framing()
+        query = f"{recipient.instructions}\n{recipient.task}"
+        hint, complete = fit_context(view, previous, query, framing, self.budget)
+        return Prepared(hint, () if complete else _pull_tools(view, framing))
 
 
-def mode_named(name: object) -> Mode:
-    """The mode called ``name``.
+_MODES: dict[str, Mode] = {"pull": PullMode(), "push": PushMode(), "auto": AutoMode()}
+
+
+def mode_named(name: object, budget: object = None) -> Mode:
+    """The mode called ``name``; ``budget`` is auto mode's ``context_budget`` (None: the default).
 
     Raises:
-        UserError: ``name`` is not ``"pull"`` or ``"push"``.
+        UserError: ``name`` is not ``"pull"``, ``"push"`` or ``"auto"``; or
+            ``budget`` is not a whole number above 0, or is given for another mode.
     """
     mode = _MODES.get(name) if isinstance(name, str) else None
     if mode is None:
-        raise UserError(f"context_mode must be 'pull' or 'push', got {name!r}.")
-    return mode
+        raise UserError(f"context_mode must be 'pull', 'push' or 'auto', got {name!r}.")
+    if budget is None:
+        return mode
+    if not isinstance(mode, AutoMode):
+        # Refused rather than ignored: 0.3.x code passes context_budget= (a character budget
+        # there), and a budget that silently does nothing would look like one that holds.
+        raise UserError(
+            f"context_budget applies to context_mode='auto' only (tokens of context in each "
+            f"agent's prompt), and context_mode is {name!r}; write context_mode='auto', or "
+            "leave context_budget out."
+        )
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise UserError(
+            f"context_budget must be a whole number of tokens above 0 (e.g. "
+            f"{DEFAULT_CONTEXT_BUDGET}), got {budget!r}."
+        )
+    return AutoMode(budget)
+
+
+def _pull_tools(view: SharedContext, framing: Framing) -> tuple[Tool, ...]:
+    """list_context, get_context and search_context over ``view``, framed by ``framing``."""
+    reader = _Reader(view, framing)
+    return (
+        _schema("list_context").bind(reader.list),
+        _schema("get_context").bind(reader.read),
+        _schema("search_context").bind(reader.search),
+    )
 
 
 # --- the tools -------------------------------------------------------------------------

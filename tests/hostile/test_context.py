@@ -22,7 +22,7 @@ from swarmcore.context import (
 )
 from swarmcore.modes import PullMode
 from swarmcore.testing import Call, Reply, ScriptedModel
-from tests.helpers import framed, frames, nonce_of
+from tests.helpers import ANYONE, framed, frames, nonce_of
 
 # --- point 5: no output can pass for another agent's ----------------------------------
 
@@ -219,7 +219,7 @@ async def test_hostile_search_queries_get_a_clear_answer_and_never_stall_the_loo
         _Gated.gate.set()
 
     opener = asyncio.create_task(open_gate())
-    pull = PullMode().prepare(context, ())
+    pull = PullMode().prepare(context, (), ANYONE)
     result = await agent.run("go", context, extra_tools=pull.tools, context_hint=pull.hint)
     await opener
     [record] = result.tool_calls
@@ -248,7 +248,7 @@ def test_recursion_in_the_regex_compiler_never_escapes() -> None:
 
 
 def test_query_cap_is_documented_in_the_tool_schema() -> None:
-    [_, _, search] = PullMode().prepare(_one_entry(), ()).tools
+    [_, _, search] = PullMode().prepare(_one_entry(), (), ANYONE).tools
     assert str(SEARCH_MAX_PATTERN) in str(search.spec)
 
 

@@ -465,11 +465,6 @@ async def test_swarm_hooks_none_means_no_hooks() -> None:
             "AgentDefaults(retry=N)",
             id="Swarm-max_retries",
         ),
-        pytest.param(
-            lambda: Swarm(flow=Agent("a", "x"), context_budget=4000),  # pyright: ignore[reportCallIssue] -- the 0.3.x spelling
-            "max_tool_result_chars",
-            id="Swarm-context_budget",
-        ),
     ],
 )
 def test_a_0_3_keyword_names_its_replacement(build: Any, replacement: str) -> None:

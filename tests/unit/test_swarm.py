@@ -7,7 +7,7 @@ import pytest
 from swarmcore import Agent, AgentError, ModelError, SharedContext, Swarm, UserError, chain, events
 from swarmcore.modes import PullMode
 from swarmcore.testing import Call, Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
-from tests.helpers import agents, echo_model, framed, nonce_of, rendezvous_model
+from tests.helpers import ANYONE, agents, echo_model, framed, nonce_of, rendezvous_model
 
 
 async def test_sequential_flow_passes_context_forward() -> None:
@@ -127,7 +127,7 @@ async def test_an_agent_run_alone_reads_the_context_it_is_given_through_pull_too
     result = await Agent("reader", "Read.", model=model.model).run(
         "go",
         context,
-        extra_tools=PullMode().prepare(context, ()).tools,
+        extra_tools=PullMode().prepare(context, (), ANYONE).tools,
         context_hint="Notes are in the context.",
     )
     expected = context.framing().block("notes", "the sky is green")
@@ -144,7 +144,7 @@ async def test_context_tools_read_the_view_they_were_made_over_not_later_entries
     )
     context = SharedContext()
     context.set("notes", "first")
-    tools = PullMode().prepare(context, ()).tools
+    tools = PullMode().prepare(context, (), ANYONE).tools
     context.set("late", "added after the tools were made")
     result = await Agent("reader", "Read.", model=model.model).run("go", extra_tools=tools)
     assert "notes" in result.output
@@ -302,7 +302,7 @@ async def test_failure_after_a_group_keeps_the_whole_group() -> None:
 
 def test_swarm_validates_its_arguments() -> None:
     a = Agent("a", "x")
-    with pytest.raises(UserError, match="context_mode must be 'pull' or 'push', got 'pul'"):
+    with pytest.raises(UserError, match="context_mode must be 'pull', 'push' or 'auto', got 'pul'"):
         Swarm(a, context_mode="pul")  # type: ignore[arg-type]
     with pytest.raises(UserError, match="takes a Flow or an Agent"):
         Swarm("a")  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from swarmcore import __version__
 from swarmcore.cli._errors import CLIError
 from swarmcore.cli._format import one_line
 from swarmcore.cli._graph import command_graph
-from swarmcore.cli._run import budget_number, command_demo, command_run
+from swarmcore.cli._run import budget_number, command_demo, command_run, context_budget
 from swarmcore.cli._runs import (
     command_runs_approve,
     command_runs_list,
@@ -126,7 +126,16 @@ def _add_run_parser(commands: Any) -> None:
         help="run every agent on this LiteLLM model, without fallbacks ('offline': the "
         "built-in offline model)",
     )
-    run.add_argument("--context-mode", choices=["pull", "push"], help="override the context mode")
+    run.add_argument(
+        "--context-mode", choices=["pull", "push", "auto"], help="override the context mode"
+    )
+    run.add_argument(
+        "--context-budget",
+        type=context_budget,
+        metavar="N",
+        help="with --context-mode auto (or a Swarm in auto mode): tokens of context per agent "
+        "(default 1500)",
+    )
     _add_store(run, optional=True)
     _add_progress(run)
     run.add_argument(

@@ -107,6 +107,19 @@ def budget_number(*, whole: bool) -> Callable[[str], float]:
     return parse
 
 
+def context_budget(text: str) -> int:
+    """An argparse type for ``--context-budget``: a whole number of tokens above 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of tokens above 0, e.g. 1500, got {shorten(text, 40)!r}"
+        )
+    return value
+
+
 def _parse_vars(items: Sequence[str]) -> dict[str, str]:
     variables: dict[str, str] = {}
     for item in items:
@@ -180,9 +193,13 @@ def command_run(args: argparse.Namespace) -> int:
     mode: ContextMode = args.context_mode or (
         target.context_mode if isinstance(target, Swarm) else "pull"
     )
+    budget: int | None = args.context_budget
+    if budget is None and isinstance(target, Swarm) and mode == "auto":
+        budget = target.context_budget  # the target's own budget, unless the mode was changed
     variables = _parse_vars(args.var or [])
     if args.dry_run:
-        report = asyncio.run(Swarm(flow, context_mode=mode).dry_run(args.task, variables=variables))
+        rehearsal = Swarm(flow, context_mode=mode, context_budget=budget)
+        report = asyncio.run(rehearsal.dry_run(args.task, variables=variables))
         print(report.table())
         return 0
     store_path = None if args.no_store else store_location(args)
@@ -192,6 +209,7 @@ def command_run(args: argparse.Namespace) -> int:
         swarm = Swarm(
             flow,
             context_mode=mode,
+            context_budget=budget,
             **agent_settings(target),
             hooks=progress_hooks(args),
             max_cost=args.max_cost,

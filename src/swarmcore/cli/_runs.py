@@ -323,10 +323,14 @@ def command_runs_resume(args: argparse.Namespace) -> int:
         model = metadata.get("model")
         if isinstance(model, str) and model:
             flow = on_model(flow, model)
-        mode: ContextMode = "push" if record.settings.get("context_mode") == "push" else "pull"
+        stored = record.settings.get("context_mode")
+        mode: ContextMode = stored if stored in ("push", "auto") else "pull"
         swarm = Swarm(
             flow,
             context_mode=mode,
+            context_budget=_whole(record.settings.get("context_budget"))
+            if mode == "auto"
+            else None,
             **agent_settings(target),
             hooks=progress_hooks(args),
             max_cost=_number(record.settings.get("max_cost")),

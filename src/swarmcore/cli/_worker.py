@@ -169,6 +169,7 @@ def _on_engine(target: object, engine: object) -> Swarm:
         return Swarm(
             target.flow,
             context_mode=target.context_mode,
+            context_budget=target.context_budget,
             defaults=target.defaults,
             step_retries=target.step_retries,
             approve=target.approve,

@@ -97,6 +97,7 @@ class LocalEngine(Engine):
                     "flow": setup.flow.expression(),
                     "agents": setup.flow.names,
                     "context_mode": setup.mode.name,
+                    "context_budget": setup.mode.budget,
                     "resumed": run.resumed,
                     "shape": setup.flow.shape(),
                 },

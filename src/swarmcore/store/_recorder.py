@@ -58,6 +58,13 @@ def recording(
     return recorder
 
 
+def _mode_settings(event: events.RunStarted) -> dict[str, Any]:
+    """The context mode, and auto mode's budget, as a resumed run must use them again."""
+    if event.context_budget is None:  # pull and push: the record as before budgets existed
+        return {"context_mode": event.context_mode}
+    return {"context_mode": event.context_mode, "context_budget": event.context_budget}
+
+
 def _check_reuse(store: RunStore, run: Run) -> None:
     """Refuse a run under the id of a stored run of another task (a resume has the same)."""
     try:
@@ -157,7 +164,7 @@ class Recorder:
                         started_at=event.timestamp,
                         agents_total=len(event.agents),
                         shape=self._shape,
-                        settings={"context_mode": event.context_mode, **self._settings},
+                        settings={**_mode_settings(event), **self._settings},
                     )
                 )
             case events.AgentFinished(result=AgentResult() as result):

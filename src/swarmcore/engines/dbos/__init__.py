@@ -102,7 +102,13 @@ def flow_version(swarm: Swarm) -> str:
         for a in swarm.flow.agents
         if isinstance(a, Agent)
     ]
-    spec = {"shape": swarm.flow.shape(), "mode": swarm.context_mode, "agents": agents}
+    spec: dict[str, object] = {
+        "shape": swarm.flow.shape(),
+        "mode": swarm.context_mode,
+        "agents": agents,
+    }
+    if swarm.context_budget is not None:  # only auto has one; others keep their version
+        spec["budget"] = swarm.context_budget
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:16]
 

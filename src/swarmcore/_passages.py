@@ -1,0 +1,374 @@
+"""Auto mode's context: earlier outputs cut into passages, ranked, and fitted to a token budget.
+
+:func:`fit_context` renders what one agent is shown of the view it sees, in at
+most ``budget`` tokens (cl100k_base, :func:`swarmcore._tokens.count_tokens`),
+counting the whole hint: heading, note, legend and frames. It fills the room
+most useful first:
+
+1. the previous step's outputs in full, when all of them fit;
+2. agents that failed (one short line each: later agents must not wait for them);
+3. passages of the other outputs (paragraphs; a long one cut into windows),
+   ranked by BM25 against the agent's instructions and the task, the most
+   relevant first; passages that share no word with them are never shown;
+4. one-line summaries of the outputs of which nothing is shown, latest first.
+
+What is chosen is rendered in flow order, each passage framed with its author
+and place (``<output agent="writer" passage="3/7" id="...">``), so the same
+context gives the same bytes and an agent can read the rest with the pull tools.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from swarmcore._tokens import count_tokens
+from swarmcore.context import ContextEntry, Framing, SharedContext, shorten
+
+PASSAGE_CHARS = 1_200
+"""A paragraph longer than this is cut into windows of about this many characters."""
+RELEVANCE_FLOOR = 0.25
+"""A passage is shown only if its score is at least this share of the best passage's."""
+SUMMARY_CHARS = 100
+"""Summaries and failure reasons are shortened to one line of this many characters."""
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+# A heading or a label ("Findings:") says what follows: it joins the paragraph after it.
+_HEADING = re.compile(r"(#{1,6} [^\n]*|[^\n]{1,80}:)")
+_WORD = re.compile(r"\w+")
+_BM25_K1 = 1.5
+_BM25_B = 0.75
+# Words that say nothing about what an agent needs; they would only add noise to ranking.
+_STOPWORD_LIST = """a about above after again all also am an and any are as at be been before being
+    below
+    between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers him his how i if in into is it its itself just me more most
+    my no nor not now of off on once only or other our ours out over own same she should so some
+    such than that the their theirs them then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you your
+    yours need needs use using write give make say says tell find read answer agent agents
+    output outputs earlier previous step"""
+_STOPWORDS = frozenset(_STOPWORD_LIST.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One passage of an output: a paragraph, or a window of a long one."""
+
+    text: str
+    terms: Counter[str]
+    """Its words (lowercased, stopwords left out) and how often each occurs (never changed)."""
+
+    @property
+    def length(self) -> int:
+        """How many words it has, as BM25 counts length."""
+        return sum(self.terms.values())
+
+
+@functools.lru_cache(maxsize=256)
+def passages(text: str) -> tuple[Passage, ...]:
+    """``text`` cut into passages: paragraphs, long ones cut into windows, in order.
+
+    Cached (bounded): in a chain every later agent sees the same earlier outputs.
+    """
+    pieces: list[str] = []
+    pending = ""
+    for paragraph in _PARAGRAPH_BREAK.split(text.strip()):
+        paragraph = f"{pending}\n\n{paragraph}" if pending else paragraph
+        if _HEADING.fullmatch(paragraph):
+            pending = paragraph
+            continue
+        pending = ""
+        pieces += _windows(paragraph)
+    if pending:
+        pieces.append(pending)
+    return tuple(Passage(piece, Counter(_terms(piece))) for piece in pieces if piece.strip())
+
+
+def _windows(paragraph: str) -> list[str]:
+    """``paragraph`` cut at sentence ends (else spaces) into pieces of at most PASSAGE_CHARS."""
+    windows: list[str] = []
+    rest = paragraph
+    while len(rest) > PASSAGE_CHARS:
+        cut = max(rest.rfind(". ", 0, PASSAGE_CHARS) + 1, rest.rfind("\n", 0, PASSAGE_CHARS))
+        if cut < PASSAGE_CHARS // 2:
+            cut = rest.rfind(" ", 0, PASSAGE_CHARS)
+        if cut < PASSAGE_CHARS // 2:
+            cut = PASSAGE_CHARS  # one long word: cut it, the window stays bounded
+        windows.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        windows.append(rest)
+    return windows
+
+
+def _terms(text: str) -> list[str]:
+    words = _WORD.findall(text.lower())
+    return [w for w in words if len(w) > 1 and w not in _STOPWORDS]
+
+
+def _name_terms(name: str) -> list[str]:
+    """The words of an agent's name, so "facts from the planner" finds the planner's passages."""
+    return _terms(f"{name} {name.replace('_', ' ').replace('-', ' ')}")
+
+
+def bm25(query: Sequence[str], documents: Sequence[Mapping[str, int]]) -> list[float]:
+    """Each document's Okapi BM25 score for ``query`` (its distinct terms count once)."""
+    if not documents:
+        return []
+    wanted = set(query)
+    lengths = [sum(d.values()) for d in documents]
+    average = sum(lengths) / len(documents) or 1.0
+    frequency = Counter(t for d in documents for t in wanted.intersection(d))
+    total = len(documents)
+    idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+    scores: list[float] = []
+    for document, length in zip(documents, lengths, strict=True):
+        norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
+        scores.append(
+            sum(
+                weight * document[t] * (_BM25_K1 + 1) / (document[t] + norm)
+                for t, weight in idf.items()
+                if t in document
+            )
+        )
+    return scores
+
+
+# --- choosing and rendering -------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Choice:
+    """What the hint shows of each output (by index in flow order), in the order it was chosen."""
+
+    whole: set[int] = field(default_factory=set[int])
+    parts: dict[int, set[int]] = field(default_factory=dict[int, set[int]])
+    summaries: set[int] = field(default_factory=set[int])
+    failures: set[str] = field(default_factory=set[str])
+    order: list[tuple[str, int, int]] = field(default_factory=list[tuple[str, int, int]])
+    """Each choice as (kind, entry index, passage index): the last is dropped first."""
+
+    def add(self, kind: str, index: int, part: int = -1) -> None:
+        match kind:
+            case "whole":
+                self.whole.add(index)
+            case "part":
+                self.parts.setdefault(index, set()).add(part)
+            case _:
+                self.summaries.add(index)
+        self.order.append((kind, index, part))
+
+    def drop_last(self, failures: Sequence[str]) -> None:
+        kind, index, part = self.order.pop()
+        match kind:
+            case "whole":
+                self.whole.discard(index)
+            case "part":
+                self.parts[index].discard(part)
+                if not self.parts[index]:
+                    del self.parts[index]
+            case "failed":
+                self.failures.discard(failures[index])
+            case _:
+                self.summaries.discard(index)
+
+    def __bool__(self) -> bool:
+        return bool(self.order)
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What fitting reads: the entries, their passages, the failures, the frames."""
+
+    entries: list[ContextEntry]
+    passages: list[tuple[Passage, ...]]
+    failures: dict[str, str]
+    frame: Framing
+    budget: int
+
+
+def fit_context(
+    view: SharedContext,
+    previous: Sequence[str],
+    query: str,
+    framing: Framing,
+    budget: int,
+) -> tuple[str | None, bool]:
+    """The auto-mode hint for an agent that sees ``view``, in at most ``budget`` tokens.
+
+    Args:
+        view: The outputs (and failures) the agent sees.
+        previous: The previous step's agents: shown in full when all of them fit.
+        query: What the agent is and asks (its instructions and the task), to rank by.
+        framing: The frames, shared with the tools that read the same view.
+        budget: The most tokens the hint may count, framing and legend included.
+
+    Returns:
+        The hint (None when not even one line fits), and whether it holds every
+        output in full and every failure (then the agent needs no tool to read more).
+    """
+    entries = view.entries()
+    ctx = _Context(entries, [passages(e.output) for e in entries], view.failures(), framing, budget)
+    choice = _choose(ctx, previous, query)
+    while choice:
+        text = _render(ctx, choice)
+        if count_tokens(text) <= budget:
+            return text, _complete(ctx, choice)
+        choice.drop_last(list(ctx.failures))  # the estimate was short: drop the least useful
+    bare = (
+        "Earlier agents' outputs are not in this prompt; read them with the tools "
+        "list_context(), get_context(agent_name) and search_context(query)."
+    )
+    return (bare if count_tokens(bare) <= budget else None), False
+
+
+def _complete(ctx: _Context, choice: _Choice) -> bool:
+    return len(choice.whole) == len(ctx.entries) and len(choice.failures) == len(ctx.failures)
+
+
+def _choose(ctx: _Context, previous: Sequence[str], query: str) -> _Choice:
+    """The choice, by estimated cost: each piece's own tokens plus its frame and line break."""
+    frame, entries = ctx.frame, ctx.entries
+    choice = _Choice()
+    # The fixed parts at their largest: every kind of output counted in the note.
+    room = ctx.budget - count_tokens(_render(ctx, _Choice(), worst=True)) - 2
+    if room <= 0:
+        return choice
+    overhead = {e.name: count_tokens(frame.block(e.name, "", passage="10/10")) for e in entries}
+    before = set(previous)
+    last = [i for i, e in enumerate(entries) if e.name in before]
+    # 1. The previous step in full, all of it or none (an estimate first: outputs may be long).
+    if last and sum(overhead[entries[i].name] + _tokens_of(ctx.passages[i]) for i in last) <= room:
+        cost = sum(count_tokens(frame.block(entries[i].name, entries[i].output)) + 1 for i in last)
+        if cost <= room:
+            for i in last:
+                choice.add("whole", i)
+            room -= cost
+    # 2. Failures: short, and an agent must know not to wait for them.
+    for index, (name, reason) in enumerate(ctx.failures.items()):
+        cost = count_tokens(_failure_line(frame, name, reason)) + 1
+        if cost <= room:
+            choice.failures.add(name)
+            choice.order.append(("failed", index, -1))
+            room -= cost
+    # 3. The most relevant passages of everything not shown whole.
+    for index, part in _ranked(ctx, choice.whole, query):
+        cost = _passage_tokens(ctx.passages[index][part].text) + overhead[entries[index].name]
+        if cost <= room:
+            choice.add("part", index, part)
+            room -= cost
+    # 4. Summaries of the outputs of which nothing is shown, the latest first.
+    for index in reversed(range(len(entries))):
+        if index in choice.whole or index in choice.parts:
+            continue
+        cost = count_tokens(_summary_line(frame, entries[index])) + 1
+        if cost <= room:
+            choice.add("summary", index)
+            room -= cost
+    return choice
+
+
+def _ranked(ctx: _Context, whole: set[int], query: str) -> list[tuple[int, int]]:
+    """(entry, passage) of the outputs not shown whole, most relevant first; irrelevant left out."""
+    terms = _terms(query)
+    if not terms:
+        return []
+    keys: list[tuple[int, int]] = []
+    documents: list[Mapping[str, int]] = []
+    for index, (entry, parts) in enumerate(zip(ctx.entries, ctx.passages, strict=True)):
+        author = Counter(_name_terms(entry.name))
+        for part, passage in enumerate(parts):
+            keys.append((index, part))
+            documents.append(passage.terms + author if author else passage.terms)
+    scores = bm25(terms, documents)  # over every passage: the weights do not depend on the choice
+    best = max(scores, default=0.0)
+    if best <= 0:
+        return []
+    kept = [
+        (score, key)
+        for score, key in zip(scores, keys, strict=True)
+        if key[0] not in whole and score > 0 and score >= RELEVANCE_FLOOR * best
+    ]
+    # Ties: the later output first (closer to this agent), then the earlier passage.
+    kept.sort(key=lambda item: (-item[0], -item[1][0], item[1][1]))
+    return [key for _, key in kept]
+
+
+def _tokens_of(parts: tuple[Passage, ...]) -> int:
+    return sum(_passage_tokens(p.text) for p in parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _passage_tokens(text: str) -> int:
+    return count_tokens(text) + 1
+
+
+def _render(ctx: _Context, choice: _Choice, *, worst: bool = False) -> str:
+    """The hint: heading, note, legend, then what is chosen, in flow order."""
+    frame = ctx.frame
+    lines = ["## Shared context", _note(ctx, choice, worst), frame.legend()]
+    for index, entry in enumerate(ctx.entries):
+        parts = ctx.passages[index]
+        shown = choice.parts.get(index, set())
+        if index in choice.whole or (shown and len(shown) == len(parts)):
+            lines.append(frame.block(entry.name, entry.output))
+        elif shown:
+            total = len(parts)
+            lines += [
+                frame.block(entry.name, parts[k].text, passage=f"{k + 1}/{total}")
+                for k in sorted(shown)
+            ]
+        elif index in choice.summaries:
+            lines.append(_summary_line(frame, entry))
+    lines += [
+        _failure_line(frame, name, reason)
+        for name, reason in ctx.failures.items()
+        if name in choice.failures
+    ]
+    return "\n".join(lines)
+
+
+def _note(ctx: _Context, choice: _Choice, worst: bool) -> str:
+    """One line: what of the context is shown, what is not, and how to read the rest."""
+    total = len(ctx.entries)
+    if worst:  # the longest this line can be: the room left is counted without it
+        counts = (total, total, total, total)
+    else:
+        whole = sum(
+            1
+            for i in range(total)
+            if i in choice.whole or len(choice.parts.get(i, ())) == len(ctx.passages[i])
+        )
+        parts = len(choice.parts) - (whole - len(choice.whole))
+        summaries = len(choice.summaries)
+        counts = (whole, parts, summaries, total - whole - parts - summaries)
+    if not worst and counts[0] == total and len(choice.failures) == len(ctx.failures):
+        return f"Every earlier output ({total}) is shown below in full."
+    kinds = (
+        "in full",
+        'in passages (passage="i/n": the i-th of n)',
+        'as summaries (kind="summary")',
+        "not shown",
+    )
+    shown = ", ".join(f"{n} {kind}" for n, kind in zip(counts, kinds, strict=True) if n)
+    failed = len(ctx.failures) - (0 if worst else len(choice.failures))
+    if failed:
+        shown += f"; {failed} failures not listed"
+    return (
+        f"Of {total} earlier outputs, within {ctx.budget:,} tokens: {shown}. Read the rest "
+        "with get_context(agent_name) (a whole output), search_context(query), list_context()."
+    )
+
+
+def _summary_line(frame: Framing, entry: ContextEntry) -> str:
+    return frame.inline(entry.name, shorten(entry.summary, SUMMARY_CHARS), "summary")
+
+
+def _failure_line(frame: Framing, name: str, reason: str) -> str:
+    framed = frame.inline(name, shorten(reason, SUMMARY_CHARS), "failed")
+    return f"Failed, no output (do not wait for it): {framed}"
