@@ -31,7 +31,7 @@ from swarmcore.context import ContextEntry, Framing, SharedContext, shorten
 
 PASSAGE_CHARS = 1_200
 """A paragraph longer than this is cut into windows of about this many characters."""
-RELEVANCE_FLOOR = 0.25
+RELEVANCE_FLOOR = 0.5
 """A passage is shown only if its score is at least this share of the best passage's."""
 SUMMARY_CHARS = 100
 """Summaries and failure reasons are shortened to one line of this many characters."""
