@@ -419,3 +419,66 @@ async def test_dry_run_rehearses_in_auto_mode() -> None:
     flow = Agent("a", "Plan.") >> Agent("b", "Build.")
     report_ = await Swarm(flow, context_mode="auto", context_budget=200).dry_run("Go.")
     assert [e.agent_name for e in report_.agents] == ["a", "b"]
+
+
+# --- the command line: the budget is a run setting, kept for a resume -----------------------
+
+FLAKY_AUTO = """
+from pathlib import Path
+
+from swarmcore import Agent
+from swarmcore.testing import Fail, FunctionModel
+
+HERE = Path(__file__).parent
+LONG = "\\n\\n".join(["Padding that says little about anything in particular at all. " * 6] * 8)
+
+
+def answer(request):
+    name = request.system.split()[0]
+    notes = [ln for ln in request.system.splitlines() if ln.startswith(("Of ", "Every earlier"))]
+    with (HERE / "calls.log").open("a") as log:
+        log.write(f"{name}|{notes[0] if notes else '-'}\\n")
+    if name == "c" and (HERE / "fail_c").exists():
+        return Fail(400, "c is down")
+    return f"{name} says hi\\n\\n{LONG}"
+
+
+model = FunctionModel(answer)  # test models are held weakly: keep this reference
+a, b, c = (Agent(n, f"{n} works.", model=model.model) for n in "abc")
+flow = a >> b >> c
+"""
+
+
+def test_the_cli_runs_auto_mode_with_a_budget_and_resumes_with_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from swarmcore.cli import main
+
+    store_path = tmp_path / "runs.db"
+    monkeypatch.setenv("SWARMCORE_STORE", str(store_path))
+    target = tmp_path / "flaky_auto.py"
+    target.write_text(FLAKY_AUTO)
+    (tmp_path / "fail_c").touch()
+    argv = ["run", f"{target}:flow", "go", "--context-mode", "auto", "--context-budget", "300"]
+    assert main([*argv, "--quiet"]) == 1
+    store = SQLiteStore(store_path)
+    [run] = store.list_runs()
+    record = store.get_run(run.run_id)
+    store.close()
+    assert record is not None
+    assert (record.settings["context_mode"], record.settings["context_budget"]) == ("auto", 300)
+    (tmp_path / "fail_c").unlink()
+    capsys.readouterr()
+    assert main(["runs", "resume", run.run_id, "--quiet"]) == 0
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert calls[0] == "a|-"
+    assert calls[1].startswith("b|Of 1 earlier outputs, within 300 tokens")
+    assert calls[-1].startswith("c|Of 2 earlier outputs, within 300 tokens")  # the resumed c
+
+
+def test_the_cli_refuses_a_bad_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    from swarmcore.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "x.py:flow", "go", "--context-budget", "0"])
+    assert "--context-budget: must be a whole number of tokens above 0" in capsys.readouterr().err
