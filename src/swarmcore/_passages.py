@@ -9,8 +9,9 @@ most useful first:
 2. agents that failed (one short line each: later agents must not wait for them);
 3. passages of the other outputs (paragraphs; a long one cut into windows),
    ranked by BM25 against the agent's instructions and the task, the most
-   relevant first; passages that share no word with them are never shown;
-4. one-line summaries of the outputs of which nothing is shown, latest first.
+   relevant first; passages scoring under half the best are not shown;
+4. one-line summaries of the outputs of which nothing is shown, latest first
+   (an output about as short as its summary line is shown whole instead).
 
 What is chosen is rendered in flow order, each passage framed with its author
 and place (``<output agent="writer" passage="3/7" id="...">``), so the same
@@ -149,7 +150,8 @@ class _Choice:
     whole: set[int] = field(default_factory=set[int])
     parts: dict[int, set[int]] = field(default_factory=dict[int, set[int]])
     summaries: set[int] = field(default_factory=set[int])
-    failures: set[str] = field(default_factory=set[str])
+    failures: set[int] = field(default_factory=set[int])
+    """Failures shown, by index in flow order."""
     order: list[tuple[str, int, int]] = field(default_factory=list[tuple[str, int, int]])
     """Each choice as (kind, entry index, passage index): the last is dropped first."""
 
@@ -159,11 +161,13 @@ class _Choice:
                 self.whole.add(index)
             case "part":
                 self.parts.setdefault(index, set()).add(part)
-            case _:
+            case "summary":
                 self.summaries.add(index)
+            case _:
+                self.failures.add(index)
         self.order.append((kind, index, part))
 
-    def drop_last(self, failures: Sequence[str]) -> None:
+    def drop_last(self) -> None:
         kind, index, part = self.order.pop()
         match kind:
             case "whole":
@@ -172,10 +176,10 @@ class _Choice:
                 self.parts[index].discard(part)
                 if not self.parts[index]:
                     del self.parts[index]
-            case "failed":
-                self.failures.discard(failures[index])
-            case _:
+            case "summary":
                 self.summaries.discard(index)
+            case _:
+                self.failures.discard(index)
 
     def __bool__(self) -> bool:
         return bool(self.order)
@@ -219,7 +223,7 @@ def fit_context(
         text = _render(ctx, choice)
         if count_tokens(text) <= budget:
             return text, _complete(ctx, choice)
-        choice.drop_last(list(ctx.failures))  # the estimate was short: drop the least useful
+        choice.drop_last()  # the estimate was short: drop the least useful
     bare = (
         "Earlier agents' outputs are not in this prompt; read them with the tools "
         "list_context(), get_context(agent_name) and search_context(query)."
@@ -228,49 +232,94 @@ def fit_context(
 
 
 def _complete(ctx: _Context, choice: _Choice) -> bool:
-    return len(choice.whole) == len(ctx.entries) and len(choice.failures) == len(ctx.failures)
+    whole = sum(1 for i in range(len(ctx.entries)) if _shown_whole(ctx, choice, i))
+    return whole == len(ctx.entries) and len(choice.failures) == len(ctx.failures)
+
+
+def _shown_whole(ctx: _Context, choice: _Choice, index: int) -> bool:
+    """Whether output ``index`` is shown in full: chosen whole, or every passage of it."""
+    return index in choice.whole or len(choice.parts.get(index, ())) == len(ctx.passages[index])
 
 
 def _choose(ctx: _Context, previous: Sequence[str], query: str) -> _Choice:
     """The choice, by estimated cost: each piece's own tokens plus its frame and line break."""
-    frame, entries = ctx.frame, ctx.entries
-    choice = _Choice()
     # The fixed parts at their largest: every kind of output counted in the note.
     room = ctx.budget - count_tokens(_render(ctx, _Choice(), worst=True)) - 2
-    if room <= 0:
-        return choice
-    overhead = {e.name: count_tokens(frame.block(e.name, "", passage="10/10")) for e in entries}
-    before = set(previous)
-    last = [i for i, e in enumerate(entries) if e.name in before]
-    # 1. The previous step in full, all of it or none (an estimate first: outputs may be long).
-    if last and sum(overhead[entries[i].name] + _tokens_of(ctx.passages[i]) for i in last) <= room:
-        cost = sum(count_tokens(frame.block(entries[i].name, entries[i].output)) + 1 for i in last)
-        if cost <= room:
+    fill = _Filler(ctx, room)
+    if room > 0:
+        fill.previous_step(previous)
+        fill.failures()
+        fill.passages(query)
+        fill.summaries()
+    return fill.choice
+
+
+class _Filler:
+    """Fills the room left in the budget, tier by tier, into one choice."""
+
+    def __init__(self, ctx: _Context, room: int) -> None:
+        self.ctx = ctx
+        self.room = room
+        self.choice = _Choice()
+        frame = ctx.frame
+        self.overhead = {
+            e.name: count_tokens(frame.block(e.name, "", passage="10/10")) for e in ctx.entries
+        }
+
+    def take(self, cost: int, kind: str, index: int, part: int = -1) -> bool:
+        if cost > self.room:
+            return False
+        self.choice.add(kind, index, part)
+        self.room -= cost
+        return True
+
+    def whole_cost(self, index: int) -> int:
+        entry = self.ctx.entries[index]
+        return count_tokens(self.ctx.frame.block(entry.name, entry.output)) + 1
+
+    def previous_step(self, previous: Sequence[str]) -> None:
+        """1. The previous step in full, all of it or none."""
+        ctx, before = self.ctx, set(previous)
+        last = [i for i, e in enumerate(ctx.entries) if e.name in before]
+        # An estimate first: an output may be long, and counting it whole is not free.
+        guess = sum(self.overhead[ctx.entries[i].name] + _tokens_of(ctx.passages[i]) for i in last)
+        if not last or guess > self.room:
+            return
+        cost = sum(self.whole_cost(i) for i in last)
+        if cost <= self.room:
             for i in last:
-                choice.add("whole", i)
-            room -= cost
-    # 2. Failures: short, and an agent must know not to wait for them.
-    for index, (name, reason) in enumerate(ctx.failures.items()):
-        cost = count_tokens(_failure_line(frame, name, reason)) + 1
-        if cost <= room:
-            choice.failures.add(name)
-            choice.order.append(("failed", index, -1))
-            room -= cost
-    # 3. The most relevant passages of everything not shown whole.
-    for index, part in _ranked(ctx, choice.whole, query):
-        cost = _passage_tokens(ctx.passages[index][part].text) + overhead[entries[index].name]
-        if cost <= room:
-            choice.add("part", index, part)
-            room -= cost
-    # 4. Summaries of the outputs of which nothing is shown, the latest first.
-    for index in reversed(range(len(entries))):
-        if index in choice.whole or index in choice.parts:
-            continue
-        cost = count_tokens(_summary_line(frame, entries[index])) + 1
-        if cost <= room:
-            choice.add("summary", index)
-            room -= cost
-    return choice
+                self.choice.add("whole", i)
+            self.room -= cost
+
+    def failures(self) -> None:
+        """2. Failures: short, and an agent must know not to wait for them."""
+        for index, (name, reason) in enumerate(self.ctx.failures.items()):
+            cost = count_tokens(_failure_line(self.ctx.frame, name, reason)) + 1
+            self.take(cost, "failed", index)
+
+    def passages(self, query: str) -> None:
+        """3. The most relevant passages of everything not shown whole."""
+        ctx = self.ctx
+        for index, part in _ranked(ctx, self.choice.whole, query):
+            text = ctx.passages[index][part].text
+            self.take(
+                _passage_tokens(text) + self.overhead[ctx.entries[index].name], "part", index, part
+            )
+
+    def summaries(self) -> None:
+        """4. Summaries of the outputs of which nothing is shown, the latest first.
+
+        An output hardly longer than its summary line is shown whole instead: it
+        says more for about as much.
+        """
+        ctx, choice = self.ctx, self.choice
+        for index in reversed(range(len(ctx.entries))):
+            if index in choice.whole or index in choice.parts:
+                continue
+            cost = count_tokens(_summary_line(ctx.frame, ctx.entries[index])) + 1
+            short = _tokens_of(ctx.passages[index]) <= cost
+            if not (short and self.take(self.whole_cost(index), "whole", index)):
+                self.take(cost, "summary", index)
 
 
 def _ranked(ctx: _Context, whole: set[int], query: str) -> list[tuple[int, int]]:
@@ -315,7 +364,7 @@ def _render(ctx: _Context, choice: _Choice, *, worst: bool = False) -> str:
     for index, entry in enumerate(ctx.entries):
         parts = ctx.passages[index]
         shown = choice.parts.get(index, set())
-        if index in choice.whole or (shown and len(shown) == len(parts)):
+        if _shown_whole(ctx, choice, index):
             lines.append(frame.block(entry.name, entry.output))
         elif shown:
             total = len(parts)
@@ -327,8 +376,8 @@ def _render(ctx: _Context, choice: _Choice, *, worst: bool = False) -> str:
             lines.append(_summary_line(frame, entry))
     lines += [
         _failure_line(frame, name, reason)
-        for name, reason in ctx.failures.items()
-        if name in choice.failures
+        for index, (name, reason) in enumerate(ctx.failures.items())
+        if index in choice.failures
     ]
     return "\n".join(lines)
 
@@ -339,16 +388,12 @@ def _note(ctx: _Context, choice: _Choice, worst: bool) -> str:
     if worst:  # the longest this line can be: the room left is counted without it
         counts = (total, total, total, total)
     else:
-        whole = sum(
-            1
-            for i in range(total)
-            if i in choice.whole or len(choice.parts.get(i, ())) == len(ctx.passages[i])
-        )
-        parts = len(choice.parts) - (whole - len(choice.whole))
+        if _complete(ctx, choice):
+            return f"Every earlier output ({total}) is shown below in full."
+        whole = sum(1 for i in range(total) if _shown_whole(ctx, choice, i))
+        parts = sum(1 for i in choice.parts if not _shown_whole(ctx, choice, i))
         summaries = len(choice.summaries)
         counts = (whole, parts, summaries, total - whole - parts - summaries)
-    if not worst and counts[0] == total and len(choice.failures) == len(ctx.failures):
-        return f"Every earlier output ({total}) is shown below in full."
     kinds = (
         "in full",
         'in passages (passage="i/n": the i-th of n)',

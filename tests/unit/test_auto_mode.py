@@ -161,11 +161,12 @@ def test_the_previous_step_in_full_when_it_fits() -> None:
     assert [(f.words, f.passage) for f in whole] == [(context.get("tester"), None)]
 
 
-def test_everything_fits_no_tools_are_offered() -> None:
+@pytest.mark.parametrize("previous", [["a", "b"], ["b"], []])
+def test_everything_fits_no_tools_are_offered(previous: list[str]) -> None:
     context = SharedContext(["a", "b"])
     context.set("a", "Short note A.")
     context.set("b", "Short note B.")
-    prepared = AutoMode().prepare(context, ["a", "b"], asking("Go on."))
+    prepared = AutoMode().prepare(context, previous, asking("Go on."))
     assert prepared.tools == ()
     assert prepared.hint is not None
     assert "Every earlier output (2) is shown below in full" in (prepared.hint)
@@ -208,6 +209,18 @@ def test_summaries_of_what_is_not_shown_follow_as_room_allows() -> None:
     assert summarised == [f"a{i}" for i in range(6) if f"a{i}" in summarised]  # flow order
     assert "a4" in summarised  # the latest first when room runs short
     assert "not shown" in hint or len(summarised) == 6
+
+
+def test_a_failed_agent_is_named_so_no_one_waits_for_it() -> None:
+    context = SharedContext(["a", "b", "c"])
+    context.set("a", report(filler=10), "A.")
+    context.set_failure("b", "ModelError: the provider is down")
+    context.set("c", report(filler=10), "C.")
+    hint = AutoMode(400).prepare(context, ["c"], asking("Go on.")).hint
+    assert hint is not None
+    failed = [f for f in frames(hint) if f.kind == "failed"]
+    assert [(f.agent, f.words) for f in failed] == [("b", "ModelError: the provider is down")]
+    assert "do not wait for it" in hint
 
 
 # --- the tools reach what did not fit ------------------------------------------------------
