@@ -495,3 +495,16 @@ def test_the_cli_refuses_a_bad_budget(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit):
         main(["run", "x.py:flow", "go", "--context-budget", "0"])
     assert "--context-budget: must be a whole number of tokens above 0" in capsys.readouterr().err
+
+
+def test_a_durable_flow_version_includes_the_budget() -> None:
+    from swarmcore.engines.dbos import flow_version
+
+    a = Agent("a", "x")
+    versions = {
+        flow_version(Swarm(a, context_mode="auto", context_budget=300)),
+        flow_version(Swarm(a, context_mode="auto", context_budget=900)),
+        flow_version(Swarm(a, context_mode="auto")),
+        flow_version(Swarm(a)),
+    }
+    assert len(versions) == 4  # a worker with another budget does not continue the run
