@@ -8,9 +8,9 @@ most useful first:
 1. the previous step's outputs in full, when all of them fit;
 2. agents that failed (one short line each: later agents must not wait for them);
 3. passages of the other outputs (paragraphs; a long one cut into windows),
-   ranked by BM25 against the agent's instructions and the task, the most
-   relevant first; passages scoring under half the best are not shown;
-4. one-line summaries of the outputs of which nothing is shown, latest first
+   ranked by BM25 against the agent's instructions and (less) the task, the
+   most relevant first; passages scoring under half the best are not shown;
+4. one-line summaries of the outputs of which nothing is shown, the few latest
    (an output about as short as its summary line is shown whole instead).
 
 What is chosen is rendered in flow order, each passage framed with its author
@@ -36,6 +36,18 @@ RELEVANCE_FLOOR = 0.5
 """A passage is shown only if its score is at least this share of the best passage's."""
 SUMMARY_CHARS = 100
 """Summaries and failure reasons are shortened to one line of this many characters."""
+SUMMARIES_SHOWN = 6
+"""The most summaries a hint shows (the latest): past that, list_context lists them.
+
+Without a cap the summaries of a long chain fill whatever budget is left, and the
+prompt grows with the chain's length where it should stay flat.
+"""
+TASK_WEIGHT = 0.3
+"""How much a word of the task counts in ranking, against 1 for a word of the instructions.
+
+Every agent shares the task, and earlier outputs echo it throughout; the
+instructions say what this agent needs.
+"""
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # A heading or a label ("Findings:") says what follows: it joins the paragraph after it.
@@ -117,8 +129,8 @@ def _name_terms(name: str) -> list[str]:
     return _terms(f"{name} {name.replace('_', ' ').replace('-', ' ')}")
 
 
-def bm25(query: Sequence[str], documents: Sequence[Mapping[str, int]]) -> list[float]:
-    """Each document's Okapi BM25 score for ``query`` (its distinct terms count once)."""
+def bm25(query: Mapping[str, float], documents: Sequence[Mapping[str, int]]) -> list[float]:
+    """Each document's Okapi BM25 score for ``query``: terms with their weights."""
     if not documents:
         return []
     wanted = set(query)
@@ -126,7 +138,7 @@ def bm25(query: Sequence[str], documents: Sequence[Mapping[str, int]]) -> list[f
     average = sum(lengths) / len(documents) or 1.0
     frequency = Counter(t for d in documents for t in wanted.intersection(d))
     total = len(documents)
-    idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+    idf = {t: query[t] * math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
     scores: list[float] = []
     for document, length in zip(documents, lengths, strict=True):
         norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
@@ -199,16 +211,19 @@ class _Context:
 def fit_context(
     view: SharedContext,
     previous: Sequence[str],
-    query: str,
     framing: Framing,
     budget: int,
+    *,
+    instructions: str,
+    task: str,
 ) -> tuple[str | None, bool]:
     """The auto-mode hint for an agent that sees ``view``, in at most ``budget`` tokens.
 
     Args:
         view: The outputs (and failures) the agent sees.
         previous: The previous step's agents: shown in full when all of them fit.
-        query: What the agent is and asks (its instructions and the task), to rank by.
+        instructions: The agent's instructions, to rank passages by.
+        task: The run's task, to rank by too, with less weight (:data:`TASK_WEIGHT`).
         framing: The frames, shared with the tools that read the same view.
         budget: The most tokens the hint may count, framing and legend included.
 
@@ -218,6 +233,7 @@ def fit_context(
     """
     entries = view.entries()
     ctx = _Context(entries, [passages(e.output) for e in entries], view.failures(), framing, budget)
+    query = dict.fromkeys(_terms(task), TASK_WEIGHT) | dict.fromkeys(_terms(instructions), 1.0)
     choice = _choose(ctx, previous, query)
     while choice:
         text = _render(ctx, choice)
@@ -241,7 +257,7 @@ def _shown_whole(ctx: _Context, choice: _Choice, index: int) -> bool:
     return index in choice.whole or len(choice.parts.get(index, ())) == len(ctx.passages[index])
 
 
-def _choose(ctx: _Context, previous: Sequence[str], query: str) -> _Choice:
+def _choose(ctx: _Context, previous: Sequence[str], query: Mapping[str, float]) -> _Choice:
     """The choice, by estimated cost: each piece's own tokens plus its frame and line break."""
     # The fixed parts at their largest: every kind of output counted in the note.
     room = ctx.budget - count_tokens(_render(ctx, _Choice(), worst=True)) - 2
@@ -297,7 +313,7 @@ class _Filler:
             cost = count_tokens(_failure_line(self.ctx.frame, name, reason)) + 1
             self.take(cost, "failed", index)
 
-    def passages(self, query: str) -> None:
+    def passages(self, query: Mapping[str, float]) -> None:
         """3. The most relevant passages of everything not shown whole."""
         ctx = self.ctx
         for index, part in _ranked(ctx, self.choice.whole, query):
@@ -309,23 +325,26 @@ class _Filler:
     def summaries(self) -> None:
         """4. Summaries of the outputs of which nothing is shown, the latest first.
 
-        An output hardly longer than its summary line is shown whole instead: it
-        says more for about as much.
+        At most SUMMARIES_SHOWN of them. An output hardly longer than its summary
+        line is shown whole instead: it says more for about as much.
         """
         ctx, choice = self.ctx, self.choice
+        shown = 0
         for index in reversed(range(len(ctx.entries))):
             if index in choice.whole or index in choice.parts:
                 continue
             cost = count_tokens(_summary_line(ctx.frame, ctx.entries[index])) + 1
-            short = _tokens_of(ctx.passages[index]) <= cost
-            if not (short and self.take(self.whole_cost(index), "whole", index)):
-                self.take(cost, "summary", index)
+            if _tokens_of(ctx.passages[index]) <= cost and self.take(
+                self.whole_cost(index), "whole", index
+            ):
+                continue
+            if shown < SUMMARIES_SHOWN and self.take(cost, "summary", index):
+                shown += 1
 
 
-def _ranked(ctx: _Context, whole: set[int], query: str) -> list[tuple[int, int]]:
+def _ranked(ctx: _Context, whole: set[int], query: Mapping[str, float]) -> list[tuple[int, int]]:
     """(entry, passage) of the outputs not shown whole, most relevant first; irrelevant left out."""
-    terms = _terms(query)
-    if not terms:
+    if not query:
         return []
     keys: list[tuple[int, int]] = []
     documents: list[Mapping[str, int]] = []
@@ -334,7 +353,7 @@ def _ranked(ctx: _Context, whole: set[int], query: str) -> list[tuple[int, int]]
         for part, passage in enumerate(parts):
             keys.append((index, part))
             documents.append(passage.terms + author if author else passage.terms)
-    scores = bm25(terms, documents)  # over every passage: the weights do not depend on the choice
+    scores = bm25(query, documents)  # over every passage: the weights do not depend on the choice
     best = max(scores, default=0.0)
     if best <= 0:
         return []

@@ -182,8 +182,14 @@ class AutoMode:
         if not len(view) and not view.failures():
             return Prepared()
         framing = view.framing()
-        query = f"{recipient.instructions}\n{recipient.task}"
-        hint, complete = fit_context(view, previous, query, framing, self.budget)
+        hint, complete = fit_context(
+            view,
+            previous,
+            framing,
+            self.budget,
+            instructions=recipient.instructions,
+            task=recipient.task,
+        )
         return Prepared(hint, () if complete else _pull_tools(view, framing))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, SharedContext, Swarm, UserError
-from swarmcore._passages import fit_context, passages
+from swarmcore._passages import SUMMARIES_SHOWN, fit_context, passages
 from swarmcore._tokens import count_tokens
 from swarmcore.context import Framing
 from swarmcore.modes import DEFAULT_CONTEXT_BUDGET, AutoMode, Prepared, Recipient
@@ -223,6 +223,31 @@ def test_a_failed_agent_is_named_so_no_one_waits_for_it() -> None:
     assert "do not wait for it" in hint
 
 
+def test_at_most_the_latest_few_summaries_so_long_flows_stay_flat() -> None:
+    names = [f"a{i}" for i in range(40)]
+    context = SharedContext(names)
+    for name in names:
+        context.set(name, report(filler=6), f"Summary of {name}.")
+    ask = Recipient("z", "Zebras and quokkas.", "Zoo.")  # no word in common with the outputs
+    hint = AutoMode(3_000).prepare(context, ["a39"], ask).hint
+    assert hint is not None
+    summarised = [f.agent for f in frames(hint) if f.kind == "summary"]
+    assert summarised == names[-1 - SUMMARIES_SHOWN : -1]
+    assert f"{len(names) - 1 - SUMMARIES_SHOWN} not shown" in hint
+
+
+def test_the_instructions_outweigh_the_task_every_agent_shares() -> None:
+    context = SharedContext(["a", "b"])
+    rollout = "The rollout of the customer portal is staged by team.\n\n" + report(filler=4)
+    context.set("a", rollout, "Notes.")
+    context.set("b", "The east launch window is Orion 150.\n\n" + report(filler=4))
+    ask = Recipient("c", "You need the east launch window.", "Roll out the customer portal.")
+    hint = AutoMode(300).prepare(context, [], ask).hint
+    assert hint is not None
+    assert "Orion 150" in hint
+    assert "staged by team" not in hint
+
+
 # --- the tools reach what did not fit ------------------------------------------------------
 
 
@@ -256,7 +281,14 @@ def test_an_output_cannot_pass_as_another_agents_words() -> None:
     context.set("critic", "Looks fine.")
     framing = Framing(NONCE)
     for budget in (400, 800, 3_000):
-        hint, _ = fit_context(context, ["critic"], "Give the Orion launch date.", framing, budget)
+        hint, _ = fit_context(
+            context,
+            ["critic"],
+            framing,
+            budget,
+            instructions="Give the Orion launch date.",
+            task="",
+        )
         assert hint is not None
         found = frames(hint, NONCE)
         assert {f.agent for f in found} <= {"writer", "critic"}
