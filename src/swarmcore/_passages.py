@@ -20,9 +20,9 @@ context gives the same bytes and an agent can read the rest with the pull tools.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
+import weakref
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +75,8 @@ class Passage:
     text: str
     terms: Counter[str]
     """Its words (lowercased, stopwords left out) and how often each occurs (never changed)."""
+    tokens: int
+    """What it costs in a prompt: its tokens and the line break that follows it."""
 
     @property
     def length(self) -> int:
@@ -82,12 +84,21 @@ class Passage:
         return sum(self.terms.values())
 
 
-@functools.lru_cache(maxsize=256)
-def passages(text: str) -> tuple[Passage, ...]:
-    """``text`` cut into passages: paragraphs, long ones cut into windows, in order.
+_SPLIT: weakref.WeakKeyDictionary[ContextEntry, tuple[Passage, ...]] = weakref.WeakKeyDictionary()
+"""Each entry's passages, made once: in a chain every later agent sees the same earlier
+outputs. Weak: an entry's passages go with it, so no run's text outlives the run."""
 
-    Cached (bounded): in a chain every later agent sees the same earlier outputs.
-    """
+
+def passages(entry: ContextEntry) -> tuple[Passage, ...]:
+    """``entry``'s output cut into passages: paragraphs, long ones cut into windows, in order."""
+    split = _SPLIT.get(entry)
+    if split is None:
+        split = _SPLIT[entry] = split_passages(entry.output)
+    return split
+
+
+def split_passages(text: str) -> tuple[Passage, ...]:
+    """``text`` cut into passages: paragraphs, long ones cut into windows, in order."""
     pieces: list[str] = []
     pending = ""
     for paragraph in _PARAGRAPH_BREAK.split(text.strip()):
@@ -99,7 +110,11 @@ def passages(text: str) -> tuple[Passage, ...]:
         pieces += _windows(paragraph)
     if pending:
         pieces.append(pending)
-    return tuple(Passage(piece, Counter(_terms(piece))) for piece in pieces if piece.strip())
+    return tuple(
+        Passage(piece, Counter(_terms(piece)), count_tokens(piece) + 1)
+        for piece in pieces
+        if piece.strip()
+    )
 
 
 def _windows(paragraph: str) -> list[str]:
@@ -232,7 +247,7 @@ def fit_context(
         output in full and every failure (then the agent needs no tool to read more).
     """
     entries = view.entries()
-    ctx = _Context(entries, [passages(e.output) for e in entries], view.failures(), framing, budget)
+    ctx = _Context(entries, [passages(e) for e in entries], view.failures(), framing, budget)
     query = dict.fromkeys(_terms(task), TASK_WEIGHT) | dict.fromkeys(_terms(instructions), 1.0)
     choice = _choose(ctx, previous, query)
     while choice:
@@ -317,10 +332,8 @@ class _Filler:
         """3. The most relevant passages of everything not shown whole."""
         ctx = self.ctx
         for index, part in _ranked(ctx, self.choice.whole, query):
-            text = ctx.passages[index][part].text
-            self.take(
-                _passage_tokens(text) + self.overhead[ctx.entries[index].name], "part", index, part
-            )
+            cost = ctx.passages[index][part].tokens + self.overhead[ctx.entries[index].name]
+            self.take(cost, "part", index, part)
 
     def summaries(self) -> None:
         """4. Summaries of the outputs of which nothing is shown, the latest first.
@@ -368,12 +381,7 @@ def _ranked(ctx: _Context, whole: set[int], query: Mapping[str, float]) -> list[
 
 
 def _tokens_of(parts: tuple[Passage, ...]) -> int:
-    return sum(_passage_tokens(p.text) for p in parts)
-
-
-@functools.lru_cache(maxsize=4096)
-def _passage_tokens(text: str) -> int:
-    return count_tokens(text) + 1
+    return sum(p.tokens for p in parts)
 
 
 def _render(ctx: _Context, choice: _Choice, *, worst: bool = False) -> str:

@@ -186,7 +186,7 @@ class Framing:
         return text
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # auto mode keeps its passages weakly
 class ContextEntry:
     """One agent's contribution to the context."""
 

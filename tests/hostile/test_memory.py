@@ -67,6 +67,11 @@ async def _run_on_own_offline_model(task: str) -> None:
     await Swarm(_diamond(model.model)).run(task)
 
 
+async def _run_auto(task: str) -> None:
+    model = OfflineModel()
+    await Swarm(_diamond(model.model), context_mode="auto", context_budget=300).run(task)
+
+
 async def _agent_run_on_own_offline_model(task: str) -> None:
     model = OfflineModel()
     await Agent("solo", "You answer.", model=model.model, tools=[lookup]).run(task)
@@ -88,6 +93,7 @@ ROWS: list[tuple[str, Action]] = [
     ("run on the shared offline_model()", _run_on_shared_offline_model),
     ("run on its own OfflineModel, dropped", _run_on_own_offline_model),
     ("Agent.run with a tool, own OfflineModel", _agent_run_on_own_offline_model),
+    ("run in auto mode (passages ranked and cached)", _run_auto),
 ]
 
 

@@ -112,7 +112,7 @@ def _check_frames(hint: str, context: SharedContext) -> list[tuple[str, str | No
             assert frame.agent in context.failures()
             continue
         assert entry is not None, f"frame of unknown agent {frame.agent!r}"
-        parts = passages(entry.output)
+        parts = passages(entry)
         if frame.passage is None:
             assert frame.words == entry.output
         else:
