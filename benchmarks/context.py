@@ -43,6 +43,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from swarmcore import Agent, Flow, Swarm, SwarmResult, UserError, chain, loop, parallel
 from swarmcore._tokens import count_tokens
@@ -276,10 +277,18 @@ VARIANTS = (
 )
 
 
+def swarm_for(flow: Flow, mode: str, **settings: Any) -> Swarm:
+    """A Swarm in ``mode``: a mode name, or ``auto:N`` for auto mode with a budget of N tokens."""
+    name, _, budget = mode.partition(":")
+    if budget:
+        settings["context_budget"] = int(budget)
+    return Swarm(flow, context_mode=name, **settings)  # pyright: ignore[reportArgumentType]
+
+
 def accepted(flow: Flow, mode: str) -> bool:
     try:
-        Swarm(flow, context_mode=mode)  # pyright: ignore[reportArgumentType] -- probing a mode
-    except UserError:
+        swarm_for(flow, mode)
+    except (UserError, ValueError):
         return False
     return True
 
@@ -287,7 +296,7 @@ def accepted(flow: Flow, mode: str) -> bool:
 async def run_offline(build: Build, mode: str, variant: Variant) -> tuple[Measured, ReaderModel]:
     model = variant.model()
     flow = build(model.model)
-    result = await Swarm(flow, context_mode=mode).run(TASK)  # pyright: ignore[reportArgumentType]
+    result = await swarm_for(flow, mode).run(TASK)
     score = score_facts(_agents(flow), result.context)
     return measure(model.requests, score), model
 
@@ -387,7 +396,7 @@ async def real_tables(model: str, modes: Sequence[str], store: Path) -> str:
         for mode in modes:
             progress(f"{model}: {shape}, {mode}")
             flow = build(model)
-            swarm = Swarm(flow, context_mode=mode, store=store)  # pyright: ignore[reportArgumentType]
+            swarm = swarm_for(flow, mode, store=store)
             result = await swarm.run(TASK)
             rows.append(
                 row(shape, mode, reported(result, score_facts(_agents(flow), result.context)))
@@ -432,7 +441,10 @@ def _modes(text: str) -> tuple[str, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument(
-        "--modes", type=_modes, default=MODES, help="comma-separated (default pull,push,auto)"
+        "--modes",
+        type=_modes,
+        default=MODES,
+        help="comma-separated (default pull,push,auto); auto:N sets context_budget=N",
     )
     parser.add_argument("--model", help="also run the shapes on this real model (needs its key)")
     parser.add_argument(
