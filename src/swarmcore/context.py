@@ -17,7 +17,7 @@ import hashlib
 import html
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,8 +42,16 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 # the next line's indentation stays.
 _BLANK_LINES = re.compile(r"\s*\n")
 
+PROMPT_SUMMARY_CHARS = 200
+"""Characters of a summary (or a failure's reason) that ``format_for_prompt`` shows."""
 SEARCH_MAX_HITS = 20
-"""Lines ``search`` returns at most, so a broad pattern cannot flood a prompt."""
+"""Hits ``search`` returns at most, so a broad query cannot flood a prompt."""
+SEARCH_WINDOW = 200
+"""Characters shown on each side of a match (cut back to a word boundary)."""
+SEARCH_MAX_EXCERPT = 1_000
+"""Characters one hit shows at most; matches further apart are separate hits."""
+SEARCH_MAX_WORDS = 8
+"""The most words a plain query may have to fall back to passages holding all of them."""
 SEARCH_TIME_BUDGET = 0.25
 """Seconds of regex matching ``search`` allows before it falls back to a literal search."""
 SEARCH_MAX_PATTERN = 500
@@ -54,8 +62,11 @@ SEARCH_MAX_EXPANSION = 100_000
 Compiling unrolls counted repeats, so ``a{1000000}`` or a few nested counts cost
 seconds of CPU; such a query is searched as plain text instead.
 """
-_SEARCH_MAX_LINE = 300
+_MAX_SPANS = 50  # matches located per passage: enough to place its windows
+_MERGE_GAP = 40  # windows this close are shown as one
+_WORD_SLACK = 30  # how far a window's edge moves to reach a word boundary
 _REGEX_SYNTAX = frozenset(".^$*+?{}[]\\|()")
+_SPACE = re.compile(r"\s")
 _REPEAT_COUNT = re.compile(r"(?<!\\)\{(\d*)(?:,(\d*))?\}")
 _NONCE = re.compile(r"[0-9a-f]{8,}")
 _V = TypeVar("_V")
@@ -196,14 +207,24 @@ class ContextEntry:
     summarised: bool
     """Whether ``summary`` is a real summary (False when the output stands for it)."""
 
+    @property
+    def whole_in_summary(self) -> bool:
+        """Whether the summary a prompt shows is the whole output, so it is shown as such."""
+        return len(self.output) <= PROMPT_SUMMARY_CHARS and (
+            shorten(self.summary, PROMPT_SUMMARY_CHARS) == self.output
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One line of an entry that matched a search."""
+    """A place in an entry that matched a search: the text around one match, or a few close ones."""
 
     name: str
+    """The agent whose output holds it."""
     line_number: int
-    line: str
+    """The line of the output (from 1) where its first match is."""
+    excerpt: str
+    """The text around its matches in their paragraph, on one line; ``…`` marks a cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +233,9 @@ class SearchReport:
 
     hits: list[SearchHit]
     literal_because: str | None = None
-    """Why a query with regex syntax was searched as plain text; None when it was not."""
+    """Why a regex query was searched as plain text; None when it was not."""
+    all_words: bool = False
+    """No passage held the phrase: the hits hold all its words, anywhere in the passage."""
 
 
 class SharedContext:
@@ -356,13 +379,15 @@ class SharedContext:
         sizes = ", ".join(f"{k}: {len(e.output)} chars" for k, e in self._ordered().items())
         return f"SharedContext({sizes})"
 
-    def search(self, pattern: str, *, max_hits: int = SEARCH_MAX_HITS) -> list[SearchHit]:
-        """Lines of any entry matching ``pattern`` (a regex, case-insensitive), in flow order.
+    def search(
+        self, query: str, *, regex: bool = False, max_hits: int = SEARCH_MAX_HITS
+    ) -> list[SearchHit]:
+        """Passages of any entry that match ``query``, ignoring case, in flow order.
 
-        See :func:`search_entries`, which bounds the work a model-written
-        pattern can cause; it also tells when the pattern was searched as text.
+        Plain text unless ``regex``. See :func:`search_entries`, which bounds
+        the work a model-written regex can cause and tells how it read the query.
         """
-        return search_entries(self.entries(), pattern, max_hits=max_hits).hits
+        return search_entries(self.entries(), query, regex=regex, max_hits=max_hits).hits
 
     def framing(self) -> Framing:
         """Frames for rendering this context, their nonce a digest of every entry in it."""
@@ -382,8 +407,9 @@ class SharedContext:
 
         Args:
             expand: Names to show in full; every other entry shows its summary
-                (shortened to one line) in a frame marked ``kind="summary"``.
-                None shows every entry in full.
+                (shortened to one line) in a frame marked ``kind="summary"``,
+                unless that summary is the whole output. None shows every entry
+                in full.
             framing: The frames to use (:meth:`framing` when None); pass one
                 to share its nonce with tools that read the same context.
         """
@@ -393,12 +419,13 @@ class SharedContext:
         full = None if expand is None else set(expand)
         sections = [frame.legend()]
         for entry in self._ordered().values():
-            if full is None or entry.name in full:
+            if full is None or entry.name in full or entry.whole_in_summary:
                 sections.append(frame.block(entry.name, entry.output))
             else:
-                sections.append(frame.block(entry.name, shorten(entry.summary, 200), "summary"))
+                summary = shorten(entry.summary, PROMPT_SUMMARY_CHARS)
+                sections.append(frame.block(entry.name, summary, "summary"))
         sections += [
-            frame.block(name, shorten(reason, 200), "failed")
+            frame.block(name, shorten(reason, PROMPT_SUMMARY_CHARS), "failed")
             for name, reason in self._ordered_failures().items()
         ]
         return "\n\n".join(sections)
@@ -413,40 +440,194 @@ def _digest(*parts: str) -> bytes:
 
 
 def search_entries(
-    entries: Iterable[ContextEntry], pattern: str, *, max_hits: int = SEARCH_MAX_HITS
+    entries: Iterable[ContextEntry],
+    query: str,
+    *,
+    regex: bool = False,
+    max_hits: int = SEARCH_MAX_HITS,
 ) -> SearchReport:
-    """Lines of ``entries`` matching ``pattern``, case-insensitive, in order; at most ``max_hits``.
+    """Where ``entries`` match ``query``, ignoring case, in order; at most ``max_hits`` hits.
 
-    The pattern may come from a model, so every stage is bounded. A query over
-    ``SEARCH_MAX_PATTERN`` characters, a regex with repeat counts past
+    A hit shows the text around a match in its paragraph (lines up to a blank
+    line): :data:`SEARCH_WINDOW` characters each side, cut at word boundaries,
+    close matches of one paragraph merged into one hit. So a match deep in a
+    long paragraph is seen in its sentence, not cut off.
+
+    Plain text (the default) matches as a phrase: case and runs of whitespace
+    ignored. A phrase of several words that no passage holds falls back to the
+    passages holding all its words (up to :data:`SEARCH_MAX_WORDS`), and the
+    report says so.
+
+    With ``regex`` the query is a regular expression (``^`` and ``$`` match at
+    line ends). It may come from a model, so every stage is bounded: a query
+    over ``SEARCH_MAX_PATTERN`` characters, one with repeat counts past
     ``SEARCH_MAX_EXPANSION``, one that fails to compile or nests too deeply,
     or one whose matching outlasts ``SEARCH_TIME_BUDGET`` is searched as plain
-    text (linear in the text), and the report says why; text without regex
-    syntax is searched as text too, silently. Matching releases the GIL, so a
+    text (linear in the text), and the report says why; a query without regex
+    syntax is searched as text, silently. Matching releases the GIL, so a
     caller running this in a worker thread keeps its event loop free.
     """
-    entries = list(entries)
-    if len(pattern) > SEARCH_MAX_PATTERN:
+    passages = list(_passages(entries))
+    if not regex:
+        return _plain_search(passages, query, max_hits)
+    if len(query) > SEARCH_MAX_PATTERN:
         why = f"it is over {SEARCH_MAX_PATTERN} characters"
-        return SearchReport(_literal_search(entries, pattern, max_hits), why)
-    if not _REGEX_SYNTAX.intersection(pattern):
-        return SearchReport(_literal_search(entries, pattern, max_hits))
-    matcher, why = _compile(pattern)
+        return _plain_search(passages, query, max_hits, why)
+    if not _REGEX_SYNTAX.intersection(query):
+        return _plain_search(passages, query, max_hits)
+    matcher, why = _compile(query)
     if matcher is None:
-        return SearchReport(_literal_search(entries, pattern, max_hits), why)
+        return _plain_search(passages, query, max_hits, why)
     deadline = time.monotonic() + SEARCH_TIME_BUDGET
     hits: list[SearchHit] = []
+    for passage in passages:
+        spans = _regex_spans(matcher, passage.text, deadline)
+        if spans is None:  # over budget: redo everything as plain text
+            why = f"matching took over {SEARCH_TIME_BUDGET} s"
+            return _plain_search(passages, query, max_hits, why)
+        hits += passage.hits(spans)
+        if len(hits) >= max_hits:
+            break
+    return SearchReport(hits[:max_hits])
+
+
+@dataclass(frozen=True, slots=True)
+class _Passage:
+    """A paragraph of one entry: what a search matches and shows a hit of."""
+
+    name: str
+    first_line: int
+    text: str
+
+    def hits(self, spans: list[tuple[int, int]]) -> list[SearchHit]:
+        """A hit for each stretch of text around ``spans`` (sorted), nearby ones merged."""
+        return [
+            SearchHit(self.name, self.first_line + self.text.count("\n", 0, first), excerpt)
+            for first, excerpt in _excerpts(self.text, spans)
+        ]
+
+
+def _passages(entries: Iterable[ContextEntry]) -> Iterator[_Passage]:
+    """Each entry's paragraphs in order, with the number of their first line."""
     for entry in entries:
+        lines: list[str] = []
+        first = 0
         for number, line in enumerate(entry.output.splitlines(), start=1):
-            found = _regex_match(matcher, line, deadline)
-            if found is None:  # over budget: redo everything literally
-                why = f"matching took over {SEARCH_TIME_BUDGET} s"
-                return SearchReport(_literal_search(entries, pattern, max_hits), why)
-            if found:
-                hits.append(SearchHit(entry.name, number, shorten(line, _SEARCH_MAX_LINE)))
-                if len(hits) >= max_hits:
-                    return SearchReport(hits)
-    return SearchReport(hits)
+            if line.strip():
+                first = first or number
+                lines.append(line)
+            elif lines:
+                yield _Passage(entry.name, first, "\n".join(lines))
+                lines, first = [], 0
+        if lines:
+            yield _Passage(entry.name, first, "\n".join(lines))
+
+
+def _plain_search(
+    passages: list[_Passage], query: str, max_hits: int, literal_because: str | None = None
+) -> SearchReport:
+    """Passages holding ``query`` as a phrase; else, for several words, all of them."""
+    phrase = " ".join(query.split()).casefold()
+    if not phrase:
+        return SearchReport([], literal_because)
+    hits = _hits(passages, max_hits, lambda folded: _occurrences(folded, phrase))
+    words = list(dict.fromkeys(phrase.split(" ")))
+    if hits or not 1 < len(words) <= SEARCH_MAX_WORDS:
+        return SearchReport(hits, literal_because)
+
+    def all_words(folded: str) -> list[tuple[int, int]]:
+        firsts = [folded.find(word) for word in words]
+        if min(firsts) < 0:
+            return []
+        return sorted((at, at + len(word)) for at, word in zip(firsts, words, strict=True))
+
+    hits = _hits(passages, max_hits, all_words)
+    return SearchReport(hits, literal_because, all_words=bool(hits))
+
+
+def _hits(
+    passages: list[_Passage], max_hits: int, find: Callable[[str], list[tuple[int, int]]]
+) -> list[SearchHit]:
+    """The passages where ``find`` (given the folded text) finds spans, each a hit."""
+    hits: list[SearchHit] = []
+    for passage in passages:
+        # A cheap screen first (C-speed folding); positions are mapped back only on a hit.
+        if not find(" ".join(passage.text.split()).casefold()):
+            continue
+        folded, origin = _folded(passage.text)
+        spans = [(origin[start], origin[end - 1] + 1) for start, end in find(folded)]
+        hits += passage.hits(spans)
+        if len(hits) >= max_hits:
+            break
+    return hits[:max_hits]
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``text`` as plain search compares it (whitespace runs as one space, case folded).
+
+    With, for each folded character, the index in ``text`` of the character it came from.
+    """
+    chars: list[str] = []
+    origin: list[int] = []
+    space = True  # leading whitespace goes, as in " ".join(text.split())
+    for index, char in enumerate(text):
+        if char.isspace():
+            if not space:
+                chars.append(" ")
+                origin.append(index)
+            space = True
+            continue
+        space = False
+        folded = char.casefold()
+        chars.append(folded)
+        origin.extend([index] * len(folded))
+    if chars and chars[-1] == " ":
+        chars.pop()
+        origin.pop()
+    return "".join(chars), origin
+
+
+def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
+    """Where ``needle`` occurs in ``text`` (the first few, not overlapping)."""
+    spans: list[tuple[int, int]] = []
+    at = text.find(needle)
+    while at >= 0 and len(spans) < _MAX_SPANS:
+        spans.append((at, at + len(needle)))
+        at = text.find(needle, at + len(needle))
+    return spans
+
+
+def _excerpts(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, str]]:
+    """The text around ``spans`` (sorted): where each excerpt's first match starts, and it.
+
+    Each match gets :data:`SEARCH_WINDOW` characters on either side; windows
+    that meet are merged while the result stays within :data:`SEARCH_MAX_EXCERPT`.
+    """
+    windows: list[list[int]] = []  # [low, high, start of the first match in it]
+    for start, end in spans:
+        low, high = max(0, start - SEARCH_WINDOW), min(len(text), end + SEARCH_WINDOW)
+        if (
+            windows
+            and low <= windows[-1][1] + _MERGE_GAP
+            and high - windows[-1][0] <= SEARCH_MAX_EXCERPT
+        ):
+            windows[-1][1] = max(windows[-1][1], high)
+        else:
+            windows.append([low, high, start])
+    return [(first, _cut(text, low, high)) for low, high, first in windows]
+
+
+def _cut(text: str, low: int, high: int) -> str:
+    """``text[low:high]`` on one line, its cut ends moved to word boundaries and marked ``…``."""
+    if low > 0:  # start after a space, unless the word is too long to find one
+        space = _SPACE.search(text, low, low + _WORD_SLACK)
+        low = low if space is None else space.end()
+    if high < len(text):  # end before one
+        spaces = [m.start() for m in _SPACE.finditer(text, high - _WORD_SLACK, high)]
+        high = spaces[-1] if spaces and spaces[-1] > low else high
+    words = " ".join(text[low:high].split())
+    excerpt = ("…" if low > 0 else "") + words + ("…" if high < len(text) else "")
+    return shorten(excerpt, SEARCH_MAX_EXCERPT)  # a single match may be longer
 
 
 def _compile(pattern: str) -> tuple[Any, str | None]:
@@ -460,7 +641,8 @@ def _compile(pattern: str) -> tuple[Any, str | None]:
 
     try:
         # Not cached: a model-written pattern is rarely reused, and caching would keep it.
-        return regex.compile(pattern, regex.IGNORECASE, cache_pattern=False), None
+        flags = regex.IGNORECASE | regex.MULTILINE
+        return regex.compile(pattern, flags, cache_pattern=False), None
     except RecursionError:
         return None, "it nests too deeply"
     except (regex.error, ValueError, OverflowError):
@@ -486,25 +668,17 @@ def _repeat_product(pattern: str) -> int:
     return product
 
 
-def _regex_match(matcher: Any, line: str, deadline: float) -> bool | None:
-    """Whether ``line`` matches; None when the search ran past ``deadline``."""
+def _regex_spans(matcher: Any, text: str, deadline: float) -> list[tuple[int, int]] | None:
+    """Where the regex matches ``text`` (the first few); None when past ``deadline``."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return None
+    spans: list[tuple[int, int]] = []
     try:
-        return matcher.search(line, timeout=remaining, concurrent=True) is not None
+        for match in matcher.finditer(text, timeout=remaining, concurrent=True):
+            spans.append(match.span())
+            if len(spans) >= _MAX_SPANS:
+                break
     except TimeoutError:
         return None
-
-
-def _literal_search(entries: list[ContextEntry], pattern: str, max_hits: int) -> list[SearchHit]:
-    """Lines containing ``pattern`` as text, ignoring case: linear in the text searched."""
-    needle = pattern.casefold()
-    hits: list[SearchHit] = []
-    for entry in entries:
-        for number, line in enumerate(entry.output.splitlines(), start=1):
-            if needle in line.casefold():
-                hits.append(SearchHit(entry.name, number, shorten(line, _SEARCH_MAX_LINE)))
-                if len(hits) >= max_hits:
-                    return hits
-    return hits
+    return spans

@@ -150,8 +150,9 @@ class PushMode:
         if not len(view) and not view.failures():
             return Prepared()
         framing = view.framing()
-        summarised = _summarises(view, previous)
-        reader = _Reader(view, framing)
+        shown = _shown_whole(view, previous)
+        reader = _Reader(view, framing, shown)
+        summarised = len(shown) < len(view)
         tools = (_schema("expand_context").bind(reader.read),) if summarised else ()
         return Prepared(push_hint(view, previous, framing), tools)
 
@@ -237,36 +238,32 @@ def _pull_tools(view: SharedContext, framing: Framing) -> tuple[Tool, ...]:
 # --- the tools -------------------------------------------------------------------------
 
 
+# Their docstrings are the tool schemas every context-reading prompt carries: kept to
+# what a model needs (the results explain themselves: fallbacks, cut-offs, errors).
+
+
 def _list_context() -> str:
-    """List the outputs of earlier agents: name, size and one-line summary, in flow order."""
+    """List earlier outputs: name, size, summary."""
     raise NotImplementedError  # lends its signature and docstring to the schema only
 
 
 def _get_context(agent_name: str) -> str:
-    """Read the full output of an earlier agent.
-
-    Args:
-        agent_name: The agent whose output to read, as listed by list_context.
-    """
+    """Read an earlier agent's full output."""
     raise NotImplementedError
 
 
-def _search_context(query: str) -> str:
-    """Find lines in earlier agents' outputs that match a regular expression or plain text.
+def _search_context(query: str, regex: bool = False) -> str:
+    """Search earlier outputs, any case; shows the passage around each match.
 
     Args:
-        query: A regular expression or plain text (at most 500 characters as a
-            regex; longer is searched as text); matching ignores case.
+        query: Text to find.
+        regex: Read query as a regular expression (max 500 chars).
     """
     raise NotImplementedError
 
 
 def _expand_context(agent_name: str) -> str:
-    """Read the full output of an earlier agent that the prompt shows only as a summary.
-
-    Args:
-        agent_name: The agent whose full output to read.
-    """
+    """Read the full output of an agent shown as a summary."""
     raise NotImplementedError
 
 
@@ -285,11 +282,18 @@ def _schema(name: str) -> Tool:
 
 
 class _Reader:
-    """What the context tools of one step do, over the view that step sees."""
+    """What the context tools of one step do, over the view that step sees.
 
-    def __init__(self, view: SharedContext, framing: Framing) -> None:
+    ``shown`` names the entries the prompt already holds in full (push mode):
+    reading one again says so instead of sending it twice.
+    """
+
+    def __init__(
+        self, view: SharedContext, framing: Framing, shown: frozenset[str] = frozenset()
+    ) -> None:
         self._view = view
         self._frame = framing
+        self._shown = shown
 
     # Async: list and read only touch memory, so they need no worker thread.
     async def list(self) -> str:
@@ -310,25 +314,33 @@ class _Reader:
             raise LookupError(
                 f"No output from {agent_name!r} in the shared context. Available: {available}."
             )
+        if agent_name in self._shown:
+            return f"{agent_name}'s output is already in full in your prompt."
         return self._frame.block(agent_name, output)
 
-    async def search(self, query: str) -> str:
+    async def search(self, query: str, regex: bool = False) -> str:
         view = self._view
+        if not query.strip():
+            raise ValueError("The query is empty; give the text to find.")
         # A worker thread: the regex releases the GIL while it matches, so a hard
         # pattern never stalls the other agents; search_entries bounds the work itself.
-        report = await asyncio.to_thread(search_entries, view.entries(), query)
-        how = (
-            f" (searched as plain text: {report.literal_because})" if report.literal_because else ""
-        )
+        report = await asyncio.to_thread(search_entries, view.entries(), query, regex=regex)
+        asked = f"{shorten(query, 80)!r}"
+        if report.literal_because:
+            asked += f" (searched as plain text: {report.literal_because})"
         if not report.hits:
-            return f"No lines match {shorten(query, 80)!r}{how} in: {', '.join(view.keys())}."
+            return f"No match for {asked} in: {', '.join(view.keys())}."
+        if report.all_words:
+            head = f"No passage holds {asked} as a phrase; passages with all its words:"
+        else:
+            head = f"Matches for {asked}:"
         by_agent: dict[str, list[str]] = {}
         for hit in report.hits:
-            by_agent.setdefault(hit.name, []).append(f"line {hit.line_number}: {hit.line}")
-        parts = [f"Lines matching {shorten(query, 80)!r}{how}:"]
+            by_agent.setdefault(hit.name, []).append(f"line {hit.line_number}: {hit.excerpt}")
+        parts = [head]
         parts += [self._frame.block(name, "\n".join(lines)) for name, lines in by_agent.items()]
         if len(report.hits) >= SEARCH_MAX_HITS:
-            parts.append(f"(first {SEARCH_MAX_HITS} matches shown; narrow the query for more)")
+            parts.append(f"(first {SEARCH_MAX_HITS} passages shown; narrow the query for more)")
         return "\n".join(parts)
 
 
@@ -363,7 +375,7 @@ def push_hint(view: SharedContext, previous: Sequence[str], framing: Framing | N
     """The push-mode context: the previous step in full, earlier steps as summaries."""
     text = view.format_for_prompt(expand=previous, framing=framing)
     note = ""
-    if _summarises(view, previous):  # failures are shown whole already
+    if len(_shown_whole(view, previous)) < len(view):  # failures are shown whole already
         note = (
             '\n\nA frame marked kind="summary" holds a one-line summary of that agent\'s '
             "output, not the output itself; expand_context(agent_name) reads it in full."
@@ -383,10 +395,10 @@ def _chosen(entries: list[ContextEntry], previous: Sequence[str]) -> list[Contex
     return [e for e in entries if e.name in keep]
 
 
-def _summarises(view: SharedContext, previous: Sequence[str]) -> bool:
-    """Whether push mode shows any entry as a summary (one not of the previous step)."""
+def _shown_whole(view: SharedContext, previous: Sequence[str]) -> frozenset[str]:
+    """The entries push mode shows in full: the previous step's, and any its summary is."""
     full = set(previous)
-    return any(name not in full for name in view)
+    return frozenset(e.name for e in view.entries() if e.name in full or e.whole_in_summary)
 
 
 def _listed(entry: ContextEntry, frame: Framing) -> str:

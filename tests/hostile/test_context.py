@@ -211,7 +211,8 @@ async def test_hostile_search_queries_get_a_clear_answer_and_never_stall_the_loo
     _Gated.gate.clear()
     context = SharedContext()
     context.set("notes", _Gated(NOTES), summary="Notes.")
-    model = ScriptedModel([Reply(tool_calls=[Call("search_context", {"query": query})]), "ok"])
+    search = Call("search_context", {"query": query, "regex": True})
+    model = ScriptedModel([Reply(tool_calls=[search]), "ok"])
     agent = Agent("reader", "Read.", model=model.model)
 
     async def open_gate() -> None:  # a concurrent coroutine: it must get to run mid-search
@@ -231,7 +232,7 @@ async def test_hostile_search_queries_get_a_clear_answer_and_never_stall_the_loo
     found = [a for a, _, _ in framed(answer, nonce_of(model.requests[0].system))] if hit else []
     assert found == ([hit] if hit else []), answer
     if hit is None:
-        assert answer.startswith("No lines match")
+        assert answer.startswith("No match for")
 
 
 def test_recursion_in_the_regex_compiler_never_escapes() -> None:
@@ -241,7 +242,7 @@ def test_recursion_in_the_regex_compiler_never_escapes() -> None:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(depth + 120)  # little stack left: a 200-deep group overflows it
     try:
-        hits = context.search("(" * 200 + "a" + ")" * 200)
+        hits = context.search("(" * 200 + "a" + ")" * 200, regex=True)
     finally:
         sys.setrecursionlimit(limit)
     assert hits == []  # searched as text, which no line contains

@@ -5,7 +5,14 @@ import time
 import pytest
 
 from swarmcore import Agent, SharedContext, Swarm
-from swarmcore.context import SEARCH_MAX_HITS, parse_summary, shorten
+from swarmcore.context import (
+    SEARCH_MAX_HITS,
+    SEARCH_WINDOW,
+    parse_summary,
+    search_entries,
+    shorten,
+)
+from swarmcore.modes import Mode, PullMode, PushMode
 from swarmcore.testing import Call, Reply, ScriptedModel
 from tests.helpers import framed, nonce_of
 
@@ -222,23 +229,84 @@ def test_summary_without_tag_is_shortened_in_prompts() -> None:
     assert shorten("a\nb   c", 10) == "a b c"
 
 
-def test_search_regex_and_literal() -> None:
+def test_search_regex_only_when_asked() -> None:
     ctx = SharedContext()
     ctx.set("a", "alpha beta\nGamma delta\nepsilon")
     ctx.set("b", "beta again")
-    hits = ctx.search(r"gam+a|again")
-    assert [(h.name, h.line_number, h.line) for h in hits] == [
-        ("a", 2, "Gamma delta"),
+    hits = ctx.search(r"gam+a|again", regex=True)
+    assert [(h.name, h.line_number, h.excerpt) for h in hits] == [
+        ("a", 2, "alpha beta Gamma delta epsilon"),  # the paragraph around the match
         ("b", 1, "beta again"),
     ]
+    assert ctx.search(r"gam+a|again") == []  # plain text: the characters as written
     # An invalid regex falls back to a literal search.
     ctx.set("c", "price is (10")
-    assert [h.name for h in ctx.search("(10")] == ["c"]
+    assert [h.name for h in ctx.search("(10", regex=True)] == ["c"]
 
 
-def test_search_caps_returned_lines() -> None:
+def test_a_plain_query_with_brackets_is_found_as_written() -> None:
     ctx = SharedContext()
-    ctx.set("a", "\n".join(f"match {i}" for i in range(500)))
+    ctx.set("a", "The code FACT[k01] is 42.\n\nFACT k01 is not it, nor FACT[k02].")
+    report = search_entries(ctx.entries(), "fact[K01]")
+    assert [(h.name, h.line_number, h.excerpt) for h in report.hits] == [
+        ("a", 1, "The code FACT[k01] is 42.")
+    ]
+    assert report.literal_because is None  # plain text was asked for: nothing to explain
+    assert not report.all_words
+
+
+def test_plain_search_ignores_case_and_whitespace_runs_and_keeps_the_text() -> None:
+    ctx = SharedContext()
+    ctx.set("a", "Die Straße\nist  lang.\n\nSTRASSE zwei")
+    hits = ctx.search("strasse IST lang")
+    assert [(h.line_number, h.excerpt) for h in hits] == [(1, "Die Straße ist lang.")]
+
+
+def test_a_match_deep_in_a_long_paragraph_comes_with_the_text_around_it() -> None:
+    before = " ".join(f"before{i} sits here." for i in range(150))  # ~2,500 characters
+    after = " ".join(f"after{i} sits there." for i in range(150))
+    ctx = SharedContext()
+    ctx.set("a", f"Title\n\n{before} The key FACT[k07] is 1,234. {after}\n\nEnd.")
+    assert before.index("before149") > 2_000
+    [hit] = ctx.search("FACT[k07]")
+    assert hit.line_number == 3
+    assert "The key FACT[k07] is 1,234." in hit.excerpt
+    assert "before142 sits here." in hit.excerpt
+    assert "after5 sits there." in hit.excerpt
+    assert "before0 " not in hit.excerpt
+    assert "after149" not in hit.excerpt
+    assert hit.excerpt.startswith("…")
+    assert hit.excerpt.endswith("…")
+    words = hit.excerpt.strip("…").split(" ")
+    assert set(words) <= set(ctx.get("a", "").split())  # cut at word boundaries
+    assert len(hit.excerpt) <= 2 * SEARCH_WINDOW + len("FACT[k07]") + 2
+
+
+def test_close_matches_merge_and_distant_ones_are_hits_of_their_own() -> None:
+    filler = " ".join(f"w{i}" for i in range(400))
+    ctx = SharedContext()
+    ctx.set("a", f"alpha one, alpha two. {filler} alpha three.")
+    hits = ctx.search("alpha")
+    assert [h.excerpt.count("alpha") for h in hits] == [2, 1]
+    assert hits[0].excerpt.startswith("alpha one, alpha two.")
+    assert hits[1].excerpt.endswith("alpha three.")
+
+
+def test_several_words_found_nowhere_as_a_phrase_find_passages_with_all_of_them() -> None:
+    ctx = SharedContext()
+    ctx.set("a", "Green tea costs 4 euros.\n\nBlack tea.")
+    ctx.set("b", "The price of green tea rose.")
+    report = search_entries(ctx.entries(), "green tea price")
+    assert report.all_words
+    assert [(h.name, h.excerpt) for h in report.hits] == [("b", "The price of green tea rose.")]
+    phrase = search_entries(ctx.entries(), "green tea")
+    assert not phrase.all_words
+    assert [h.name for h in phrase.hits] == ["a", "b"]
+
+
+def test_search_caps_its_hits() -> None:
+    ctx = SharedContext()
+    ctx.set("a", "\n\n".join(f"match {i}" for i in range(500)))
     assert len(ctx.search("match")) == SEARCH_MAX_HITS
 
 
@@ -247,9 +315,110 @@ def test_pathological_regex_cannot_hang() -> None:
     evil_line = "a" * 60 + "!"
     ctx.set("a", "\n".join([evil_line] * 50 + ["(a|aa)+$ literal"]))
     start = time.monotonic()
-    hits = ctx.search("(a|aa)+$")
+    report = search_entries(ctx.entries(), "(a|aa)+$", regex=True)
     elapsed = time.monotonic() - start
     # Catastrophic backtracking would take hours; the budget stops it and the
     # literal fallback finds the one line that contains the pattern text.
     assert elapsed < 5
-    assert [(h.name, h.line_number) for h in hits] == [("a", 51)]
+    assert report.literal_because is not None
+    assert "matching took over" in report.literal_because
+    assert [(h.name, h.line_number) for h in report.hits] == [("a", 51)]
+
+
+# --- the context tools, as a model calls them ------------------------------------------
+
+
+async def _tool_results(
+    context: SharedContext, *calls: Call, mode: Mode | None = None
+) -> list[str]:
+    """What the context tools answer ``calls`` with, for an agent that sees ``context``."""
+    prepared = (mode or PullMode()).prepare(context, context.keys()[-1:])
+    model = ScriptedModel([Reply(tool_calls=list(calls)), "Done."])
+    agent = Agent("reader", "Read.", model=model.model)
+    await agent.run("go", context, extra_tools=prepared.tools, context_hint=prepared.hint)
+    return [str(m["content"]) for m in model.requests[1].tool_results]
+
+
+async def test_search_context_finds_plain_text_and_reads_a_regex_only_when_asked() -> None:
+    context = SharedContext()
+    context.set("notes", "Intro.\n\nThe code FACT[k01] is 42.")
+    context.set("draft", "Nothing here.")
+    plain, unasked, regex, blank = await _tool_results(
+        context,
+        Call("search_context", {"query": "FACT[k01]"}),
+        Call("search_context", {"query": r"fact\[k0\d\]"}),
+        Call("search_context", {"query": r"fact\[k0\d\]", "regex": True}),
+        Call("search_context", {"query": "  "}),
+    )
+    nonce = context.framing().nonce
+    assert plain.startswith("Matches for 'FACT[k01]':")
+    assert framed(plain, nonce) == [("notes", None, "line 3: The code FACT[k01] is 42.")]
+    assert unasked == "No match for 'fact\\\\[k0\\\\d\\\\]' in: notes, draft."
+    assert framed(regex, nonce) == [("notes", None, "line 3: The code FACT[k01] is 42.")]
+    assert "query is empty" in blank
+
+
+async def test_search_context_says_when_it_matched_all_the_words_not_the_phrase() -> None:
+    context = SharedContext()
+    context.set("notes", "The price of green tea rose.")
+    [answer] = await _tool_results(context, Call("search_context", {"query": "green tea price"}))
+    assert answer.startswith("No passage holds 'green tea price' as a phrase;")
+    assert framed(answer, context.framing().nonce) == [
+        ("notes", None, "line 1: The price of green tea rose.")
+    ]
+
+
+def test_context_tool_schemas_are_one_short_sentence_each() -> None:
+    context = SharedContext()
+    context.set("a", "x", summary="a summary")
+    context.set("b", "y")
+    tools = [*PullMode().prepare(context, ["b"]).tools, *PushMode().prepare(context, ["b"]).tools]
+    assert [t.name for t in tools] == [
+        "list_context",
+        "get_context",
+        "search_context",
+        "expand_context",
+    ]
+    for tool in tools:
+        function = tool.spec["function"]
+        texts = [function["description"]]
+        texts += [
+            p["description"]
+            for p in function["parameters"]["properties"].values()
+            if "description" in p
+        ]
+        for text in texts:
+            assert len(text) <= 80, text  # one short sentence
+            assert ". " not in text, text
+    search = tools[2].spec["function"]["parameters"]
+    assert search["required"] == ["query"]
+    assert search["properties"]["regex"]["type"] == "boolean"
+    assert search["properties"]["regex"]["default"] is False
+
+
+async def test_expand_context_never_sends_again_what_the_prompt_holds_in_full() -> None:
+    context = SharedContext()
+    context.set("early", "A long early report. " * 30, summary="Early report.")
+    context.set("late", "The late report.", summary="Late.")
+    expanded, already = await _tool_results(
+        context,
+        Call("expand_context", {"agent_name": "early"}),
+        Call("expand_context", {"agent_name": "late"}),  # the previous step: in full
+        mode=PushMode(),
+    )
+    assert framed(expanded, context.framing().nonce) == [("early", None, context.get("early"))]
+    assert already == "late's output is already in full in your prompt."
+
+
+def test_push_shows_an_output_its_summary_would_repeat_in_full_and_offers_no_expansion() -> None:
+    context = SharedContext()
+    context.set("short", "Yes, ship it.")  # no summary block: the output stands for it
+    context.set("last", "The last step.")
+    prepared = PushMode().prepare(context, ["last"])
+    assert prepared.hint is not None
+    assert framed(prepared.hint) == [
+        ("short", None, "Yes, ship it."),
+        ("last", None, "The last step."),
+    ]
+    assert 'kind="summary"' not in prepared.hint
+    assert prepared.tools == ()
