@@ -199,10 +199,9 @@ class RunState:
         )
         # Redacted from tool errors, as from the model's (with the environment's).
         self.secrets = secret_values(api_key=agent.api_key, settings=agent.model_settings)
-        text_tools = bool(tools) and not self.native_tools
-        # Per run, so no text the run reads can carry it (see _text_tools.new_marker).
-        self.marker = _text_tools.new_marker() if text_tools else None
-        self.tail = prompt.answer_format(list(tools.values()), self.marker, output, native_output)
+        self.text_tools = bool(tools) and not self.native_tools
+        self.native_output = native_output
+        self.marker: str | None = None  # the text tool protocol's, set with the first messages
         self.messages = messages
         self.chain = options.chain or (agent.name,)
         self.llm_calls: list[LLMCallRecord] = []
@@ -230,9 +229,22 @@ class RunState:
         if not agent.variables <= options.variables.keys():  # a delegate checks its own
             prompt.check_variables([agent], options.variables)
         state = cls(agent, options, merge_tools(agent, extra_tools), [], scope)
-        system = prompt.system_prompt(agent.instructions, options.variables, hint, state.tail)
-        state.messages = prompt.messages(system, task, options.history)
+        if state.text_tools:
+            # A digest of the run's inputs, not a random draw (see _text_tools): a retry
+            # or a rerun sends the same bytes, which providers' prompt caches reuse.
+            blank = state.first_messages(task, hint, _text_tools.BLANK_MARKER)
+            state.marker = _text_tools.marker_for(blank)
+        state.messages = state.first_messages(task, hint, state.marker)
         return state
+
+    def first_messages(self, task: str, hint: str | None, marker: str | None) -> list[llm.Message]:
+        """The system prompt (with the text tool protocol's ``marker``, if any) and the task."""
+        agent = self.agent
+        answer = prompt.answer_format(
+            list(self.tools.values()), marker, agent.output_spec, self.native_output
+        )
+        system = prompt.system_prompt(agent.instructions, self.options.variables, hint, answer)
+        return prompt.messages(system, task, self.options.history)
 
     @property
     def agent_name(self) -> str:
@@ -464,7 +476,11 @@ class RunState:
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.result} for r in records
             )
             return
-        parts = [f"## {r.tool_name} ({r.call_id})\n{r.result}" for r in records]
+        marker = self.marker
+        parts = [
+            f"## {r.tool_name} ({r.call_id})\n{_text_tools.unmarked(r.result, marker)}"
+            for r in records
+        ]
         self.messages.append({"role": "user", "content": "Tool results:\n\n" + "\n\n".join(parts)})
 
     def keep_partial(self, error: BaseException, duration: float) -> None:

@@ -1,8 +1,14 @@
 """The system prompt of an agent run, and the ``{name}`` variables in instructions.
 
-A system prompt is, in order: the instructions (variables filled), the context
-mode's hint, and the tail: how to call tools when the model has no native tool
-calling, and what form the answer takes (a ``<summary>`` line, or JSON).
+A system prompt is, in order: the instructions (variables filled); the answer
+format: how to call tools when the model has no native tool calling, and what
+form the answer takes (a ``<summary>`` line, or JSON); then the context mode's
+hint. Stable parts first, for providers' prefix caches: the instructions and the
+answer format are the agent's own, the same at every position in a flow and on
+every loop iteration, while the context depends on where the agent runs. Then
+come the task and the conversation, which grows at its end. Nothing in a prompt
+depends on time, chance or the order in which parallel agents finish, so the
+same inputs give the same bytes on every retry and every run.
 """
 
 from __future__ import annotations
@@ -108,7 +114,7 @@ def check_variables(agents: Iterable[_UsesVariables], variables: Mapping[str, ob
 def answer_format(
     tools: Sequence[Tool], marker: str | None, output: OutputSpec | None, native_output: bool
 ) -> str:
-    """What follows the context hint: the text tool protocol, and the form of the answer.
+    """What follows the instructions: the text tool protocol, and the form of the answer.
 
     ``marker`` is the run's text tool protocol marker; None when the model calls
     tools natively (or has none).
@@ -128,10 +134,10 @@ def answer_format(
 
 
 def system_prompt(
-    instructions: str, variables: Mapping[str, object], hint: str | None, tail: str
+    instructions: str, variables: Mapping[str, object], hint: str | None, answer: str
 ) -> str:
-    """The instructions with variables filled, the context hint, and the answer format."""
-    parts = (render(instructions, variables).strip(), hint.strip() if hint else "", tail)
+    """The instructions with variables filled, the answer format, then the context hint."""
+    parts = (render(instructions, variables).strip(), answer, hint.strip() if hint else "")
     return "\n\n".join(part for part in parts if part)
 
 

@@ -1,11 +1,17 @@
 """The text tool-call protocol: how a model without native tool calling calls tools.
 
 The system prompt teaches the model one fenced block, opened by a line carrying
-a marker fresh for each agent run (:func:`new_marker`,
-:func:`text_tool_instructions`); :func:`parse_text_tool_calls` reads the calls
-of a reply from that block alone, so JSON the model merely quotes (from the
-task, the context or a tool result) is never a call. The offline test models
-answer the protocol by reading the marker back (:func:`text_tool_marker`).
+the run's marker (:func:`marker_for`, :func:`text_tool_instructions`);
+:func:`parse_text_tool_calls` reads the calls of a reply from that block alone,
+so JSON the model merely quotes (from the task, the context or a tool result)
+is never a call. The offline test models answer the protocol by reading the
+marker back (:func:`text_tool_marker`).
+
+The marker is a digest of everything the run starts from (its first messages,
+marker left blank), not a random draw: no input can hold a digest of itself,
+tool results have it escaped (:func:`unmarked`), and the same inputs give the
+same prompt, byte for byte, on every retry and every run, so a provider's
+prompt cache can reuse it.
 
 Model text is untrusted: a block is searched once, linearly, capped at
 :data:`~swarmcore._structured.MAX_JSON_CHARS`, and parsed by pydantic-core;
@@ -14,9 +20,9 @@ whatever cannot be read becomes feedback for the model, never the end of the run
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -39,13 +45,27 @@ _MARKER_LINE = re.compile(r"^```tool_calls ([0-9a-f]{16})[ \t]*$", re.MULTILINE)
 _FORM = '{"tool_calls": [{"name": "<tool name>", "arguments": {<arguments>}}]}'
 
 
-def new_marker() -> str:
-    """A fresh marker for one agent run's text tool protocol.
+BLANK_MARKER = "0" * 16
+"""The marker's stand-in in the messages its digest is taken of."""
 
-    Random, so no text the run reads (task, context, tool results, a stored
-    run's transcript) can carry it: a block with it was written by this run's model.
+
+def marker_for(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text tool protocol's marker for a run whose first messages are ``messages``.
+
+    ``messages`` are built with :data:`BLANK_MARKER` in the marker's place. A
+    digest of them: no text the run starts from (instructions, task, context,
+    history, tool descriptions) can carry it, and the same inputs give the same
+    marker.
     """
-    return secrets.token_hex(8)
+    text = json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:16]
+
+
+def unmarked(text: str, marker: str) -> str:
+    """``text`` (a tool's result) with the run's marker escaped, so it cannot make a block."""
+    while marker in text:  # brackets are not hex: the replacement never rebuilds it
+        text = text.replace(marker, "[marker]")
+    return text
 
 
 def text_tool_instructions(specs: Sequence[Mapping[str, Any]], marker: str) -> str:
@@ -76,11 +96,11 @@ def text_tool_marker(system_prompt: str) -> str | None:
     """The marker the text tool protocol in ``system_prompt`` asks for; None without one.
 
     What a model reads to call tools (the offline test models use it). The
-    protocol's section comes last in a system prompt, so the last marker line
-    wins over any quoted in the context before it.
+    protocol's section comes right after the instructions, before the context,
+    so the first marker line wins over any the context quotes after it.
     """
-    found: list[str] = _MARKER_LINE.findall(system_prompt)
-    return found[-1] if found else None
+    found = _MARKER_LINE.search(system_prompt)
+    return found.group(1) if found else None
 
 
 def parse_text_tool_calls(text: str, marker: str) -> tuple[list[TextToolCall], str | None]:

@@ -130,7 +130,7 @@ async def test_a_summary_anywhere_reaches_the_next_agents_as_a_summary_in_push_m
         ("researcher", "summary", "Tea began in China."),
         ("analyst", None, "Trade spread it.\n\nThen taste."),
     ]
-    context = pushed[: pushed.index("End your answer with")]
+    context = pushed[pushed.index("# Context from earlier agents") :]
     assert "<summary>" not in context.lower()  # the tags never reach the next agent
     assert "holds a one-line summary of that agent's output" in context  # said in words
 

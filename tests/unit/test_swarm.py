@@ -1,11 +1,24 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 
 import pytest
 
-from swarmcore import Agent, AgentError, ModelError, SharedContext, Swarm, UserError, chain, events
-from swarmcore.modes import PullMode
+from swarmcore import (
+    Agent,
+    AgentDefaults,
+    AgentError,
+    ModelError,
+    RetryPolicy,
+    SharedContext,
+    Swarm,
+    UserError,
+    chain,
+    events,
+)
+from swarmcore.modes import ContextMode, PullMode
 from swarmcore.testing import Call, Fail, FunctionModel, OfflineModel, RecordedRequest, Reply
 from tests.helpers import ANYONE, agents, echo_model, framed, nonce_of, rendezvous_model
 
@@ -334,3 +347,78 @@ async def test_nested_groups_inside_branches() -> None:
     assert "- e (" not in hints["c"]
     assert all(f"- {n} (" in hints["f"] for n in "cde")  # the previous step is always named
     assert result.output == result.context["f"]
+
+
+# --- a cache-stable prompt: the same inputs, the same bytes --------------------------
+
+
+def _lookup(city: str) -> str:
+    """Look a city up."""
+    return f"{city}: sunny"
+
+
+def _requests_per_agent(requests: list[RecordedRequest]) -> dict[str, list[str]]:
+    """Each request as the JSON a provider receives, by agent (its instructions' first word)."""
+    sent: dict[str, list[str]] = {}
+    for request in requests:
+        body = json.dumps([request.messages, request.tools, request.params], sort_keys=True)
+        sent.setdefault(request.system.split()[0], []).append(body)
+    return sent
+
+
+async def _stable_run(mode: ContextMode, native: bool, slow: str) -> dict[str, list[str]]:
+    """a >> (b | c) >> d >> e, tools everywhere, d failing once, ``slow`` finishing last."""
+    failed: set[str] = set()
+
+    def answer(request: RecordedRequest) -> Reply | Fail:
+        name = request.system.split()[0]
+        said = json.dumps(request.messages)
+        for tool in ("_lookup", "search_context", "expand_context"):
+            offered = tool in request.tool_names or f"- {tool}:" in request.system
+            if offered and f"## {tool} (" not in said and f'"name": "{tool}"' not in said:
+                arguments = {"_lookup": {"city": "Oslo"}, "search_context": {"query": "answer"}}
+                call = Call(tool, arguments.get(tool, {"agent_name": "a"}), id=f"{name}-{tool}")
+                return Reply(tool_calls=[call])
+        if name == "d" and name not in failed:
+            failed.add(name)
+            return Fail(500, "overloaded")  # the model call fails: d's step is run again
+        delay = 0.05 if name == slow else 0.0
+        return Reply(text=f"{name}'s answer.\n<summary>{name} answered.</summary>", delay=delay)
+
+    model = FunctionModel(answer, supports={"function_calling": native})
+    a, b, c, d, e = (
+        Agent(n, f"{n} does its part.", model=model.model, tools=[_lookup]) for n in "abcde"
+    )
+    fast = AgentDefaults(retry=RetryPolicy(max_retries=0, initial_delay=0.01, jitter=0))
+    flow = a >> (b | c) >> d >> e
+    await Swarm(flow, context_mode=mode, defaults=fast, step_retries=1).run("Plan it.")
+    return _requests_per_agent(model.requests)
+
+
+@pytest.mark.parametrize("mode", ["pull", "push"])
+@pytest.mark.parametrize("native", [True, False], ids=["native-tools", "text-tools"])
+async def test_the_same_inputs_send_byte_identical_requests_across_runs_and_retries(
+    mode: ContextMode, native: bool
+) -> None:
+    first = await _stable_run(mode, native, slow="b")
+    second = await _stable_run(mode, native, slow="c")  # the group finishes the other way round
+    assert first == second
+    d = first["d"]
+    retried = len(d) // 2
+    assert d[:retried] == d[retried:]  # the step retry sends what the first attempt sent
+    assert len(d) >= 4
+    for requests in first.values():  # within a run: each request extends the one before
+        agent_run = requests[retried:] if requests is d else requests
+        for earlier, later in itertools.pairwise(agent_run):
+            kept = json.loads(earlier)[0]
+            assert json.loads(later)[0][: len(kept)] == kept
+
+
+async def test_the_system_prompt_puts_the_agents_own_parts_before_the_context() -> None:
+    model = echo_model()
+    a = Agent("a", "a does its part.", model=model.model)
+    b = Agent("b", "b does its part.", model=model.model, tools=[_lookup], tool_protocol="text")
+    await Swarm(a >> b, context_mode="push").run("task")
+    system = model.requests[-1].system
+    parts = ["b does its part.", "# Tools", "End your answer with", "# Context from earlier"]
+    assert [system.index(p) for p in parts] == sorted(system.index(p) for p in parts)

@@ -110,6 +110,6 @@ def test_a_marked_block_that_cannot_be_read_gives_feedback(text: str, feedback: 
 
 def test_text_tool_marker_reads_the_protocol_section_not_a_quoted_one() -> None:
     quoted = text_tool_instructions([], "fedcba9876543210")  # e.g. pushed context
-    system = f"Do things.\n\n{quoted}\n\n{text_tool_instructions([], MARK)}"
+    system = f"Do things.\n\n{text_tool_instructions([], MARK)}\n\n{quoted}"
     assert text_tool_marker(system) == MARK
     assert text_tool_marker("No tools here.") is None
