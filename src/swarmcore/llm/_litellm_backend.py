@@ -45,14 +45,23 @@ import asyncio
 import functools
 import inspect
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from swarmcore.llm import _price_data as price_data
 from swarmcore.llm._errors import classify
 from swarmcore.llm._loader import load_litellm
 from swarmcore.llm._pricing import cost
-from swarmcore.llm._types import LLMReply, LLMRequest, MalformedReply, ToolCall, usage_of
+from swarmcore.llm._target import model_target
+from swarmcore.llm._types import (
+    LLMReply,
+    LLMRequest,
+    MalformedReply,
+    Message,
+    ToolCall,
+    usage_of,
+)
 from swarmcore.llm.choice import litellm_listener
 
 
@@ -156,7 +165,9 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
         **without_backend(call.settings),
         "model": model,
         # Fresh lists: what LiteLLM is handed is never what a later call sends.
-        "messages": list(request.messages),
+        "messages": _cache_marked(request.messages)
+        if _caches_marked_prefixes(model, call.settings)
+        else list(request.messages),
         # One retry policy (ours): switch off litellm's and the OpenAI SDK's.
         "num_retries": 0,
         "max_retries": 0,
@@ -173,6 +184,35 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
     return kwargs
+
+
+def _caches_marked_prefixes(model: str, settings: Mapping[str, Any]) -> bool:
+    """Whether ``model``'s provider caches only the prompt prefixes a request marks: Anthropic.
+
+    (OpenAI, Gemini and DeepSeek cache any long enough prefix unasked.)
+    """
+    provider = model_target(model, settings.get("custom_llm_provider")).provider
+    if provider is None:  # a bare name: the price map knows whose it is
+        provider = price_data.lookup(model).get("litellm_provider")
+    return provider == "anthropic"
+
+
+def _cache_marked(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """``messages`` with the system prompt marked as a cacheable prefix (``cache_control``).
+
+    The system prompt is the part of a request that stays the same across an
+    agent's turns, retries and reruns (swarmcore lays it out so); the tool
+    schemas before it are cached with it. LiteLLM turns the text block into
+    Anthropic's ``system`` block with the mark.
+    """
+    marked: list[dict[str, Any]] = [dict(m) for m in messages]
+    for message in marked:
+        content = message.get("content")
+        if message.get("role") == "system" and isinstance(content, str) and content:
+            mark = {"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}
+            message["content"] = [mark]
+            break
+    return marked
 
 
 def without_backend(settings: Mapping[str, Any]) -> dict[str, Any]:
