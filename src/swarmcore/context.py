@@ -45,11 +45,13 @@ _BLANK_LINES = re.compile(r"\s*\n")
 PROMPT_SUMMARY_CHARS = 200
 """Characters of a summary (or a failure's reason) that ``format_for_prompt`` shows."""
 SEARCH_MAX_HITS = 20
-"""Hits ``search`` returns at most, so a broad query cannot flood a prompt."""
+"""Hits (paragraphs) ``search`` returns at most, so a broad query cannot flood a prompt."""
 SEARCH_WINDOW = 200
 """Characters shown on each side of a match (cut back to a word boundary)."""
-SEARCH_MAX_EXCERPT = 1_000
-"""Characters one hit shows at most; matches further apart are separate hits."""
+SEARCH_MAX_EXCERPT = 600
+"""Characters one hit shows at most, however many matches its paragraph holds."""
+SEARCH_MAX_CHARS = 4_000
+"""Characters of excerpts one search returns at most (pull re-sends them every turn)."""
 SEARCH_MAX_WORDS = 8
 """The most words a plain query may have to fall back to passages holding all of them."""
 SEARCH_TIME_BUDGET = 0.25
@@ -217,14 +219,16 @@ class ContextEntry:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A place in an entry that matched a search: the text around one match, or a few close ones."""
+    """A paragraph of an entry that matched a search: the text around its first match."""
 
     name: str
     """The agent whose output holds it."""
     line_number: int
     """The line of the output (from 1) where its first match is."""
     excerpt: str
-    """The text around its matches in their paragraph, on one line; ``…`` marks a cut."""
+    """The text around the match (and any close after it), on one line; ``…`` marks a cut."""
+    more: int = 0
+    """Matches in the paragraph beyond the excerpt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +240,8 @@ class SearchReport:
     """Why a regex query was searched as plain text; None when it was not."""
     all_words: bool = False
     """No passage held the phrase: the hits hold all its words, anywhere in the passage."""
+    truncated: bool = False
+    """More matched than the hit and size caps let through."""
 
 
 class SharedContext:
@@ -448,10 +454,11 @@ def search_entries(
 ) -> SearchReport:
     """Where ``entries`` match ``query``, ignoring case, in order; at most ``max_hits`` hits.
 
-    A hit shows the text around a match in its paragraph (lines up to a blank
-    line): :data:`SEARCH_WINDOW` characters each side, cut at word boundaries,
-    close matches of one paragraph merged into one hit. So a match deep in a
-    long paragraph is seen in its sentence, not cut off.
+    A hit is a paragraph (lines up to a blank line) that matches, shown as the
+    text around its first match: :data:`SEARCH_WINDOW` characters each side,
+    cut at word boundaries, taking in close matches after it; it counts the
+    matches left out. So a match deep in a long paragraph is seen in its
+    sentence, not cut off. At most :data:`SEARCH_MAX_CHARS` of excerpts.
 
     Plain text (the default) matches as a phrase: case and runs of whitespace
     ignored. A phrase of several words that no passage holds falls back to the
@@ -479,16 +486,35 @@ def search_entries(
     if matcher is None:
         return _plain_search(passages, query, max_hits, why)
     deadline = time.monotonic() + SEARCH_TIME_BUDGET
-    hits: list[SearchHit] = []
+    found = _Found(max_hits)
     for passage in passages:
         spans = _regex_spans(matcher, passage.text, deadline)
         if spans is None:  # over budget: redo everything as plain text
             why = f"matching took over {SEARCH_TIME_BUDGET} s"
             return _plain_search(passages, query, max_hits, why)
-        hits += passage.hits(spans)
-        if len(hits) >= max_hits:
+        if spans and not found.add(passage.hit(spans)):
             break
-    return SearchReport(hits[:max_hits])
+    return SearchReport(found.hits, truncated=found.truncated)
+
+
+class _Found:
+    """The hits of one search, up to ``max_hits`` and :data:`SEARCH_MAX_CHARS` of excerpts."""
+
+    def __init__(self, max_hits: int) -> None:
+        self.max_hits = max_hits
+        self.hits: list[SearchHit] = []
+        self.size = 0
+        self.truncated = False
+
+    def add(self, hit: SearchHit) -> bool:
+        """Keep ``hit`` if it fits; False once full (the search can stop)."""
+        full = len(self.hits) >= self.max_hits or self.size + len(hit.excerpt) > SEARCH_MAX_CHARS
+        if full and self.hits:
+            self.truncated = True
+            return False
+        self.hits.append(hit)
+        self.size += len(hit.excerpt)
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,12 +525,11 @@ class _Passage:
     first_line: int
     text: str
 
-    def hits(self, spans: list[tuple[int, int]]) -> list[SearchHit]:
-        """A hit for each stretch of text around ``spans`` (sorted), nearby ones merged."""
-        return [
-            SearchHit(self.name, self.first_line + self.text.count("\n", 0, first), excerpt)
-            for first, excerpt in _excerpts(self.text, spans)
-        ]
+    def hit(self, spans: list[tuple[int, int]]) -> SearchHit:
+        """The hit for matches at ``spans`` (sorted, at least one)."""
+        excerpt, more = _excerpt(self.text, spans)
+        line = self.first_line + self.text.count("\n", 0, spans[0][0])
+        return SearchHit(self.name, line, excerpt, more)
 
 
 def _passages(entries: Iterable[ContextEntry]) -> Iterator[_Passage]:
@@ -530,10 +555,10 @@ def _plain_search(
     phrase = " ".join(query.split()).casefold()
     if not phrase:
         return SearchReport([], literal_because)
-    hits = _hits(passages, max_hits, lambda folded: _occurrences(folded, phrase))
+    found = _hits(passages, max_hits, lambda folded: _occurrences(folded, phrase))
     words = list(dict.fromkeys(phrase.split(" ")))
-    if hits or not 1 < len(words) <= SEARCH_MAX_WORDS:
-        return SearchReport(hits, literal_because)
+    if found.hits or not 1 < len(words) <= SEARCH_MAX_WORDS:
+        return SearchReport(found.hits, literal_because, truncated=found.truncated)
 
     def all_words(folded: str) -> list[tuple[int, int]]:
         firsts = [folded.find(word) for word in words]
@@ -541,25 +566,26 @@ def _plain_search(
             return []
         return sorted((at, at + len(word)) for at, word in zip(firsts, words, strict=True))
 
-    hits = _hits(passages, max_hits, all_words)
-    return SearchReport(hits, literal_because, all_words=bool(hits))
+    found = _hits(passages, max_hits, all_words)
+    return SearchReport(
+        found.hits, literal_because, all_words=bool(found.hits), truncated=found.truncated
+    )
 
 
 def _hits(
     passages: list[_Passage], max_hits: int, find: Callable[[str], list[tuple[int, int]]]
-) -> list[SearchHit]:
-    """The passages where ``find`` (given the folded text) finds spans, each a hit."""
-    hits: list[SearchHit] = []
+) -> _Found:
+    """The hits in the passages where ``find`` (given the folded text) finds spans."""
+    found = _Found(max_hits)
     for passage in passages:
         # A cheap screen first (C-speed folding); positions are mapped back only on a hit.
         if not find(" ".join(passage.text.split()).casefold()):
             continue
         folded, origin = _folded(passage.text)
         spans = [(origin[start], origin[end - 1] + 1) for start, end in find(folded)]
-        hits += passage.hits(spans)
-        if len(hits) >= max_hits:
+        if not found.add(passage.hit(spans)):
             break
-    return hits[:max_hits]
+    return found
 
 
 def _folded(text: str) -> tuple[str, list[int]]:
@@ -597,24 +623,23 @@ def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _excerpts(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, str]]:
-    """The text around ``spans`` (sorted): where each excerpt's first match starts, and it.
+def _excerpt(text: str, spans: list[tuple[int, int]]) -> tuple[str, int]:
+    """The text around the first of ``spans`` (sorted), and how many matches it leaves out.
 
-    Each match gets :data:`SEARCH_WINDOW` characters on either side; windows
-    that meet are merged while the result stays within :data:`SEARCH_MAX_EXCERPT`.
+    The first match gets :data:`SEARCH_WINDOW` characters on either side; the
+    window takes in the matches after it while it stays within
+    :data:`SEARCH_MAX_EXCERPT`. One window a paragraph: a phrase that recurs
+    through a text costs a few hundred characters a paragraph, not the text.
     """
-    windows: list[list[int]] = []  # [low, high, start of the first match in it]
-    for start, end in spans:
-        low, high = max(0, start - SEARCH_WINDOW), min(len(text), end + SEARCH_WINDOW)
-        if (
-            windows
-            and low <= windows[-1][1] + _MERGE_GAP
-            and high - windows[-1][0] <= SEARCH_MAX_EXCERPT
-        ):
-            windows[-1][1] = max(windows[-1][1], high)
-        else:
-            windows.append([low, high, start])
-    return [(first, _cut(text, low, high)) for low, high, first in windows]
+    start, end = spans[0]
+    low, high = max(0, start - SEARCH_WINDOW), min(len(text), end + SEARCH_WINDOW)
+    shown = 1
+    for start, end in spans[1:]:
+        reach = min(len(text), end + SEARCH_WINDOW)
+        if start > high + _MERGE_GAP or reach - low > SEARCH_MAX_EXCERPT:
+            break
+        high, shown = max(high, reach), shown + 1
+    return _cut(text, low, high), len(spans) - shown
 
 
 def _cut(text: str, low: int, high: int) -> str:

@@ -37,7 +37,6 @@ from swarmcore._passages import fit_context
 from swarmcore._tools import Tool, function_tool
 from swarmcore.agent import Agent
 from swarmcore.context import (
-    SEARCH_MAX_HITS,
     ContextEntry,
     Framing,
     SharedContext,
@@ -336,11 +335,12 @@ class _Reader:
             head = f"Matches for {asked}:"
         by_agent: dict[str, list[str]] = {}
         for hit in report.hits:
-            by_agent.setdefault(hit.name, []).append(f"line {hit.line_number}: {hit.excerpt}")
+            more = f" (+{hit.more} more in this paragraph)" if hit.more else ""
+            by_agent.setdefault(hit.name, []).append(f"line {hit.line_number}{more}: {hit.excerpt}")
         parts = [head]
         parts += [self._frame.block(name, "\n".join(lines)) for name, lines in by_agent.items()]
-        if len(report.hits) >= SEARCH_MAX_HITS:
-            parts.append(f"(first {SEARCH_MAX_HITS} passages shown; narrow the query for more)")
+        if report.truncated:
+            parts.append(f"(the first {len(report.hits)} matches; narrow the query for more)")
         return "\n".join(parts)
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from swarmcore import Agent, SharedContext, Swarm
 from swarmcore.context import (
+    SEARCH_MAX_CHARS,
     SEARCH_MAX_HITS,
     SEARCH_WINDOW,
     parse_summary,
@@ -282,14 +283,16 @@ def test_a_match_deep_in_a_long_paragraph_comes_with_the_text_around_it() -> Non
     assert len(hit.excerpt) <= 2 * SEARCH_WINDOW + len("FACT[k07]") + 2
 
 
-def test_close_matches_merge_and_distant_ones_are_hits_of_their_own() -> None:
+def test_close_matches_share_an_excerpt_and_distant_ones_are_counted() -> None:
     filler = " ".join(f"w{i}" for i in range(400))
     ctx = SharedContext()
-    ctx.set("a", f"alpha one, alpha two. {filler} alpha three.")
-    hits = ctx.search("alpha")
-    assert [h.excerpt.count("alpha") for h in hits] == [2, 1]
-    assert hits[0].excerpt.startswith("alpha one, alpha two.")
-    assert hits[1].excerpt.endswith("alpha three.")
+    ctx.set("a", f"alpha one, alpha two. {filler} alpha three, alpha four.\n\nalpha five.")
+    first, second = ctx.search("alpha")
+    assert first.excerpt.startswith("alpha one, alpha two. w0 w1")
+    assert first.excerpt.endswith("…")
+    assert "three" not in first.excerpt
+    assert first.more == 2  # three and four: further into the paragraph
+    assert (second.line_number, second.excerpt, second.more) == (3, "alpha five.", 0)
 
 
 def test_several_words_found_nowhere_as_a_phrase_find_passages_with_all_of_them() -> None:
@@ -307,7 +310,17 @@ def test_several_words_found_nowhere_as_a_phrase_find_passages_with_all_of_them(
 def test_search_caps_its_hits() -> None:
     ctx = SharedContext()
     ctx.set("a", "\n\n".join(f"match {i}" for i in range(500)))
-    assert len(ctx.search("match")) == SEARCH_MAX_HITS
+    report = search_entries(ctx.entries(), "match")
+    assert len(report.hits) == SEARCH_MAX_HITS
+    assert report.truncated
+    long = SharedContext()
+    words = "word " * 100
+    long.set("a", "\n\n".join(f"{words}match {i} {words}" for i in range(15)))
+    report = search_entries(long.entries(), "match")
+    assert len(report.hits) < 15
+    assert sum(len(h.excerpt) for h in report.hits) <= SEARCH_MAX_CHARS
+    assert report.truncated
+    assert not search_entries(long.entries(), "match 3 ").truncated
 
 
 def test_pathological_regex_cannot_hang() -> None:
