@@ -13,7 +13,7 @@ from swarmcore.context import (
     search_entries,
     shorten,
 )
-from swarmcore.modes import Mode, PullMode, PushMode
+from swarmcore.modes import Mode, PullMode, PushMode, Recipient
 from swarmcore.testing import Call, Reply, ScriptedModel
 from tests.helpers import framed, nonce_of
 
@@ -340,12 +340,14 @@ def test_pathological_regex_cannot_hang() -> None:
 
 # --- the context tools, as a model calls them ------------------------------------------
 
+READER = Recipient("reader", "Read.", "go")
+
 
 async def _tool_results(
     context: SharedContext, *calls: Call, mode: Mode | None = None
 ) -> list[str]:
     """What the context tools answer ``calls`` with, for an agent that sees ``context``."""
-    prepared = (mode or PullMode()).prepare(context, context.keys()[-1:])
+    prepared = (mode or PullMode()).prepare(context, context.keys()[-1:], READER)
     model = ScriptedModel([Reply(tool_calls=list(calls)), "Done."])
     agent = Agent("reader", "Read.", model=model.model)
     await agent.run("go", context, extra_tools=prepared.tools, context_hint=prepared.hint)
@@ -385,7 +387,11 @@ def test_context_tool_schemas_are_one_short_sentence_each() -> None:
     context = SharedContext()
     context.set("a", "x", summary="a summary")
     context.set("b", "y")
-    tools = [*PullMode().prepare(context, ["b"]).tools, *PushMode().prepare(context, ["b"]).tools]
+    pull, push = (
+        PullMode().prepare(context, ["b"], READER),
+        PushMode().prepare(context, ["b"], READER),
+    )
+    tools = [*pull.tools, *push.tools]
     assert [t.name for t in tools] == [
         "list_context",
         "get_context",
@@ -427,7 +433,7 @@ def test_push_shows_an_output_its_summary_would_repeat_in_full_and_offers_no_exp
     context = SharedContext()
     context.set("short", "Yes, ship it.")  # no summary block: the output stands for it
     context.set("last", "The last step.")
-    prepared = PushMode().prepare(context, ["last"])
+    prepared = PushMode().prepare(context, ["last"], READER)
     assert prepared.hint is not None
     assert framed(prepared.hint) == [
         ("short", None, "Yes, ship it."),

@@ -210,9 +210,9 @@ def flow_needing(model: str) -> tuple[list[Agent], Any]:
     [
         # Summaries name the facts: read the agents they name.
         ("pull", "facts", ["get_context", "get_context"]),
-        # They do not: list, then search in words; a hit cut off (search_context shows
-        # 300 characters of a line) before its fact's full stop is read in full.
-        ("pull", "topic", ["list_context", "search_context", "search_context", "get_context"]),
+        # They do not: list, then search in words; each hit shows the passage around
+        # its match, the fact's sentence whole, so nothing needs reading in full.
+        ("pull", "topic", ["list_context", "search_context", "search_context"]),
         # b is in the prompt in full; a is summarised (naming the fact, or not): expand it.
         ("push", "facts", ["expand_context"]),
         ("push", "topic", ["expand_context"]),

@@ -395,7 +395,7 @@ async def _stable_run(mode: ContextMode, native: bool, slow: str) -> dict[str, l
     return _requests_per_agent(model.requests)
 
 
-@pytest.mark.parametrize("mode", ["pull", "push"])
+@pytest.mark.parametrize("mode", ["pull", "push", "auto"])
 @pytest.mark.parametrize("native", [True, False], ids=["native-tools", "text-tools"])
 async def test_the_same_inputs_send_byte_identical_requests_across_runs_and_retries(
     mode: ContextMode, native: bool
