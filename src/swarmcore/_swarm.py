@@ -77,7 +77,7 @@ class Swarm:
             relevant to the agent, then summaries), and the pull tools for the rest.
         context_budget: Under ``context_mode="auto"``, the most tokens
             (cl100k_base) of context each agent's prompt holds, framing
-            included; 1,500 when None. Refused with any other mode.
+            included; 1,000 when None. Refused with any other mode.
         defaults: Settings for every agent that leaves them unset: retry
             policy, call and agent timeouts, tool timeout, result truncation.
         step_retries: How many times an agent that failed transiently (a model

@@ -65,10 +65,12 @@ HINT_RECENT = 3
 HINT_MAX_NAMED = 12
 """The most agents the pull hint ever names (a wide previous step is cut here)."""
 HINT_SUMMARY_CHARS = 100
-DEFAULT_CONTEXT_BUDGET = 1_500
+DEFAULT_CONTEXT_BUDGET = 1_000
 """Tokens of context per agent under auto mode when ``context_budget`` is not given.
 
-A first choice, to be tuned by the context benchmark (``benchmarks/context.py``).
+Chosen by the context benchmark (``benchmarks/context.py``, budgets 400 to 1,500):
+1,000 sent the fewest tokens over its five shapes with every fact delivered. Smaller
+budgets paid on one shape what they saved on another (more tool calls).
 """
 
 

@@ -132,8 +132,9 @@ def test_every_passage_names_its_author_and_position() -> None:
     hint = AutoMode(500).prepare(context, ["tester"], ask).hint
     assert hint is not None
     shown = _check_frames(hint, context)
-    assert ("planner", "2/7") in shown
-    assert ("builder", "2/7") in shown
+    # Each filler paragraph is two windows (1/13, 2/13); the fact's paragraph comes next.
+    assert ("planner", "3/13") in shown
+    assert ("builder", "3/13") in shown
     assert all(passage is not None for _, passage in shown)  # nothing fitted whole
     assert 'passage="i/n"' in hint  # the note says how to read the attribute
 

@@ -134,7 +134,7 @@ def _add_run_parser(commands: Any) -> None:
         type=context_budget,
         metavar="N",
         help="with --context-mode auto (or a Swarm in auto mode): tokens of context per agent "
-        "(default 1500)",
+        "(default 1000)",
     )
     _add_store(run, optional=True)
     _add_progress(run)
