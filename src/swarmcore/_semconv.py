@@ -39,6 +39,7 @@ OP_EXECUTE_TOOL = "execute_tool"
 
 RUN_ID = "swarmcore.run_id"
 CONTEXT_MODE = "swarmcore.context_mode"
+CONTEXT_BUDGET = "swarmcore.context_budget"
 AGENTS = "swarmcore.agents"
 STEP_PARALLEL = "swarmcore.step.parallel"
 STEP_POLICY = "swarmcore.step.policy"

@@ -57,6 +57,7 @@ from swarmcore._semconv import (
     ATTEMPT,
     ATTEMPTS,
     CANCELLED,
+    CONTEXT_BUDGET,
     CONTEXT_MODE,
     COST_USD,
     ERROR_TYPE,
@@ -242,6 +243,8 @@ class OpenTelemetryTracer:
             CONTEXT_MODE: event.context_mode,
             AGENTS: list(event.agents),
         }
+        if event.context_budget is not None:  # auto mode's; pull and push have none
+            attributes[CONTEXT_BUDGET] = event.context_budget
         # context=None: the span that is current now (a user's own span) is the parent.
         span = self._tracer.start_span(
             f"{operation} {event.flow}",

@@ -345,6 +345,18 @@ async def test_step_retries_are_events_on_the_step_and_each_attempt_a_span(
     assert step.events[0].attributes["swarmcore.retry.scope"] == "agent"
 
 
+async def test_an_auto_mode_run_span_carries_its_context_budget(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = shared_offline_model()
+    a, _, _, d = diamond(model)
+    hooks = [OpenTelemetryTracer(provider)]
+    await Swarm(a >> d, context_mode="auto", context_budget=700, hooks=hooks).run("go")
+    run = by_name(exporter.get_finished_spans(), "invoke_workflow a >> d")
+    assert attr(run, "swarmcore.context_mode") == "auto"
+    assert attr(run, "swarmcore.context_budget") == 700
+
+
 async def test_the_run_span_nests_under_the_callers_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
