@@ -58,6 +58,7 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # A heading or a label ("Findings:") says what follows: it joins the paragraph after it.
 _HEADING = re.compile(r"(#{1,6} [^\n]*|[^\n]{1,80}:)")
 _WORD = re.compile(r"\w+")
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _BM25_K1 = 1.5
 _BM25_B = 0.75
 # Words that say nothing about what an agent needs; they would only add noise to ranking.
@@ -140,8 +141,15 @@ def _windows(paragraph: str) -> list[str]:
 
 
 def _terms(text: str) -> list[str]:
-    words = _WORD.findall(text.lower())
-    return [w for w in words if len(w) > 1 and w not in _STOPWORDS]
+    terms: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if _UNSPACED.search(word):
+            # Chinese, Japanese and Korean put no spaces between words: a run of them is
+            # one \w+ match, so it is read as its overlapping character pairs instead.
+            terms += [word[i : i + 2] for i in range(max(1, len(word) - 1))]
+        elif len(word) > 1 and word not in _STOPWORDS:
+            terms.append(word)
+    return terms
 
 
 def _name_terms(name: str) -> list[str]:

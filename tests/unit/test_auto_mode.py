@@ -190,6 +190,20 @@ def test_ranking_picks_the_passage_that_names_what_the_instructions_ask_for() ->
     assert FILLER not in orion.hint  # no passage that shares no purpose with the question
 
 
+def test_ranking_reads_text_written_without_spaces() -> None:
+    """Chinese has no spaces between words: ranking still finds the passage asked for."""
+    budget = "项目猎户座的预算是五百万元。"
+    launch = "项目织女星的发布日期是三月十四日。"
+    context = SharedContext(["planner", "tester"])
+    context.set("planner", "\n\n".join([FILLER, budget, FILLER, launch, FILLER]), "Plans.")
+    context.set("tester", report(filler=8), "Tested.")
+    mode = AutoMode(300)
+    hint = mode.prepare(context, ["tester"], asking("请给出项目猎户座的预算。")).hint
+    assert hint is not None
+    assert budget in hint
+    assert launch not in hint
+
+
 def test_an_agents_name_in_the_instructions_ranks_its_passages() -> None:
     context = SharedContext(["planner", "builder"])
     context.set("planner", "Figures were revised twice this week.\n\n" + report(filler=4))
