@@ -147,6 +147,23 @@ class Verdict(BaseModel):
     score: int
 
 
+async def test_an_auto_mode_run_on_the_engine_sends_what_it_sends_in_process(
+    engine: DBOSEngine,
+) -> None:
+    """Auto mode's budgeted hints reach each agent the same way in an agent workflow."""
+    here, there = OfflineModel(), OfflineModel()
+    # 150 tokens: too few for the outputs in full, so the budget shows in every hint.
+    settings: dict[str, Any] = {"context_mode": "auto", "context_budget": 150}
+    expected = await Swarm(diamond(here.model, word_count), **settings).run("plan the trip")
+    result = await Swarm(diamond(there.model, word_count), engine=engine, **settings).run(
+        "plan the trip", run_id="auto-diamond"
+    )
+    assert outline(result) == outline(expected)
+    # The same prompts (b and c, in parallel, may ask in either order).
+    assert sorted(r.system for r in there.requests) == sorted(r.system for r in here.requests)
+    assert any("## Shared context" in r.system for r in there.requests)
+
+
 def control_flow(model: str) -> Flow:
     def agent(name: str, **options: Any) -> Agent:
         return Agent(name, f"{name} does its part.", model=model, **options)
