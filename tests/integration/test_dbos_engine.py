@@ -161,7 +161,9 @@ async def test_an_auto_mode_run_on_the_engine_sends_what_it_sends_in_process(
     assert outline(result) == outline(expected)
     # The same prompts (b and c, in parallel, may ask in either order).
     assert sorted(r.system for r in there.requests) == sorted(r.system for r in here.requests)
-    assert any("## Shared context" in r.system for r in there.requests)
+    default = OfflineModel()  # ...and not what the default budget would send
+    await Swarm(diamond(default.model, word_count), context_mode="auto").run("plan the trip")
+    assert sorted(r.system for r in default.requests) != sorted(r.system for r in here.requests)
 
 
 def control_flow(model: str) -> Flow:
