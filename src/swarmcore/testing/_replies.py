@@ -65,6 +65,11 @@ class Reply:
             request's by default, as a real endpoint may name a dated version.
         headers: Extra response headers, e.g. a LiteLLM Proxy's
             ``x-litellm-response-cost`` (read as a gateway's cost, in process too).
+        encrypted_reasoning: ``MockOpenAIServer``'s Responses API only: a reasoning item
+            with this ``encrypted_content`` comes first in the reply's output, as a
+            reasoning model's does with ``store: false``; chat completions have none.
+        incomplete: ``MockOpenAIServer``'s Responses API only: the response ends
+            ``incomplete`` for this reason (``"max_output_tokens"``), its text cut there.
     """
 
     text: str | None = None
@@ -76,6 +81,8 @@ class Reply:
     delay: float = 0.0
     model: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    encrypted_reasoning: str | None = None
+    incomplete: str | None = None
 
     @classmethod
     def tool(cls, name: str, /, **arguments: Any) -> Reply:
@@ -319,6 +326,110 @@ def stream_chunks(
     yield chunk({}, reply.finish_reason)
     if include_usage:
         yield {**base, "choices": [], "usage": usage(request, reply)}
+
+
+def responses_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
+    """The Responses API response a test server answers ``request`` with (``POST /responses``).
+
+    Its output: the reply's reasoning item (when it has one), its text as an
+    assistant message, then a ``function_call`` item per tool call; its usage
+    in the Responses shape (``input_tokens``, ``output_tokens`` and their details).
+    """
+    output: list[dict[str, Any]] = []
+    if reply.encrypted_reasoning is not None:
+        output.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{uuid.uuid4().hex[:12]}",
+                "summary": [],
+                "encrypted_content": reply.encrypted_reasoning,
+            }
+        )
+    if reply.text is not None:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
+    output += [
+        {
+            "type": "function_call",
+            "id": f"fc_{uuid.uuid4().hex[:12]}",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments_json,
+            "status": "completed",
+        }
+        for call in reply.tool_calls
+    ]
+    counts = usage(request, reply)
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:12]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "incomplete" if reply.incomplete else "completed",
+        "incomplete_details": {"reason": reply.incomplete} if reply.incomplete else None,
+        "error": None,
+        "model": reply.model or request.model,
+        "output": output,
+        "usage": {
+            "input_tokens": counts["prompt_tokens"],
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "output_tokens": counts["completion_tokens"],
+            "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+            "total_tokens": counts["total_tokens"],
+        },
+    }
+
+
+def chat_messages_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A Responses request's ``instructions`` and ``input`` as chat messages.
+
+    So a script's steps and a test's checks read a Responses request as they read
+    a chat-completions one (``RecordedRequest.system``, ``tool_results``...):
+    reasoning items are left out (the request's raw body keeps them).
+    """
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    given = body.get("input")
+    if isinstance(given, str):
+        return [*messages, {"role": "user", "content": given}]
+    items = typing.cast(list[dict[str, Any]], given or [])
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            messages.append({"role": item.get("role"), "content": _text(item.get("content"))})
+        elif kind == "function_call":
+            call = {
+                "id": item.get("call_id"),
+                "type": "function",
+                "function": {"name": item.get("name"), "arguments": item.get("arguments")},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last.get("role") == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append(
+                {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
+            )
+    return messages
+
+
+def chat_tools_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A Responses request's function tools in the chat-completions shape."""
+    tools = typing.cast(list[dict[str, Any]], body.get("tools") or [])
+    return [
+        {"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}}
+        for tool in tools
+        if tool.get("type") == "function"
+    ]
 
 
 def error_object(step: Fail, message: str | None = None) -> Mapping[str, Any]:

@@ -16,8 +16,11 @@ from swarmcore.testing._replies import (
     RecordedRequest,
     Reply,
     Step,
+    chat_messages_of,
+    chat_tools_of,
     completion_body,
     error_object,
+    responses_body,
     stream_chunks,
 )
 
@@ -25,7 +28,13 @@ ServerResponder = Callable[[RecordedRequest], "Step | str"]
 
 
 class MockOpenAIServer:
-    """Serves ``POST /v1/chat/completions`` from a script, recording every request.
+    """Serves ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script.
+
+    Every request is recorded. A Responses API request is recorded as chat
+    messages too (``RecordedRequest``), so the same steps and checks serve both
+    APIs; its raw body (``raw_bodies``) keeps what only it carries, such as the
+    reasoning items a client hands back. A ``Reply``'s ``encrypted_reasoning``
+    and ``incomplete`` shape a Responses reply only.
 
     It binds a free port on 127.0.0.1 and runs in a background thread. Replies
     can carry text, tool calls and response headers; a ``Fail`` answers with its
@@ -141,28 +150,22 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
-            # The query is not part of the route: Azure sends ?api-version=...
-            if not urlsplit(self.path).path.rstrip("/").endswith("/chat/completions"):
+            responses = _is_responses(self.path)
+            if responses is None:
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            params = {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
-            request = RecordedRequest(
-                model=str(body.get("model", "")),
-                messages=list(body.get("messages", [])),
-                tools=list(body.get("tools", []) or []),
-                params=params,
-            )
+            request = _recorded(body, responses=responses)
             step = server._next(request, body, {k.lower(): v for k, v in self.headers.items()})  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if step.delay:
                 server._stopping.wait(step.delay)  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if isinstance(step, Fail):
                 error = _error(step, self.headers)
                 self._send_json(step.status_code, {"error": error}, step.headers)
-            elif body.get("stream"):
+            elif body.get("stream") and not responses:
                 self._send_stream(request, step.for_request(request), body)
             else:
                 reply = step.for_request(request)
-                self._send_json(200, completion_body(request, reply), reply.headers)
+                self._send_json(200, _answer(request, reply, responses=responses), reply.headers)
 
         def _send_json(
             self, status: int, payload: object, headers: Mapping[str, str] | None = None
@@ -197,6 +200,38 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
     return Handler
+
+
+def _is_responses(path: str) -> bool | None:
+    """Whether ``path`` is the Responses API's route (False: chat completions'; None: neither).
+
+    The query is not part of the route: Azure sends ``?api-version=...``.
+    """
+    route = urlsplit(path).path.rstrip("/")
+    if route.endswith("/responses"):
+        return True
+    return False if route.endswith("/chat/completions") else None
+
+
+def _answer(request: RecordedRequest, reply: Reply, *, responses: bool) -> dict[str, Any]:
+    """The reply's JSON body in the API the request used."""
+    return responses_body(request, reply) if responses else completion_body(request, reply)
+
+
+def _recorded(body: dict[str, Any], *, responses: bool) -> RecordedRequest:
+    """A request as the script's steps read it: a Responses one as chat messages and tools."""
+    if responses:
+        shown = ("model", "input", "instructions", "tools")
+        messages, tools = chat_messages_of(body), chat_tools_of(body)
+    else:
+        shown = ("model", "messages", "tools")
+        messages, tools = list(body.get("messages", [])), list(body.get("tools", []) or [])
+    return RecordedRequest(
+        model=str(body.get("model", "")),
+        messages=messages,
+        tools=tools,
+        params={k: v for k, v in body.items() if k not in shown},
+    )
 
 
 def _error(step: Fail, headers: Message) -> Mapping[str, Any]:
