@@ -34,6 +34,8 @@ class Completion:
     model: str | None
     """The model the reply names, if it names one."""
     service_tier: str | None
+    reasoning: tuple[Mapping[str, Any], ...] = ()
+    """The Responses API's reasoning items (chat completions have none)."""
 
 
 def parsed(raw: bytes | str, what: str) -> Any:
@@ -66,37 +68,37 @@ def completion(data: object) -> Completion:
         MalformedReply: It is not a chat completion, or a field has the wrong type.
         EndpointError: It is an ``error`` object, sent with a 200.
     """
-    body = _object(data, "the reply")
+    body = json_object(data, "the reply")
     _raise_error(body, "Error in the reply")
-    choices = _list(body.get("choices"), "its choices")
+    choices = json_list(body.get("choices"), "its choices")
     if not choices:
         raise MalformedReply("the reply has no choices: not a chat completion")
-    choice = _object(choices[0], "choices[0]")
-    message = _object(choice.get("message"), "choices[0].message")
-    calls = _list(message.get("tool_calls"), "choices[0].message.tool_calls")
+    choice = json_object(choices[0], "choices[0]")
+    message = json_object(choice.get("message"), "choices[0].message")
+    calls = json_list(message.get("tool_calls"), "choices[0].message.tool_calls")
     tool_calls: list[ToolCall] = []
     for index, call in enumerate(calls):
         where = f"choices[0].message.tool_calls[{index}]"
-        fields = _object(call, where)
+        fields = json_object(call, where)
         if fields.get("function") is None:  # not a function call: nothing we could run
             continue
-        function = _object(fields["function"], f"{where}.function")
+        function = json_object(fields["function"], f"{where}.function")
         tool_calls.append(
             ToolCall(
-                id=_call_id(fields.get("id"), where),
-                name=_text(function.get("name"), f"{where}.function.name") or "",
-                arguments=_text(function.get("arguments"), f"{where}.function.arguments") or "",
+                id=call_id(fields.get("id"), where),
+                name=json_text(function.get("name"), f"{where}.function.name") or "",
+                arguments=json_text(function.get("arguments"), f"{where}.function.arguments") or "",
             )
         )
     usage = body.get("usage")
     return Completion(
-        text=_text(message.get("content"), "choices[0].message.content"),
+        text=json_text(message.get("content"), "choices[0].message.content"),
         tool_calls=tuple(tool_calls),
-        usage=usage_of(_object(usage, "usage")) if usage is not None else TokenUsage(),
+        usage=usage_of(json_object(usage, "usage")) if usage is not None else TokenUsage(),
         has_usage=usage is not None,
-        finish_reason=_text(choice.get("finish_reason"), "choices[0].finish_reason"),
-        model=_name(body.get("model")),
-        service_tier=_name(body.get("service_tier")),
+        finish_reason=json_text(choice.get("finish_reason"), "choices[0].finish_reason"),
+        model=name_of(body.get("model")),
+        service_tier=name_of(body.get("service_tier")),
     )
 
 
@@ -126,25 +128,25 @@ class StreamedCompletion:
         """
         self._chunks += 1
         where = f"stream chunk {self._chunks}"
-        fields = _object(chunk, where)
+        fields = json_object(chunk, where)
         if fields.get("usage") is not None:
-            self._usage = _object(fields["usage"], f"{where}'s usage")
-        self._tier = _name(fields.get("service_tier")) or self._tier
-        self._model = _name(fields.get("model")) or self._model
-        choices = _list(fields.get("choices"), f"{where}'s choices")
+            self._usage = json_object(fields["usage"], f"{where}'s usage")
+        self._tier = name_of(fields.get("service_tier")) or self._tier
+        self._model = name_of(fields.get("model")) or self._model
+        choices = json_list(fields.get("choices"), f"{where}'s choices")
         if not choices:  # the usage chunk has none
             return None
         self._with_choices += 1
-        choice = _object(choices[0], f"{where}'s choices[0]")
+        choice = json_object(choices[0], f"{where}'s choices[0]")
         given = choice.get("delta")
-        delta = _object(given, f"{where}'s delta") if given is not None else _EMPTY
-        text = _text(delta.get("content"), f"{where}'s delta.content")
+        delta = json_object(given, f"{where}'s delta") if given is not None else _EMPTY
+        text = json_text(delta.get("content"), f"{where}'s delta.content")
         if text:
             self._texts.append(text)
-        parts = _list(delta.get("tool_calls"), f"{where}'s delta.tool_calls")
+        parts = json_list(delta.get("tool_calls"), f"{where}'s delta.tool_calls")
         for number, part in enumerate(parts):
-            self._add_call(_object(part, f"{where}'s delta.tool_calls[{number}]"), where)
-        finish = _text(choice.get("finish_reason"), f"{where}'s finish_reason")
+            self._add_call(json_object(part, f"{where}'s delta.tool_calls[{number}]"), where)
+        finish = json_text(choice.get("finish_reason"), f"{where}'s finish_reason")
         self._finish = finish or self._finish
         return text or None
 
@@ -154,13 +156,13 @@ class StreamedCompletion:
             raise MalformedReply(f"{where} has a tool call whose index is {_shown(index)}")
         slot = self._calls.setdefault(index, ["", "", ""])
         if part.get("id") is not None:
-            slot[0] = _call_id(part["id"], f"{where}'s tool call {index}")
+            slot[0] = call_id(part["id"], f"{where}'s tool call {index}")
         function = part.get("function")
         if function is not None:
-            fields = _object(function, f"{where}'s tool call {index} function")
-            slot[1] += _text(fields.get("name"), f"{where}'s tool call {index} name") or ""
+            fields = json_object(function, f"{where}'s tool call {index} function")
+            slot[1] += json_text(fields.get("name"), f"{where}'s tool call {index} name") or ""
             slot[2] += (
-                _text(fields.get("arguments"), f"{where}'s tool call {index} arguments") or ""
+                json_text(fields.get("arguments"), f"{where}'s tool call {index} arguments") or ""
             )
 
     def whole(self, content_type: str | None) -> Completion:
@@ -227,7 +229,7 @@ def error_parts(data: object) -> tuple[object, str | None]:
     return error, message if isinstance(message, str) and message else None
 
 
-# --- each field, checked -----------------------------------------------------------------
+# --- each field, checked (the Responses API reader, `responses`, uses these too) -------
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -239,14 +241,14 @@ def _mapping(value: object) -> dict[str, Any]:
     return {}
 
 
-def _object(value: object, what: str) -> Mapping[str, Any]:
+def json_object(value: object, what: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise MalformedReply(f"{what} is {_shown(value)}, not a JSON object")
     fields: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType] -- JSON's
     return fields
 
 
-def _list(value: object, what: str) -> list[Any]:
+def json_list(value: object, what: str) -> list[Any]:
     """A JSON array; missing (None) is empty."""
     if value is None:
         return []
@@ -256,13 +258,13 @@ def _list(value: object, what: str) -> list[Any]:
     return items
 
 
-def _text(value: object, what: str) -> str | None:
+def json_text(value: object, what: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise MalformedReply(f"{what} is {_shown(value)}, not text")
 
 
-def _call_id(value: object, where: str) -> str:
+def call_id(value: object, where: str) -> str:
     if isinstance(value, str) and value:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
@@ -272,7 +274,7 @@ def _call_id(value: object, where: str) -> str:
     raise MalformedReply(f"{where} has {_shown(value)} for its id, not text")
 
 
-def _name(value: object) -> str | None:
+def name_of(value: object) -> str | None:
     """A name the reply gives itself (its model, its tier), if it is one: it is not checked."""
     return value if isinstance(value, str) and value else None
 

@@ -73,8 +73,8 @@ class Pool:
     """One event loop's HTTP session (its connection pool) and the endpoints it has called."""
 
     session: aiohttp.ClientSession
-    endpoints: dict[tuple[str, str | None, str | None, str | None], Endpoint] = field(
-        default_factory=dict[tuple[str, str | None, str | None, str | None], "Endpoint"]
+    endpoints: dict[tuple[str, str, str | None, str | None, str | None], Endpoint] = field(
+        default_factory=dict[tuple[str, str, str | None, str | None, str | None], "Endpoint"]
     )
     closer: AsyncGenerator[None] | None = None
 
@@ -120,12 +120,23 @@ async def pool() -> Pool:
     return found
 
 
-def endpoint(pool: Pool, call: CallSpec, model: str) -> Endpoint:
-    """The call's endpoint: URL and headers, built once per base URL, key and organization."""
+CHAT_PATH = "/chat/completions"
+"""Where a chat-completions request goes, under the base URL."""
+
+
+def endpoint(pool: Pool, call: CallSpec, model: str, path: str = CHAT_PATH) -> Endpoint:
+    """The call's endpoint: URL and headers, built once per base URL, path, key and organization.
+
+    Args:
+        pool: The event loop's connection pool, which keeps the endpoints built.
+        call: The agent's call: its base URL, key and settings.
+        model: The model called, for the error a base URL that is no URL raises.
+        path: The API's route under the base URL (the Responses API's is ``/responses``).
+    """
     url, key = base_url(call), _api_key(call)
     organization = _text(call.settings.get("organization")) or os.environ.get("OPENAI_ORG_ID")
     project = _text(call.settings.get("project")) or os.environ.get("OPENAI_PROJECT_ID")
-    ident = (url, key, organization, project)
+    ident = (url, path, key, organization, project)
     found = pool.endpoints.get(ident)
     if found is None:
         import yarl
@@ -144,7 +155,7 @@ def endpoint(pool: Pool, call: CallSpec, model: str) -> Endpoint:
             headers["OpenAI-Organization"] = organization
         if project:
             headers["OpenAI-Project"] = project
-        target = yarl.URL(url.rstrip("/") + "/chat/completions")
+        target = yarl.URL(url.rstrip("/") + path)
         if target.scheme not in ("http", "https") or not target.host:
             raise ModelError(
                 f"Agent {call.agent_name!r}: {model}'s endpoint {redact(url)!r} is not a URL; "

@@ -47,7 +47,7 @@ import inspect
 import time
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 from swarmcore.llm import _price_data as price_data
 from swarmcore.llm._errors import classify
@@ -167,7 +167,7 @@ def _kwargs(request: LLMRequest, model: str) -> dict[str, Any]:
         # Fresh lists: what LiteLLM is handed is never what a later call sends.
         "messages": _cache_marked(request.messages)
         if _caches_marked_prefixes(model, call.settings)
-        else list(request.messages),
+        else [_without_reasoning(m) for m in request.messages],
         # One retry policy (ours): switch off litellm's and the OpenAI SDK's.
         "num_retries": 0,
         "max_retries": 0,
@@ -197,6 +197,13 @@ def _caches_marked_prefixes(model: str, settings: Mapping[str, Any]) -> bool:
     return provider == "anthropic"
 
 
+def _without_reasoning(message: Message) -> Message:
+    """``message`` without the Responses API's reasoning items (a fallback across APIs)."""
+    if "reasoning" not in message:
+        return message
+    return cast(Message, {k: v for k, v in message.items() if k != "reasoning"})
+
+
 def _cache_marked(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """``messages`` with the system prompt marked as a cacheable prefix (``cache_control``).
 
@@ -205,7 +212,7 @@ def _cache_marked(messages: Sequence[Message]) -> list[dict[str, Any]]:
     schemas before it are cached with it. LiteLLM turns the text block into
     Anthropic's ``system`` block with the mark.
     """
-    marked: list[dict[str, Any]] = [dict(m) for m in messages]
+    marked: list[dict[str, Any]] = [dict(_without_reasoning(m)) for m in messages]
     for message in marked:
         content = message.get("content")
         if message.get("role") == "system" and isinstance(content, str) and content:

@@ -33,13 +33,14 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from swarmcore.errors import ModelError
+from swarmcore.errors import ModelError, UserError
 from swarmcore.llm import _completion as completion
 from swarmcore.llm import _endpoints as endpoints
 from swarmcore.llm import _local as local
 from swarmcore.llm import _price_data as price_data
 from swarmcore.llm import _pricing as pricing
 from swarmcore.llm import _reading as reading
+from swarmcore.llm import _responses as responses
 from swarmcore.llm._errors import call_secrets, classify
 from swarmcore.llm._prechecks import shown_url
 from swarmcore.llm._redaction import redact
@@ -127,13 +128,15 @@ def _refused(refused: reading.Refused, call: CallSpec, model: str, attempt: int)
 
 
 def _body(request: LLMRequest, model: str) -> dict[str, Any]:
-    """The body of one chat-completions request for ``model``, as LiteLLM would send it."""
+    """The body of one request for ``model``.
+
+    A chat completion's, as LiteLLM would send it; or the Responses API's when the
+    agent chose that API (``responses`` builds it).
+    """
     call = request.call
-    body: dict[str, Any] = {}
-    for name, value in call.settings.items():
-        if name not in _CLIENT_SETTINGS:
-            body[name] = value
-    body.update(_mapping(body.pop("extra_body", None)))  # merged, as the SDK merges it
+    if call.api == "responses":
+        return responses.body(request, native_name(model), _sent_settings)
+    body = _sent_settings(call.settings)
     if "max_tokens" in body and price_data.supports(model, "reasoning"):
         # OpenAI's reasoning models refuse max_tokens; LiteLLM renames it too.
         body.setdefault("max_completion_tokens", body.pop("max_tokens"))
@@ -149,15 +152,28 @@ def _body(request: LLMRequest, model: str) -> dict[str, Any]:
     return body
 
 
+def _sent_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The agent's settings that go in a request body, ``extra_body`` merged in as the SDK does."""
+    body = {name: value for name, value in settings.items() if name not in _CLIENT_SETTINGS}
+    body.update(_mapping(body.pop("extra_body", None)))
+    return body
+
+
 def _as_sent(message: Mapping[str, Any]) -> Mapping[str, Any]:
     """``message`` as LiteLLM sends it: a tool-calling assistant's null ``content`` left out.
 
     OpenAI takes either; some OpenAI-protocol servers refuse a null, and both
     backends send the same request (tests/integration/test_conformance.py).
+    Reasoning items a Responses reply left on it (a fallback across APIs) are left out too.
     """
-    if message.get("content", "") is None and message.get("tool_calls"):
-        return {k: v for k, v in message.items() if k != "content"}
-    return message
+    null_content = message.get("content", "") is None and bool(message.get("tool_calls"))
+    if not null_content and "reasoning" not in message:
+        return message
+    return {
+        k: v
+        for k, v in message.items()
+        if k != "reasoning" and not (null_content and k == "content")
+    }
 
 
 async def _exchange(request: LLMRequest, model: str) -> LLMReply:
@@ -171,6 +187,12 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
         EndpointUnreachable: No connection, or it was lost before the reply ended.
     """
     if local.is_local(model):
+        if request.call.api == "responses":
+            raise UserError(
+                f"Agent {request.call.agent_name!r}: the in-process test model {model!r} "
+                "speaks chat completions only; drop api='responses' for it, or point the "
+                "agent at MockOpenAIServer (swarmcore.testing), which serves both APIs."
+            )
         # A setting that is no JSON (a LiteLLM callback object) reaches a test model as its repr.
         body = json.dumps(_body(request, model), default=repr)
         answer = await local.endpoint().post(model.removeprefix(local.PREFIX), body)
@@ -189,7 +211,8 @@ async def _read(request: LLMRequest, model: str, response: local.Response) -> LL
         text = await response.head(_ERROR_BYTES)
         raise _status_error(response.status, text, response.headers)
     # A server that ignores "stream" answers JSON: read as the reply it is.
-    if request.stream and response.content_type != "application/json":
+    streamed = request.stream and request.call.api != "responses"  # its stream: not yet read
+    if streamed and response.content_type != "application/json":
         return await _streamed(_events(response.lines()), request, model, response.headers)
     return _to_reply(request, model, await response.body(), response.headers)
 
@@ -200,7 +223,8 @@ async def _over_http(request: LLMRequest, model: str) -> LLMReply:
 
     call = request.call
     pool = await endpoints.pool()
-    endpoint = endpoints.endpoint(pool, call, model)
+    path = responses.PATH if call.api == "responses" else endpoints.CHAT_PATH
+    endpoint = endpoints.endpoint(pool, call, model, path)
     body = _body(request, model)
     query = _mapping(body.pop("extra_query", None))
     headers = {
@@ -389,7 +413,8 @@ def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str,
         MalformedReply: The body is not a chat completion.
         EndpointError: The body is an ``error`` object.
     """
-    whole = completion.completion(completion.parsed(raw, "the reply's body"))
+    read = responses.response if request.call.api == "responses" else completion.completion
+    whole = read(completion.parsed(raw, "the reply's body"))
     if request.stream and whole.text:
         request.deliver(whole.text)
     return _reply(model, whole, headers)
@@ -405,6 +430,7 @@ def _reply(model: str, whole: completion.Completion, headers: Mapping[str, str])
         duration_seconds=0.0,
         model=model,
         response_model=whole.model,
+        reasoning=whole.reasoning,
     )
 
 

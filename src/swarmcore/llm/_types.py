@@ -18,6 +18,12 @@ BackendName = Literal["auto", "native", "litellm"]
 ``litellm``, or ``auto`` (native for OpenAI-protocol models, else LiteLLM)."""
 
 
+ApiName = Literal["chat_completions", "responses"]
+"""Which OpenAI API the native backend speaks for a model: ``chat_completions``
+(``POST /chat/completions``, every OpenAI-protocol server's) or ``responses``
+(``POST /responses``: reasoning carried between turns, reasoning models with tools)."""
+
+
 class Message(TypedDict, total=False):
     """One chat message in OpenAI's format, as LiteLLM takes and returns it."""
 
@@ -28,6 +34,9 @@ class Message(TypedDict, total=False):
     tool_call_id: str
     """Which call a ``tool`` message answers."""
     name: str
+    reasoning: list[dict[str, Any]]
+    """An assistant's reasoning items from the Responses API (opaque, encrypted), handed
+    back with the next request of the same run; never sent on chat completions."""
 
 
 """A chat message in OpenAI format, the wire format every LiteLLM provider accepts."""
@@ -74,6 +83,8 @@ class CallSpec:
     backend: BackendName | None = None
     """The backend chosen for the agent (its own, else the Swarm's defaults); None: the
     process default (``$SWARMCORE_MODEL_BACKEND``, else auto)."""
+    api: ApiName | None = None
+    """The OpenAI API the native backend speaks for the agent; None: chat completions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +122,8 @@ class LLMReply:
     """When the whole call started, in ``time.time()`` seconds."""
     response_model: str | None = None
     """The model the provider's reply names (its ``model`` field), when it names one."""
+    reasoning: tuple[Mapping[str, Any], ...] = ()
+    """The Responses API's reasoning items, as the model sent them, to hand back next turn."""
 
     def timed(
         self, duration_seconds: float, attempts: int, started_at: float | None = None
@@ -127,6 +140,7 @@ class LLMReply:
             attempts,
             started_at,
             self.response_model,
+            self.reasoning,
         )
 
     def as_message(self) -> Message:
@@ -134,6 +148,8 @@ class LLMReply:
         message: Message = {"role": "assistant", "content": self.text}
         if self.tool_calls:
             message["tool_calls"] = [c.as_message_part() for c in self.tool_calls]
+        if self.reasoning:
+            message["reasoning"] = [dict(item) for item in self.reasoning]
         return message
 
 

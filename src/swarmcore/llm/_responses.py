@@ -1,0 +1,306 @@
+"""OpenAI's Responses API, spoken by the native backend: a request built, a response read.
+
+The agent loop keeps its conversation as chat messages; here they become a
+Responses request (``POST {base}/responses``): the system prompt its
+``instructions``, the rest ``input`` items (messages, ``function_call`` and
+``function_call_output``), the tools as function tools, the settings renamed
+where the API names them otherwise (``max_tokens`` is ``max_output_tokens``,
+``reasoning_effort`` is ``reasoning.effort``, a JSON-schema response format is
+``text.format``). Nothing is stored server-side unless the agent asks
+(``store: false`` by default), so a reasoning model's reasoning comes back
+encrypted (``include: ["reasoning.encrypted_content"]``); those items ride on
+the assistant message (``Message.reasoning``) and go back, in place, with the
+next request of the same run, so the model keeps its chain across tool calls.
+
+A response is read into the same ``Completion`` a chat completion is, every
+field checked as ``completion`` checks its own; an ``incomplete`` response cut
+by ``max_output_tokens`` finishes ``length``, as a chat completion cut short does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from swarmcore.llm import _completion as completion
+from swarmcore.llm._types import (
+    EndpointError,
+    LLMRequest,
+    MalformedReply,
+    Message,
+    ToolCall,
+    usage_of,
+)
+from swarmcore.results import TokenUsage
+
+PATH = "/responses"
+"""Where a request goes, under the endpoint's base URL."""
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+"""What ``include`` asks for so reasoning can be handed back without ``store``."""
+
+# Chat-completions names of settings the Responses API names otherwise.
+_RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
+
+
+def body(
+    request: LLMRequest, name: str, settings: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
+    """The body of one Responses request for the model the endpoint knows as ``name``.
+
+    Args:
+        request: The call and the conversation.
+        name: The model's name at the endpoint.
+        settings: The agent's settings that belong in a request body (the
+            native backend's rule, shared with chat completions).
+    """
+    call = request.call
+    sent = {_RENAMED.get(k, k): v for k, v in settings(call.settings).items()}
+    effort = sent.pop("reasoning_effort", None)
+    if effort is not None:  # chat completions' spelling of reasoning.effort
+        sent["reasoning"] = {"effort": effort, **_mapping(sent.get("reasoning"))}
+    if "tool_choice" in sent:
+        sent["tool_choice"] = _tool_choice(sent["tool_choice"])
+    sent.setdefault("store", False)
+    if sent["store"] is False:  # nothing kept server-side: reasoning comes back encrypted
+        include = [str(i) for i in _items(sent.get("include"))]
+        if ENCRYPTED_REASONING not in include:
+            include.append(ENCRYPTED_REASONING)
+        sent["include"] = include
+    sent["model"] = name
+    instructions, items = input_items(request.messages)
+    if instructions is not None:
+        sent["instructions"] = instructions
+    sent["input"] = items
+    if call.tools:
+        sent["tools"] = [_tool(t) for t in call.tools]
+    if call.response_format is not None:
+        sent["text"] = {**_mapping(sent.get("text")), "format": _format(call.response_format)}
+    if request.stream:
+        sent["stream"] = True
+    return sent
+
+
+def input_items(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The conversation as ``instructions`` (its leading system messages) and ``input`` items.
+
+    An assistant message becomes its reasoning items (handed back as they came),
+    its text as an assistant message, then a ``function_call`` per tool call;
+    a tool message the ``function_call_output`` of its call.
+    """
+    instructions: list[str] = []
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        content = message.get("content")
+        if role == "system" and not items:
+            instructions.append(_plain(content))
+        elif role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.get("tool_call_id", ""),
+                    "output": content if isinstance(content, str) else _parts(content, "input"),
+                }
+            )
+        elif role == "assistant":
+            items += _assistant_items(message)
+        else:
+            items.append({"type": "message", "role": role, "content": _content(content, "input")})
+    return ("\n\n".join(instructions) if instructions else None), items
+
+
+def _assistant_items(message: Message) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = list(message.get("reasoning", ()))
+    content = message.get("content")
+    if content:
+        items.append(
+            {"type": "message", "role": "assistant", "content": _content(content, "output")}
+        )
+    for call in message.get("tool_calls", ()):
+        function = _mapping(call.get("function"))
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call.get("id", ""),
+                "name": function.get("name", ""),
+                "arguments": function.get("arguments", ""),
+            }
+        )
+    return items
+
+
+def _content(content: object, side: str) -> object:
+    """A message's content as the Responses API takes it: text as it is, parts converted."""
+    return content if isinstance(content, str) or content is None else _parts(content, side)
+
+
+def _parts(content: object, side: str) -> list[dict[str, Any]]:
+    """Chat content parts as Responses ones; others pass as they are.
+
+    ``text`` is ``input_text`` (``output_text`` for the assistant's), ``image_url`` is
+    ``input_image``.
+    """
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": f"{side}_text", "text": content}]
+    parts: list[dict[str, Any]] = []
+    for part in _items(content):
+        fields = _mapping(part)
+        if fields.get("type") == "text":
+            parts.append({"type": f"{side}_text", "text": fields.get("text", "")})
+        elif fields.get("type") == "image_url":
+            image: object = fields.get("image_url")
+            given = _mapping(image)
+            url = given.get("url") if given else image
+            detail = given.get("detail") or "auto"
+            parts.append({"type": "input_image", "image_url": url, "detail": detail})
+        else:
+            parts.append(fields)
+    return parts
+
+
+def _plain(content: object) -> str:
+    """A system message's text: its text parts joined, when it has parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(str(_mapping(p).get("text", "")) for p in _items(content))
+
+
+def _tool(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions tool spec as a Responses function tool.
+
+    ``strict`` is sent as the spec says, False when it says nothing: the
+    Responses API takes a missing ``strict`` as true, which refuses any schema
+    not written for strict mode (every property required, no extra ones).
+    """
+    if spec.get("type") != "function" or "function" not in spec:
+        return dict(spec)  # already a Responses tool (a built-in one, say)
+    function = _mapping(spec["function"])
+    tool: dict[str, Any] = {"type": "function", "name": function.get("name", "")}
+    if function.get("description"):
+        tool["description"] = function["description"]
+    tool["parameters"] = function.get("parameters") or {"type": "object", "properties": {}}
+    tool["strict"] = bool(function.get("strict", False))
+    return tool
+
+
+def _tool_choice(choice: object) -> object:
+    """A chat-completions ``tool_choice`` naming a function, in the Responses shape."""
+    fields = _mapping(choice)
+    function = _mapping(fields.get("function"))
+    if fields.get("type") == "function" and "name" in function:
+        return {"type": "function", "name": function["name"]}
+    return choice
+
+
+def _format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions ``response_format`` as the Responses API's ``text.format``."""
+    if response_format.get("type") != "json_schema":
+        return dict(response_format)  # json_object, text: the same in both APIs
+    schema = _mapping(response_format.get("json_schema"))
+    return {"type": "json_schema", **schema}
+
+
+# --- the response ------------------------------------------------------------------------
+
+
+def response(data: object) -> completion.Completion:
+    """A whole Responses API response (``POST /responses`` without streaming), parsed.
+
+    Raises:
+        MalformedReply: It is no response, a field has the wrong type, or it is
+            not finished (queued, in progress).
+        EndpointError: It failed (``status: failed``), or is an ``error`` object.
+    """
+    fields = completion.json_object(data, "the reply")
+    status = fields.get("status")
+    if fields.get("error") is not None or status == "failed":
+        error, message = completion.error_parts(fields)
+        text = json.dumps(fields, default=str)[:1000]
+        raise EndpointError(f"Error in the reply - {text}", message=message or text, body=error)
+    if "output" not in fields:
+        raise MalformedReply("the reply has no output: not a Responses API response")
+    if status not in ("completed", "incomplete", None):
+        shown = status if isinstance(status, str) and len(status) <= 20 else "unknown"
+        raise MalformedReply(f"the response's status is {shown!r}: it is not finished")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[Mapping[str, Any]] = []
+    for index, item in enumerate(completion.json_list(fields["output"], "its output")):
+        where = f"output[{index}]"
+        part = completion.json_object(item, where)
+        kind = part.get("type")
+        if kind == "message":
+            texts += _texts(part, where)
+        elif kind == "function_call":
+            calls.append(_call(part, where))
+        elif kind == "reasoning":
+            reasoning.append(part)
+    usage = fields.get("usage")
+    return completion.Completion(
+        text="".join(texts) if texts else None,
+        tool_calls=tuple(calls),
+        usage=_usage(completion.json_object(usage, "usage")) if usage is not None else TokenUsage(),
+        has_usage=usage is not None,
+        finish_reason=_finish(fields, calls),
+        model=completion.name_of(fields.get("model")),
+        service_tier=completion.name_of(fields.get("service_tier")),
+        reasoning=tuple(reasoning),
+    )
+
+
+def _texts(message: Mapping[str, Any], where: str) -> list[str]:
+    """An output message's text: its ``output_text`` parts, and a refusal's words."""
+    texts: list[str] = []
+    for number, item in enumerate(completion.json_list(message.get("content"), f"{where}.content")):
+        at = f"{where}.content[{number}]"
+        part = completion.json_object(item, at)
+        if part.get("type") == "output_text":
+            texts.append(completion.json_text(part.get("text"), f"{at}.text") or "")
+        elif part.get("type") == "refusal":
+            texts.append(completion.json_text(part.get("refusal"), f"{at}.refusal") or "")
+    return texts
+
+
+def _call(item: Mapping[str, Any], where: str) -> ToolCall:
+    return ToolCall(
+        id=completion.call_id(item.get("call_id"), where),
+        name=completion.json_text(item.get("name"), f"{where}.name") or "",
+        arguments=completion.json_text(item.get("arguments"), f"{where}.arguments") or "",
+    )
+
+
+def _usage(usage: Mapping[str, Any]) -> TokenUsage:
+    """The Responses usage (``input_tokens``, ``output_tokens`` and their details) as ours."""
+    return usage_of(
+        {
+            "prompt_tokens": usage.get("input_tokens"),
+            "completion_tokens": usage.get("output_tokens"),
+            "prompt_tokens_details": usage.get("input_tokens_details"),
+            "completion_tokens_details": usage.get("output_tokens_details"),
+        }
+    )
+
+
+def _finish(fields: Mapping[str, Any], calls: Sequence[ToolCall]) -> str:
+    """Chat completions' ``finish_reason`` for the response: ``length`` when cut short."""
+    if fields.get("status") == "incomplete":
+        reason = _mapping(fields.get("incomplete_details")).get("reason")
+        return "content_filter" if reason == "content_filter" else "length"
+    return "tool_calls" if calls else "stop"
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        items: Mapping[object, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        return {str(k): v for k, v in items.items()}
+    return {}
+
+
+def _items(value: object) -> Iterable[object]:
+    if isinstance(value, list | tuple):
+        return cast("Iterable[object]", value)
+    return ()

@@ -1,0 +1,202 @@
+"""The Responses API as the native backend speaks it: requests built, responses read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from swarmcore.llm import _openai_backend as openai_backend
+from swarmcore.llm import _responses as responses
+from swarmcore.llm._types import (
+    CallSpec,
+    EndpointError,
+    LLMReply,
+    LLMRequest,
+    MalformedReply,
+    Message,
+    ToolCall,
+)
+from swarmcore.results import TokenUsage
+
+_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two numbers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}},
+    },
+}
+_REASONING = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+
+
+def _body(messages: list[Message], **options: Any) -> dict[str, Any]:
+    call = CallSpec(agent_name="a", model="openai/o4-mini", api="responses", **options)
+    return openai_backend._body(LLMRequest(call, messages), "openai/o4-mini")  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_tool_loop_conversation_becomes_input_items() -> None:
+    reply = LLMReply(
+        text=None,
+        tool_calls=(ToolCall("c1", "add", '{"a": 1}'),),
+        usage=TokenUsage(),
+        cost=None,
+        finish_reason="tool_calls",
+        duration_seconds=0.0,
+        reasoning=(_REASONING,),
+    )
+    messages: list[Message] = [
+        {"role": "system", "content": "You add."},
+        {"role": "user", "content": "1 + 2?"},
+        reply.as_message(),
+        {"role": "tool", "tool_call_id": "c1", "content": "3"},
+    ]
+    body = _body(messages, tools=(_TOOL,))
+    assert body["model"] == "o4-mini"
+    assert body["instructions"] == "You add."
+    assert body["input"] == [
+        {"type": "message", "role": "user", "content": "1 + 2?"},
+        _REASONING,
+        {"type": "function_call", "call_id": "c1", "name": "add", "arguments": '{"a": 1}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "3"},
+    ]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "add",
+            "description": "Add two numbers.",
+            "parameters": _TOOL["function"]["parameters"],
+            "strict": False,  # the API's default is true, which refuses a non-strict schema
+        }
+    ]
+    assert body["store"] is False
+    assert body["include"] == ["reasoning.encrypted_content"]
+
+
+def test_settings_are_renamed_where_the_responses_api_names_them_otherwise() -> None:
+    settings = {
+        "max_tokens": 300,
+        "reasoning_effort": "high",
+        "reasoning": {"summary": "auto"},
+        "tool_choice": {"type": "function", "function": {"name": "add"}},
+        "parallel_tool_calls": False,
+        "temperature": 0.2,
+        "api_key": "sk-not-in-the-body",
+    }
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    body = _body(
+        [{"role": "user", "content": "hi"}],
+        settings=settings,
+        response_format={
+            "type": "json_schema",
+            "json_schema": {"name": "Out", "schema": schema, "strict": False},
+        },
+    )
+    assert body["max_output_tokens"] == 300
+    assert "max_tokens" not in body
+    assert "api_key" not in body
+    assert body["reasoning"] == {"effort": "high", "summary": "auto"}
+    assert body["tool_choice"] == {"type": "function", "name": "add"}
+    assert (body["parallel_tool_calls"], body["temperature"]) == (False, 0.2)
+    assert body["text"] == {
+        "format": {"type": "json_schema", "name": "Out", "schema": schema, "strict": False}
+    }
+    assert "instructions" not in body
+
+
+def test_a_stored_conversation_asks_for_no_encrypted_reasoning() -> None:
+    body = _body([{"role": "user", "content": "hi"}], settings={"store": True})
+    assert body["store"] is True
+    assert "include" not in body
+
+
+def test_content_parts_are_converted() -> None:
+    image = {"type": "image_url", "image_url": {"url": "https://x/y.png"}}
+    body = _body([{"role": "user", "content": [{"type": "text", "text": "see"}, image]}])  # pyright: ignore[reportArgumentType]
+    assert body["input"][0]["content"] == [
+        {"type": "input_text", "text": "see"},
+        {"type": "input_image", "image_url": "https://x/y.png", "detail": "auto"},
+    ]
+
+
+def test_chat_completions_never_get_reasoning_items() -> None:
+    message: Message = {"role": "assistant", "content": "ok", "reasoning": [dict(_REASONING)]}
+    call = CallSpec(agent_name="a", model="openai/gpt-4o-mini")
+    body = openai_backend._body(LLMRequest(call, [message]), "openai/gpt-4o-mini")  # pyright: ignore[reportPrivateUsage]
+    assert body["messages"] == [{"role": "assistant", "content": "ok"}]
+
+
+def _response(**fields: Any) -> dict[str, Any]:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "error": None,
+        "model": "o4-mini-2025-04-16",
+        "output": [
+            _REASONING,
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Adding.", "annotations": []}],
+            },
+            {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"},
+        ],
+        "usage": {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 40},
+            "output_tokens": 30,
+            "output_tokens_details": {"reasoning_tokens": 20},
+            "total_tokens": 130,
+        },
+        **fields,
+    }
+
+
+def test_a_response_is_read_with_its_calls_reasoning_and_usage() -> None:
+    whole = responses.response(_response())
+    assert whole.text == "Adding."
+    assert whole.tool_calls == (ToolCall("c1", "add", "{}"),)
+    assert whole.reasoning == (_REASONING,)
+    assert whole.usage == TokenUsage(
+        prompt_tokens=100, completion_tokens=30, cached_tokens=40, reasoning_tokens=20
+    )
+    assert (whole.finish_reason, whole.model, whole.has_usage) == (
+        "tool_calls",
+        "o4-mini-2025-04-16",
+        True,
+    )
+
+
+def test_an_incomplete_response_finishes_as_length() -> None:
+    cut = _response(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+    assert responses.response(cut).finish_reason == "length"
+    filtered = _response(status="incomplete", incomplete_details={"reason": "content_filter"})
+    assert responses.response(filtered).finish_reason == "content_filter"
+
+
+def test_a_failed_response_raises_the_providers_error() -> None:
+    failed = _response(status="failed", error={"code": "server_error", "message": "boom"})
+    with pytest.raises(EndpointError) as caught:
+        responses.response(failed)
+    assert caught.value.message == "boom"
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"choices": []}, "no output"),
+        (_response(status="in_progress"), "not finished"),
+        (_response(output=[{"type": "function_call", "name": "x"}]), "has no id"),
+        (
+            _response(
+                output=[{"type": "message", "content": [{"type": "output_text", "text": 5}]}]
+            ),
+            "not text",
+        ),
+        (_response(usage={"input_tokens": -1}), "not a token count"),
+    ],
+)
+def test_a_malformed_response_says_what_is_wrong(data: object, said: str) -> None:
+    with pytest.raises(MalformedReply, match=said):
+        responses.response(data)
