@@ -196,6 +196,7 @@ class RunState:
             api_key=agent.api_key,
             response_format=output.response_format if native_output and output else None,
             backend=self.settings.backend,
+            api=self.settings.api,
         )
         # Redacted from tool errors, as from the model's (with the environment's).
         self.secrets = secret_values(api_key=agent.api_key, settings=agent.model_settings)

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 from swarmcore._checks import DEFAULT, Default, check_number, no_limit
 from swarmcore._policies import RetryPolicy
-from swarmcore.llm._types import BackendName
-from swarmcore.llm.choice import backend_named
+from swarmcore.llm._types import ApiName, BackendName
+from swarmcore.llm.choice import api_named, backend_named
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,9 @@ class AgentDefaults:
             protocol, spoken by swarmcore), ``"litellm"``, or ``"auto"`` (native
             for OpenAI-protocol models, else LiteLLM). None: the process
             default, ``$SWARMCORE_MODEL_BACKEND``, else auto.
+        api: Which OpenAI API the native backend speaks: ``"chat_completions"``
+            or ``"responses"`` (reasoning items carried between turns, for
+            OpenAI's reasoning models with tools). None: chat completions.
 
     Raises:
         UserError: A setting that is not a positive number (whole for counts and
@@ -48,6 +51,7 @@ class AgentDefaults:
     max_tool_result_chars: int | None = 50_000
     max_parallel_tools: int = 8
     backend: BackendName | None = None
+    api: ApiName | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
@@ -58,6 +62,9 @@ class AgentDefaults:
         if self.backend is not None:
             backend = backend_named(self.backend, "AgentDefaults: backend")
             object.__setattr__(self, "backend", backend)
+        if self.api is not None:
+            api = api_named(self.api, "AgentDefaults: api", self.backend)
+            object.__setattr__(self, "api", api)
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -74,7 +81,8 @@ SETTING_NAMES = tuple(f.name for f in dataclasses.fields(AgentDefaults))
 """The settings an Agent can set itself or leave to the Swarm's defaults."""
 LIMIT_NAMES = ("call_timeout", "timeout", "tool_timeout", "max_tool_result_chars")
 """The settings whose None means no limit; an Agent leaves them to the Swarm with DEFAULT
-(for the others, ``retry``, ``max_parallel_tools`` and ``backend``, None is the Swarm's)."""
+(for the others, ``retry``, ``max_parallel_tools``, ``backend`` and ``api``, None is the
+Swarm's)."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -103,6 +111,8 @@ class _HasSettings(Protocol):
     def max_parallel_tools(self) -> int | None: ...
     @property
     def backend(self) -> BackendName | None: ...
+    @property
+    def api(self) -> ApiName | None: ...
 
 
 def check_settings(owner: str, settings: _HasSettings) -> None:

@@ -26,8 +26,8 @@ from swarmcore._settings import LIMIT_NAMES, AgentDefaults, check_settings
 from swarmcore._tools import Approver, Tool, Toolset, function_tool, to_tools, validate_name
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
-from swarmcore.llm._types import BackendName
-from swarmcore.llm.choice import backend_named
+from swarmcore.llm._types import ApiName, BackendName
+from swarmcore.llm.choice import api_named, backend_named
 from swarmcore.results import AgentResult
 from swarmcore.scope import current_call
 
@@ -133,6 +133,12 @@ class Agent(FlowNode):
     ``"litellm"`` (every provider), or ``"auto"`` (native for OpenAI-protocol models,
     else LiteLLM). None: the Swarm's default (``AgentDefaults(backend=...)``), else
     ``$SWARMCORE_MODEL_BACKEND``, else auto."""
+    api: ApiName | None = None
+    """Which OpenAI API the native backend speaks for this agent: ``"chat_completions"``
+    or ``"responses"`` (OpenAI's Responses API: a reasoning model's encrypted reasoning
+    is handed back on each turn of a run, and reasoning models take tools with
+    ``reasoning_effort``). None: the Swarm's default (``AgentDefaults(api=...)``), else
+    chat completions. The LiteLLM backend speaks chat completions only."""
     api_base: str | None = None
     """The provider endpoint, for OpenAI-compatible servers."""
     api_key: str | None = field(default=None, repr=False)
@@ -216,6 +222,8 @@ class Agent(FlowNode):
                 )
             backend = old
         object.__setattr__(self, "backend", backend)
+        if self.api is not None:
+            object.__setattr__(self, "api", api_named(self.api, f"{owner}: api", backend))
 
     def _check_output(self, owner: str) -> None:
         for setting in ("output_protocol", "tool_protocol"):

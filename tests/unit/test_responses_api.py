@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from swarmcore import Agent, AgentDefaults, UserError
 from swarmcore.llm import _openai_backend as openai_backend
 from swarmcore.llm import _responses as responses
 from swarmcore.llm._types import (
@@ -17,6 +18,7 @@ from swarmcore.llm._types import (
     Message,
     ToolCall,
 )
+from swarmcore.llm.backends import backend_for
 from swarmcore.results import TokenUsage
 
 _TOOL = {
@@ -200,3 +202,34 @@ def test_a_failed_response_raises_the_providers_error() -> None:
 def test_a_malformed_response_says_what_is_wrong(data: object, said: str) -> None:
     with pytest.raises(MalformedReply, match=said):
         responses.response(data)
+
+
+# --- choosing the API --------------------------------------------------------------------
+
+
+def test_the_api_is_checked_where_it_is_given() -> None:
+    with pytest.raises(UserError, match=r"unknown OpenAI API 'chat'; use one of chat_completions"):
+        Agent("a", "x", api="chat")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(UserError, match="native backend only"):
+        Agent("a", "x", api="responses", backend="litellm")
+    with pytest.raises(UserError, match="AgentDefaults: api='responses' is spoken by the native"):
+        AgentDefaults(api="responses", backend="litellm")
+
+
+def test_an_agent_takes_the_swarms_api_unless_it_chose_its_own() -> None:
+    defaults = AgentDefaults(api="responses")
+    assert defaults.resolve(Agent("a", "x")).api == "responses"
+    assert defaults.resolve(Agent("a", "x", api="chat_completions")).api == "chat_completions"
+    assert AgentDefaults().resolve(Agent("a", "x")).api is None
+
+
+def test_a_model_litellm_serves_refuses_the_responses_api() -> None:
+    call = CallSpec(agent_name="a", model="anthropic/claude-sonnet-4-5", api="responses")
+    with pytest.raises(UserError, match="'anthropic/claude-sonnet-4-5' goes through LiteLLM"):
+        backend_for(call, call.model)
+
+
+async def test_an_in_process_test_model_says_it_speaks_chat_completions_only() -> None:
+    agent = Agent("a", "x", model="swarmcore-test/echo", api="responses")
+    with pytest.raises(UserError, match="speaks chat completions only"):
+        await agent.run("hi")

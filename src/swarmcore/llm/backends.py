@@ -13,6 +13,7 @@ import functools
 from collections.abc import Iterable
 from typing import Protocol
 
+from swarmcore.errors import UserError
 from swarmcore.llm import _local as local
 from swarmcore.llm._types import CallSpec, LLMReply, LLMRequest
 from swarmcore.llm.choice import is_native
@@ -38,9 +39,21 @@ def backend_for(call: CallSpec, model: str) -> Backend:
 
     An in-process test model (``swarmcore-test/...``) is always the native
     backend's, whatever backend is chosen: it has no LiteLLM provider.
+
+    Raises:
+        UserError: The agent chose the Responses API, which only the native
+            backend speaks, and ``model`` goes through LiteLLM.
     """
     if local.is_local(model) or is_native(call, model):
         return _native()
+    if call.api == "responses":  # chosen for the agent, but this model goes through LiteLLM
+        raise UserError(
+            f"Agent {call.agent_name!r}: api='responses' is spoken by the native backend "
+            f"only, and {model!r} goes through LiteLLM (its backend setting, "
+            "$SWARMCORE_MODEL_BACKEND, a LiteLLM-only setting or callback, or a provider "
+            "that is not OpenAI's protocol); choose backend='native' for it, or drop "
+            "api='responses'."
+        )
     return _litellm()
 
 

@@ -39,13 +39,15 @@ from typing import Any, get_args
 
 from swarmcore._deprecation import warn_deprecated
 from swarmcore.errors import UserError
-from swarmcore.llm._types import BackendName, CallSpec
+from swarmcore.llm._types import ApiName, BackendName, CallSpec
 
 __all__ = [
     "LITELLM_LISTENERS",
     "PER_CALL_LISTENERS",
+    "ApiName",
     "BackendName",
     "BackendSwitchWarning",
+    "api_named",
     "backend_named",
     "is_native",
     "is_openai_model",
@@ -149,6 +151,31 @@ def backend_named(name: object, where: str) -> BackendName:
         )
         return "native"
     raise UserError(f"{where}: unknown model backend {name!r}; use one of {', '.join(names)}.")
+
+
+def api_named(name: object, where: str, backend: BackendName | None = None) -> ApiName:
+    """``name`` as the OpenAI API an agent's native calls speak.
+
+    Args:
+        name: ``"chat_completions"`` or ``"responses"``.
+        where: Where it was given, for the error (``"Agent 'a': api"``).
+        backend: The backend chosen beside it, if any: LiteLLM's speaks chat
+            completions only.
+
+    Raises:
+        UserError: ``name`` is no API's name, or ``"responses"`` beside ``backend="litellm"``.
+    """
+    names: tuple[ApiName, ...] = get_args(ApiName)
+    for known in names:
+        if name == known:
+            if known == "responses" and backend == "litellm":
+                raise UserError(
+                    f"{where}='responses' is spoken by the native backend only, and "
+                    "backend='litellm' was chosen beside it; use backend='native' (or leave "
+                    "it unset) for the Responses API, or drop api= for chat completions."
+                )
+            return known
+    raise UserError(f"{where}: unknown OpenAI API {name!r}; use one of {', '.join(names)}.")
 
 
 def is_native(call: CallSpec, model: str) -> bool:

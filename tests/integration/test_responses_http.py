@@ -1,0 +1,77 @@
+"""The Responses API over HTTP: agents' runs against MockOpenAIServer's ``/v1/responses``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmcore import Agent, Swarm
+from swarmcore.testing import Call, MockOpenAIServer, Reply
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def test_a_reasoning_agent_hands_its_encrypted_reasoning_back_on_each_turn() -> None:
+    script = [
+        Reply(
+            tool_calls=(Call("add", {"a": 1, "b": 2}, id="c1"),),
+            encrypted_reasoning="enc-1",
+            reasoning_tokens=11,
+            cached_tokens=4,
+            prompt_tokens=40,
+            completion_tokens=20,
+        ),
+        Reply(tool_calls=(Call("add", {"a": 3, "b": 3}, id="c2"),), encrypted_reasoning="enc-2"),
+        Reply(text="The sums are 3 and 6.", encrypted_reasoning="enc-3"),
+    ]
+    with MockOpenAIServer(script) as server:
+        agent = Agent(
+            "adder",
+            "You add numbers with the add tool.",
+            tools=[add],
+            api="responses",
+            model_settings={"reasoning_effort": "high"},
+            **server.model_kwargs,
+        )
+        result = await agent.run("What are 1 + 2 and 3 + 3?")
+
+    assert result.output == "The sums are 3 and 6."
+    bodies = server.raw_bodies
+    assert len(bodies) == 3
+    for body in bodies:  # every turn went to /v1/responses, shaped as its API asks
+        assert "messages" not in body
+        assert body["reasoning"] == {"effort": "high"}
+        assert body["store"] is False
+        assert body["include"] == ["reasoning.encrypted_content"]
+        assert body["instructions"].startswith("You add numbers with the add tool.")
+        assert [t["name"] for t in body["tools"]] == ["add"]
+
+    def handed_back(body: dict[str, Any]) -> list[object]:
+        items: list[dict[str, Any]] = body["input"]
+        return [i["encrypted_content"] for i in items if i.get("type") == "reasoning"]
+
+    assert [handed_back(body) for body in bodies] == [[], ["enc-1"], ["enc-1", "enc-2"]]
+    # Each reasoning item goes back just before the calls it led to, answered in order.
+    second: list[dict[str, Any]] = bodies[1]["input"]
+    assert [i.get("type", "message") for i in second] == [
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert second[3] == {"type": "function_call_output", "call_id": "c1", "output": "3"}
+    first = result.llm_calls[0].token_usage
+    assert (first.prompt_tokens, first.completion_tokens) == (40, 20)
+    assert (first.reasoning_tokens, first.cached_tokens) == (11, 4)
+
+
+async def test_a_responses_agent_and_a_chat_agent_run_in_one_swarm() -> None:
+    with MockOpenAIServer(["draft", "final"]) as server:
+        writer = Agent("writer", "Write.", api="responses", **server.model_kwargs)
+        editor = Agent("editor", "Edit.", **server.model_kwargs)
+        result = await Swarm(writer >> editor).run("a poem")
+    assert result.output == "final"
+    assert ["input" in body for body in server.raw_bodies] == [True, False]
+    assert ["messages" in body for body in server.raw_bodies] == [False, True]
