@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarmcore import Agent, Swarm
+import pytest
+
+from swarmcore import Agent, ModelError, Swarm
+from swarmcore.events import TextDelta
 from swarmcore.testing import Call, MockOpenAIServer, Reply
 
 
@@ -75,3 +78,39 @@ async def test_a_responses_agent_and_a_chat_agent_run_in_one_swarm() -> None:
     assert result.output == "final"
     assert ["input" in body for body in server.raw_bodies] == [True, False]
     assert ["messages" in body for body in server.raw_bodies] == [False, True]
+
+
+async def test_a_streamed_tool_loop_sends_text_deltas_and_keeps_the_reasoning() -> None:
+    script = [
+        Reply(tool_calls=(Call("add", {"a": 2, "b": 2}, id="c1"),), encrypted_reasoning="enc-1"),
+        Reply(text="Two and two make four.", encrypted_reasoning="enc-2", reasoning_tokens=9),
+    ]
+    with MockOpenAIServer(script) as server:
+        agent = Agent("adder", "Add.", tools=[add], api="responses", **server.model_kwargs)
+        deltas: list[str] = []
+        async for event in Swarm(agent).stream("2 + 2?", text=True):
+            if isinstance(event, TextDelta):
+                deltas.append(event.text)
+    assert len(deltas) > 1  # in pieces, as they came
+    assert "".join(deltas).startswith("Two and two make four.")
+    assert all(body["stream"] is True for body in server.raw_bodies)
+    second: list[dict[str, Any]] = server.raw_bodies[1]["input"]
+    assert [i.get("encrypted_content") for i in second if i.get("type") == "reasoning"] == ["enc-1"]
+
+
+async def test_a_response_cut_at_max_output_tokens_fails_as_a_cut_chat_completion_does() -> None:
+    # A reasoning model that spent its tokens reasoning: incomplete, with no text at all.
+    script = [Reply(incomplete="max_output_tokens", reasoning_tokens=50)]
+    with MockOpenAIServer(script) as server:
+        agent = Agent(
+            "a",
+            "Answer.",
+            api="responses",
+            model_settings={"max_tokens": 50},
+            **server.model_kwargs,
+        )
+        with pytest.raises(ModelError, match="stopped at its token limit") as caught:
+            await agent.run("go")
+    assert caught.value.retryable is False  # another attempt meets the same limit
+    assert len(server.raw_bodies) == 1
+    assert server.raw_bodies[0]["max_output_tokens"] == 50

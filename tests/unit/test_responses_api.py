@@ -20,6 +20,7 @@ from swarmcore.llm._types import (
 )
 from swarmcore.llm.backends import backend_for
 from swarmcore.results import TokenUsage
+from swarmcore.store import records
 
 _TOOL = {
     "type": "function",
@@ -233,3 +234,52 @@ async def test_an_in_process_test_model_says_it_speaks_chat_completions_only() -
     agent = Agent("a", "x", model="swarmcore-test/echo", api="responses")
     with pytest.raises(UserError, match="speaks chat completions only"):
         await agent.run("hi")
+
+
+# --- streaming ---------------------------------------------------------------------------
+
+
+def test_a_stream_publishes_text_deltas_and_ends_with_the_completed_response() -> None:
+    stream = responses.StreamedResponse()
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"status": "in_progress", "output": []}},
+        {"type": "response.output_text.delta", "delta": "Add"},
+        {"type": "response.function_call_arguments.delta", "delta": "{}"},
+        {"type": "response.output_text.delta", "delta": "ing."},
+        {"type": "response.completed", "response": _response()},
+    ]
+    assert [stream.add(e) for e in events] == [None, "Add", None, "ing.", None]
+    whole = stream.whole("text/event-stream")
+    assert (whole.text, whole.tool_calls, whole.reasoning) == (
+        "Adding.",
+        (ToolCall("c1", "add", "{}"),),
+        (_REASONING,),
+    )
+    assert whole.usage.reasoning_tokens == 20
+
+
+def test_a_stream_cut_short_or_failed_says_so() -> None:
+    stream = responses.StreamedResponse()
+    stream.add({"type": "response.output_text.delta", "delta": "Add"})
+    with pytest.raises(MalformedReply, match=r"without response\.completed: it was cut short"):
+        stream.whole("text/event-stream")
+    with pytest.raises(MalformedReply, match="not a stream"):
+        responses.StreamedResponse().whole("text/html")
+    failed = _response(status="failed", error={"code": "server_error", "message": "overloaded"})
+    with pytest.raises(EndpointError, match="overloaded"):
+        responses.StreamedResponse().add({"type": "response.failed", "response": failed})
+
+
+def test_a_recorded_reply_keeps_its_reasoning_for_replay() -> None:
+    reply = LLMReply(
+        text="ok",
+        tool_calls=(),
+        usage=TokenUsage(),
+        cost=None,
+        finish_reason="stop",
+        duration_seconds=0.1,
+        reasoning=(_REASONING,),
+    )
+    again = records.loads(records.dumps(reply))
+    assert again == reply
+    assert again.as_message()["reasoning"] == [_REASONING]

@@ -211,8 +211,7 @@ async def _read(request: LLMRequest, model: str, response: local.Response) -> LL
         text = await response.head(_ERROR_BYTES)
         raise _status_error(response.status, text, response.headers)
     # A server that ignores "stream" answers JSON: read as the reply it is.
-    streamed = request.stream and request.call.api != "responses"  # its stream: not yet read
-    if streamed and response.content_type != "application/json":
+    if request.stream and response.content_type != "application/json":
         return await _streamed(_events(response.lines()), request, model, response.headers)
     return _to_reply(request, model, await response.body(), response.headers)
 
@@ -391,11 +390,17 @@ async def _streamed(
 ) -> LLMReply:
     """Publish each text delta, then build the whole reply (usage included) from the chunks.
 
+    Chat-completion chunks, or the Responses API's events when the agent chose that API.
+
     Raises:
         MalformedReply: A chunk is not a chat-completion chunk, or the stream ended
             before its ``finish_reason``.
     """
-    stream = completion.StreamedCompletion()
+    stream = (
+        responses.StreamedResponse()
+        if request.call.api == "responses"
+        else completion.StreamedCompletion()
+    )
     async for chunk in chunks:
         text = stream.add(chunk)
         if text:

@@ -252,6 +252,61 @@ def response(data: object) -> completion.Completion:
     )
 
 
+class StreamedResponse:
+    """A streamed response, its semantic events added as they arrive, then read whole.
+
+    Text deltas (``response.output_text.delta``) are published as they come;
+    the reply itself is the response the last event carries
+    (``response.completed``, or ``response.incomplete``), read as a whole one
+    is. A stream that ends without one was cut short; ``response.failed``
+    raises its error.
+    """
+
+    def __init__(self) -> None:
+        self._final: Mapping[str, Any] | None = None
+        self._events = 0
+
+    def add(self, event: object) -> str | None:
+        """Add the next event; returns its text delta, to publish as it arrives.
+
+        Raises:
+            MalformedReply: The event is not a Responses API event.
+            EndpointError: The response failed (``response.failed``).
+        """
+        self._events += 1
+        where = f"stream event {self._events}"
+        fields = completion.json_object(event, where)
+        kind = fields.get("type")
+        if kind == "response.output_text.delta":
+            return completion.json_text(fields.get("delta"), f"{where}'s delta") or None
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self._final = completion.json_object(fields.get("response"), f"{where}'s response")
+            if kind == "response.failed":
+                response(self._final)  # raises the provider's error it carries
+        return None
+
+    def whole(self, content_type: str | None) -> completion.Completion:
+        """The response the stream ended with.
+
+        Args:
+            content_type: The reply's ``Content-Type``, to say what came instead of a stream.
+
+        Raises:
+            MalformedReply: The stream ended before its response was done.
+        """
+        if self._final is None:
+            if not self._events:
+                raise MalformedReply(
+                    "the reply to a streaming request carries no server-sent events "
+                    f"(Content-Type {content_type or 'none'!r}): not a stream"
+                )
+            raise MalformedReply(
+                f"the stream ended after {self._events} events without response.completed: "
+                "it was cut short"
+            )
+        return response(self._final)
+
+
 def _texts(message: Mapping[str, Any], where: str) -> list[str]:
     """An output message's text: its ``output_text`` parts, and a refusal's words."""
     texts: list[str] = []

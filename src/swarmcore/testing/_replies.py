@@ -386,6 +386,45 @@ def responses_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
     }
 
 
+def responses_events(
+    request: RecordedRequest, reply: Reply, pieces: Iterable[str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The Responses API's stream of the reply: each semantic event's name and data.
+
+    Each output item is added, its text (in ``pieces``) or arguments sent as
+    deltas, and done; the stream ends with ``response.completed`` (or
+    ``response.incomplete``) carrying the whole response, usage included.
+    """
+    whole = responses_body(request, reply)
+    numbers = itertools.count()
+
+    def event(kind: str, **data: Any) -> tuple[str, dict[str, Any]]:
+        return kind, {"type": kind, "sequence_number": next(numbers), **data}
+
+    yield event("response.created", response={**whole, "status": "in_progress", "output": []})
+    for index, item in enumerate(whole["output"]):
+        at: dict[str, Any] = {"output_index": index, "item_id": item["id"]}
+        if item["type"] == "message":
+            yield event(
+                "response.output_item.added", output_index=index, item={**item, "content": []}
+            )
+            for piece in pieces:
+                yield event("response.output_text.delta", **at, content_index=0, delta=piece)
+            yield event("response.output_text.done", **at, content_index=0, text=reply.text)
+        elif item["type"] == "function_call":
+            yield event(
+                "response.output_item.added", output_index=index, item={**item, "arguments": ""}
+            )
+            arguments = item["arguments"]
+            yield event("response.function_call_arguments.delta", **at, delta=arguments)
+            yield event("response.function_call_arguments.done", **at, arguments=arguments)
+        else:
+            yield event("response.output_item.added", output_index=index, item=item)
+        yield event("response.output_item.done", output_index=index, item=item)
+    finished = "response.incomplete" if reply.incomplete else "response.completed"
+    yield event(finished, response=whole)
+
+
 def chat_messages_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A Responses request's ``instructions`` and ``input`` as chat messages.
 

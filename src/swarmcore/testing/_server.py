@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -21,6 +22,7 @@ from swarmcore.testing._replies import (
     completion_body,
     error_object,
     responses_body,
+    responses_events,
     stream_chunks,
 )
 
@@ -161,8 +163,8 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if isinstance(step, Fail):
                 error = _error(step, self.headers)
                 self._send_json(step.status_code, {"error": error}, step.headers)
-            elif body.get("stream") and not responses:
-                self._send_stream(request, step.for_request(request), body)
+            elif body.get("stream"):
+                self._send_stream(_stream(request, step.for_request(request), body, responses))
             else:
                 reply = step.for_request(request)
                 self._send_json(200, _answer(request, reply, responses=responses), reply.headers)
@@ -179,24 +181,17 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _send_stream(
-            self, request: RecordedRequest, reply: Reply, body: dict[str, Any]
-        ) -> None:
+        def _send_stream(self, stream: tuple[Reply, Iterator[bytes]]) -> None:
+            reply, events = stream
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             for key, value in reply.headers.items():
                 self.send_header(key, value)
             self.end_headers()
-            options: dict[str, Any] = body.get("stream_options") or {}
-            include_usage = bool(options.get("include_usage"))
-            text = reply.text or ""
-            pieces = (text[start : start + 8] for start in range(0, len(text), 8))
-            for chunk in stream_chunks(request, reply, pieces, include_usage=include_usage):
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            for event in events:
+                self.wfile.write(event)
                 self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
             self.close_connection = True
 
     return Handler
@@ -211,6 +206,21 @@ def _is_responses(path: str) -> bool | None:
     if route.endswith("/responses"):
         return True
     return False if route.endswith("/chat/completions") else None
+
+
+def _stream(
+    request: RecordedRequest, reply: Reply, body: dict[str, Any], responses: bool
+) -> tuple[Reply, Iterator[bytes]]:
+    """The reply as server-sent events: chat-completion chunks, or the Responses API's events."""
+    text = reply.text or ""
+    pieces = (text[start : start + 8] for start in range(0, len(text), 8))
+    if responses:
+        events = responses_events(request, reply, pieces)
+        return reply, (f"event: {k}\ndata: {json.dumps(d)}\n\n".encode() for k, d in events)
+    options: dict[str, Any] = body.get("stream_options") or {}
+    chunks = stream_chunks(request, reply, pieces, include_usage=bool(options.get("include_usage")))
+    lines = (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+    return reply, itertools.chain(lines, [b"data: [DONE]\n\n"])
 
 
 def _answer(request: RecordedRequest, reply: Reply, *, responses: bool) -> dict[str, Any]:
