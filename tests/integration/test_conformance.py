@@ -12,6 +12,10 @@ reason, and only the fields it names may differ.
 Sections: the request built (what the server received), the reply parsed
 (text, usage, cost, finish reason), streaming events, tool calls, and every
 error the server can produce (status, error class, retryable, message).
+
+The rows ``MockOpenAIServer`` answers run once more on the native backend's
+Responses API (``api="responses"``): what comes out must be what chat
+completions gave; only the request's shape is the API's own.
 """
 
 from __future__ import annotations
@@ -900,3 +904,32 @@ async def test_both_backends_behave_alike(row: Row) -> None:
             assert native.cost == pytest.approx(litellm.cost, rel=1e-9)
         else:
             assert getattr(native, name) == getattr(litellm, name), name
+
+
+# --- the same rows on the Responses API --------------------------------------------------
+
+# What a request carries is the API's own shape (tests/unit/test_responses_api.py checks
+# it); everything that comes out of the run must be what chat completions gave.
+_SHAPE = frozenset({"request", "headers", "query", "later"})
+SERVED = {name: row for name, row in TABLE.items() if row.raw is None}
+"""The rows MockOpenAIServer answers: it serves the Responses API from the same script."""
+
+
+@pytest.mark.parametrize("row", SERVED.values(), ids=SERVED.keys())
+async def test_the_responses_api_behaves_as_chat_completions(row: Row) -> None:
+    with serving(row) as server:
+        chat = await outcome(row, "native", server)
+        server.add()
+        responses = await attempt(row, agent("native", server.url, api="responses", **row.agent))
+    # A reply that states no token counts is counted from the request's text, whose shape
+    # is the API's: its usage (and so its cost) is the mock server's estimate, not a reading.
+    stated = all(
+        not isinstance(step, Reply) or step.prompt_tokens is not None for step in row.script
+    )
+    for name in Outcome.__dataclass_fields__:
+        if name in _SHAPE or (name in ("usage", "cost") and not stated):
+            continue
+        if name == "cost" and chat.cost is not None and responses.cost is not None:
+            assert responses.cost == pytest.approx(chat.cost, rel=1e-9)
+        else:
+            assert getattr(responses, name) == getattr(chat, name), name
