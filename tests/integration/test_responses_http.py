@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-from swarmcore import Agent, ModelError, Swarm
+from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import TextDelta
 from swarmcore.testing import Call, MockOpenAIServer, Reply
 
@@ -114,3 +119,78 @@ async def test_a_response_cut_at_max_output_tokens_fails_as_a_cut_chat_completio
     assert caught.value.retryable is False  # another attempt meets the same limit
     assert len(server.raw_bodies) == 1
     assert server.raw_bodies[0]["max_output_tokens"] == 50
+
+
+@contextmanager
+def streaming(events: bytes) -> Iterator[str]:
+    """A server whose every POST answers 200 with these server-sent events; yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(events)))
+            self.end_headers()
+            self.wfile.write(events)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _sse(kind: str, data: dict[str, Any]) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        _sse(
+            "error", {"code": "server_error", "message": "overloaded with sk-responses-key inside"}
+        ),
+        _sse(
+            "response.failed",
+            {
+                "response": {
+                    "status": "failed",
+                    "output": [],
+                    "error": {
+                        "code": "server_error",
+                        "message": "overloaded with sk-responses-key inside",
+                    },
+                }
+            },
+        ),
+    ],
+    ids=["error-event", "response-failed"],
+)
+async def test_an_error_inside_a_responses_stream_is_the_provider_s_error(failure: str) -> None:
+    events = _sse("response.output_text.delta", {"delta": "Hi"}) + failure
+    with streaming(events.encode()) as base:
+        agent = Agent(
+            "a",
+            "x",
+            model="openai/o4-mini",
+            api="responses",
+            api_base=base,
+            api_key="sk-responses-key",
+            retry=RetryPolicy(max_retries=0),
+        )
+        with pytest.raises(ModelError) as caught:
+            async for _ in Swarm(agent).stream("go", text=True):
+                pass
+    text = str(caught.value)
+    assert "overloaded with" in text
+    assert "sk-responses-key" not in text  # the key the server echoed is redacted
+    assert caught.value.retryable  # the server failed while it answered, as on chat completions
