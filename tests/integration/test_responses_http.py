@@ -122,8 +122,8 @@ async def test_a_response_cut_at_max_output_tokens_fails_as_a_cut_chat_completio
 
 
 @contextmanager
-def streaming(events: bytes) -> Iterator[str]:
-    """A server whose every POST answers 200 with these server-sent events; yields its base URL."""
+def answering(events: bytes, kind: str = "text/event-stream") -> Iterator[str]:
+    """A server whose every POST answers 200 with ``events`` (of type ``kind``); yields its URL."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -131,7 +131,7 @@ def streaming(events: bytes) -> Iterator[str]:
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(events)))
             self.end_headers()
             self.wfile.write(events)
@@ -177,7 +177,7 @@ def _sse(kind: str, data: dict[str, Any]) -> str:
 )
 async def test_an_error_inside_a_responses_stream_is_the_provider_s_error(failure: str) -> None:
     events = _sse("response.output_text.delta", {"delta": "Hi"}) + failure
-    with streaming(events.encode()) as base:
+    with answering(events.encode()) as base:
         agent = Agent(
             "a",
             "x",
@@ -194,3 +194,20 @@ async def test_an_error_inside_a_responses_stream_is_the_provider_s_error(failur
     assert "overloaded with" in text
     assert "sk-responses-key" not in text  # the key the server echoed is redacted
     assert caught.value.retryable  # the server failed while it answered, as on chat completions
+
+
+async def test_a_reply_that_is_no_response_names_the_responses_api() -> None:
+    chat_completion = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}
+    with answering(json.dumps(chat_completion).encode(), "application/json") as base:
+        agent = Agent(
+            "a",
+            "x",
+            model="openai/o4-mini",
+            api="responses",
+            api_base=base,
+            api_key="sk-responses-key",
+            retry=RetryPolicy(max_retries=0),
+        )
+        with pytest.raises(ModelError, match="no output: not a Responses API response") as caught:
+            await agent.run("go")
+    assert "speaks OpenAI's Responses API (the agent's api='responses')" in str(caught.value)

@@ -583,6 +583,12 @@ def _first_line(text: str, limit: int = 300) -> str:
 # --- a reply that is not one --------------------------------------------------------------
 
 
+_PROTOCOLS = {
+    "chat_completions": "the OpenAI chat-completions protocol",
+    "responses": "OpenAI's Responses API (the agent's api='responses')",
+}
+
+
 def _malformed_reply(call: CallSpec, model: str, attempt: int, what: str) -> ModelError:
     # Redacted whole, then shortened: a server may echo the key in what it sent.
     detail = _first_line(redact(what, *call_secrets(call, model)), 240)
@@ -590,7 +596,7 @@ def _malformed_reply(call: CallSpec, model: str, attempt: int, what: str) -> Mod
         f"Agent {call.agent_name!r}: {model} answered with a malformed reply ({detail}; "
         f"attempt {attempt} of {call.retry.max_retries + 1}). This may be transient: "
         "retries and fallback_models apply; if it persists, check that the endpoint "
-        "speaks the OpenAI chat-completions protocol.",
+        f"speaks {_PROTOCOLS[call.api or 'chat_completions']}.",
         agent_name=call.agent_name,
         model=model,
         retryable=True,
