@@ -265,6 +265,20 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningDelta(Event):
+    """A piece of a reasoning model's summary of its reasoning, as it streams.
+
+    Sent by the Responses API (``api="responses"``) when the agent asks for a
+    summary (``model_settings={"reasoning": {"summary": "auto"}}``) and streams
+    (``Swarm.stream(..., text=True)``). Show it or ignore it: it is not part of
+    the answer, and the model's reasoning itself stays encrypted.
+    """
+
+    agent_name: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RemoteStatus(Event):
     """A remote A2A agent's task changed state (``working``, ``completed``...)."""
 

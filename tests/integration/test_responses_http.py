@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
-from swarmcore.events import TextDelta
+from swarmcore.events import ReasoningDelta, TextDelta
 from swarmcore.testing import Call, MockOpenAIServer, Reply
 
 
@@ -88,16 +88,26 @@ async def test_a_responses_agent_and_a_chat_agent_run_in_one_swarm() -> None:
 async def test_a_streamed_tool_loop_sends_text_deltas_and_keeps_the_reasoning() -> None:
     script = [
         Reply(tool_calls=(Call("add", {"a": 2, "b": 2}, id="c1"),), encrypted_reasoning="enc-1"),
-        Reply(text="Two and two make four.", encrypted_reasoning="enc-2", reasoning_tokens=9),
+        Reply(
+            text="Two and two make four.",
+            encrypted_reasoning="enc-2",
+            reasoning_summary="The tool said four; say so.",
+            reasoning_tokens=9,
+        ),
     ]
     with MockOpenAIServer(script) as server:
         agent = Agent("adder", "Add.", tools=[add], api="responses", **server.model_kwargs)
         deltas: list[str] = []
+        summary: list[str] = []
         async for event in Swarm(agent).stream("2 + 2?", text=True):
             if isinstance(event, TextDelta):
                 deltas.append(event.text)
+            elif isinstance(event, ReasoningDelta):
+                summary.append(event.text)
     assert len(deltas) > 1  # in pieces, as they came
     assert "".join(deltas).startswith("Two and two make four.")
+    # The summary streams as its own events, apart from the answer's text.
+    assert "".join(summary) == "The tool said four; say so."
     assert all(body["stream"] is True for body in server.raw_bodies)
     second: list[dict[str, Any]] = server.raw_bodies[1]["input"]
     assert [i.get("encrypted_content") for i in second if i.get("type") == "reasoning"] == ["enc-1"]

@@ -258,6 +258,15 @@ def test_a_stream_publishes_text_deltas_and_ends_with_the_completed_response() -
     assert whole.usage.reasoning_tokens == 20
 
 
+def test_a_streamed_reasoning_summary_goes_to_its_own_callback() -> None:
+    summary: list[str] = []
+    stream = responses.StreamedResponse(summary.append)
+    delta = {"type": "response.reasoning_summary_text.delta", "delta": "Sum "}
+    assert stream.add(delta) is None  # never the answer's text
+    stream.add({**delta, "delta": "them."})
+    assert summary == ["Sum ", "them."]
+
+
 def test_a_stream_cut_short_or_failed_says_so() -> None:
     stream = responses.StreamedResponse()
     stream.add({"type": "response.output_text.delta", "delta": "Add"})

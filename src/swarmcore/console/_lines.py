@@ -18,6 +18,7 @@ from swarmcore.events import (
     ModelCallStarted,
     ModelFallback,
     PlanMade,
+    ReasoningDelta,
     RetryScheduled,
     RouteChosen,
     RunFinished,
@@ -149,6 +150,8 @@ def _call_line(event: Event) -> Line | None:
             return Line(DETAILED, text)
         case TextDelta():
             return Line(DEBUG, f"{event.agent_name} text: {event.text!r}")
+        case ReasoningDelta():
+            return Line(DEBUG, f"{event.agent_name} reasoning summary: {event.text!r}")
         case RunFinished():  # handled by the caller; listed so it is not "unknown"
             return None
         case _:

@@ -64,7 +64,11 @@ async def complete(request: LLMRequest, scope: RunScope | None = None) -> LLMRep
         check_model_name(call, model)
     scope = scope or RunScope()
     if request.stream and request.on_text is None and scope.bus is not None:
-        request = replace(request, on_text=_text_deltas(scope, call.agent_name))
+        request = replace(
+            request,
+            on_text=_text_deltas(scope, call.agent_name),
+            on_reasoning=_reasoning_deltas(scope, call.agent_name),
+        )
     # One durable step (a checkpoint, under an engine that records steps); the budget
     # is charged outside it, so a replayed reply is charged again in the rebuilt meter.
     reply = await scope.step("model", lambda: _answer(request, models, scope))
@@ -98,6 +102,15 @@ def _text_deltas(scope: RunScope, agent_name: str) -> Callable[[str], None]:
 
     def publish(text: str) -> None:
         scope.emit(events.TextDelta, agent_name=agent_name, text=text)
+
+    return publish
+
+
+def _reasoning_deltas(scope: RunScope, agent_name: str) -> Callable[[str], None]:
+    """Where a streamed reasoning summary goes: the run's ``ReasoningDelta`` events."""
+
+    def publish(text: str) -> None:
+        scope.emit(events.ReasoningDelta, agent_name=agent_name, text=text)
 
     return publish
 

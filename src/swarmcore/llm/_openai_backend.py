@@ -397,7 +397,7 @@ async def _streamed(
             before its ``finish_reason``.
     """
     stream = (
-        responses.StreamedResponse()
+        responses.StreamedResponse(request.deliver_reasoning)
         if request.call.api == "responses"
         else completion.StreamedCompletion()
     )

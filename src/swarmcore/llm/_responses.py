@@ -255,16 +255,19 @@ def response(data: object) -> completion.Completion:
 class StreamedResponse:
     """A streamed response, its semantic events added as they arrive, then read whole.
 
-    Text deltas (``response.output_text.delta``) are published as they come;
+    Text deltas (``response.output_text.delta``) are published as they come, and
+    so are a reasoning summary's (``response.reasoning_summary_text.delta``);
     the reply itself is the response the last event carries
     (``response.completed``, or ``response.incomplete``), read as a whole one
     is. A stream that ends without one was cut short; ``response.failed``
     raises its error.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_reasoning: Callable[[str], None] | None = None) -> None:
+        """Read a stream, handing reasoning-summary deltas to ``on_reasoning`` as they come."""
         self._final: Mapping[str, Any] | None = None
         self._events = 0
+        self._on_reasoning = on_reasoning
 
     def add(self, event: object) -> str | None:
         """Add the next event; returns its text delta, to publish as it arrives.
@@ -279,6 +282,11 @@ class StreamedResponse:
         kind = fields.get("type")
         if kind == "response.output_text.delta":
             return completion.json_text(fields.get("delta"), f"{where}'s delta") or None
+        if kind == "response.reasoning_summary_text.delta" and self._on_reasoning is not None:
+            summary = completion.json_text(fields.get("delta"), f"{where}'s delta")
+            if summary:
+                self._on_reasoning(summary)
+            return None
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = completion.json_object(fields.get("response"), f"{where}'s response")
             if kind == "response.failed":

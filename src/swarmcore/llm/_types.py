@@ -97,11 +97,18 @@ class LLMRequest:
     """Stream the reply, handing its text to ``on_text`` as it comes; the result is the same."""
     on_text: Callable[[str], None] | None = None
     """Where a streamed reply's text goes as it arrives (the run's ``TextDelta`` events)."""
+    on_reasoning: Callable[[str], None] | None = None
+    """Where a streamed reasoning summary goes as it arrives (``ReasoningDelta`` events)."""
 
     def deliver(self, text: str) -> None:
         """Hand a piece of the streamed reply's text to ``on_text``, if set."""
         if self.on_text is not None:
             self.on_text(text)
+
+    def deliver_reasoning(self, text: str) -> None:
+        """Hand a piece of the streamed reasoning summary to ``on_reasoning``, if set."""
+        if self.on_reasoning is not None:
+            self.on_reasoning(text)
 
 
 @dataclass(frozen=True, slots=True)

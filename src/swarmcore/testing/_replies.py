@@ -68,6 +68,8 @@ class Reply:
         encrypted_reasoning: ``MockOpenAIServer``'s Responses API only: a reasoning item
             with this ``encrypted_content`` comes first in the reply's output, as a
             reasoning model's does with ``store: false``; chat completions have none.
+        reasoning_summary: ``MockOpenAIServer``'s Responses API only: the reasoning
+            item's summary, streamed as ``response.reasoning_summary_text.delta`` events.
         incomplete: ``MockOpenAIServer``'s Responses API only: the response ends
             ``incomplete`` for this reason (``"max_output_tokens"``), its text cut there.
     """
@@ -82,6 +84,7 @@ class Reply:
     model: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     encrypted_reasoning: str | None = None
+    reasoning_summary: str | None = None
     incomplete: str | None = None
 
     @classmethod
@@ -336,12 +339,13 @@ def responses_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
     in the Responses shape (``input_tokens``, ``output_tokens`` and their details).
     """
     output: list[dict[str, Any]] = []
-    if reply.encrypted_reasoning is not None:
+    if reply.encrypted_reasoning is not None or reply.reasoning_summary is not None:
+        summary = reply.reasoning_summary
         output.append(
             {
                 "type": "reasoning",
                 "id": f"rs_{uuid.uuid4().hex[:12]}",
-                "summary": [],
+                "summary": [{"type": "summary_text", "text": summary}] if summary else [],
                 "encrypted_content": reply.encrypted_reasoning,
             }
         )
@@ -420,6 +424,19 @@ def responses_events(
             yield event("response.function_call_arguments.done", **at, arguments=arguments)
         else:
             yield event("response.output_item.added", output_index=index, item=item)
+            for number, part in enumerate(item.get("summary", [])):
+                text = part["text"]
+                for start in range(0, len(text), 8):
+                    piece = text[start : start + 8]
+                    yield event(
+                        "response.reasoning_summary_text.delta",
+                        **at,
+                        summary_index=number,
+                        delta=piece,
+                    )
+                yield event(
+                    "response.reasoning_summary_text.done", **at, summary_index=number, text=text
+                )
         yield event("response.output_item.done", output_index=index, item=item)
     finished = "response.incomplete" if reply.incomplete else "response.completed"
     yield event(finished, response=whole)
