@@ -338,10 +338,9 @@ class RunState:
         return calls, feedback
 
     def _record(self, reply: llm.LLMReply, calls: Sequence[llm.ToolCall]) -> None:
-        if self.marker is None and calls:  # native calls (or calls to tools never offered)
-            self.messages.append(reply.as_message())
-        else:  # an answer, or tool calls written as text: no native tool_calls to keep
-            self.messages.append({"role": "assistant", "content": reply.text})
+        # Native calls (or calls to tools never offered) are kept; an answer, or tool calls
+        # written as text, has no native tool_calls to keep.
+        self.messages.append(reply.as_message(with_calls=self.marker is None and bool(calls)))
         self.llm_calls.append(
             LLMCallRecord(
                 model=reply.model or self.agent.model,

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ReasoningDelta, TextDelta
@@ -221,3 +222,38 @@ async def test_a_reply_that_is_no_response_names_the_responses_api() -> None:
         with pytest.raises(ModelError, match="no output: not a Responses API response") as caught:
             await agent.run("go")
     assert "speaks OpenAI's Responses API (the agent's api='responses')" in str(caught.value)
+
+
+class Sum(BaseModel):
+    """A structured answer."""
+
+    n: int
+
+
+async def test_a_rejected_structured_answer_keeps_its_reasoning_for_the_retry() -> None:
+    script = [
+        Reply(text="four", encrypted_reasoning="enc-1"),
+        Reply(text='{"n": 4}', encrypted_reasoning="enc-2"),
+    ]
+    with MockOpenAIServer(script) as server:
+        agent = Agent(
+            "a",
+            "Add.",
+            output_type=Sum,
+            output_protocol="native",
+            api="responses",
+            **server.model_kwargs,
+        )
+        result = await agent.run("2 + 2?")
+    assert result.output == '{\n  "n": 4\n}'
+    first, second = server.raw_bodies
+    assert first["text"]["format"]["type"] == "json_schema"
+    assert first["text"]["format"]["name"] == "Sum"
+    kinds = [(i.get("type", "message"), i.get("role")) for i in second["input"]]
+    assert kinds == [
+        ("message", "user"),
+        ("reasoning", None),
+        ("message", "assistant"),
+        ("message", "user"),  # the feedback on the rejected answer
+    ]
+    assert second["input"][1]["encrypted_content"] == "enc-1"

@@ -469,3 +469,20 @@ def agent_box(p: Page, name: str) -> str:
     """An agent's part of a run page, up to the end of its first nested box."""
     box = p.html[p.html.index(f'id="agent-{name}"') :]
     return box[: box.index("</details>")]
+
+
+def test_a_reasoning_summary_is_shown_and_the_encrypted_reasoning_never(tmp_path: Path) -> None:
+    from swarmcore.testing import MockOpenAIServer
+
+    reply = Reply(
+        text="Four.", reasoning_summary="Two and two.", encrypted_reasoning="gAAA-never-shown"
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    with MockOpenAIServer([reply]) as server:
+        agent = Agent("a", "Add.", api="responses", **server.model_kwargs)
+        result = asyncio.run(Swarm(agent, store=store).run("2 + 2?"))
+    with TestClient(base_url=LOCAL, app=create_app(store)) as c:
+        html = c.get(f"/runs/{result.run_id}").text
+    store.close()
+    assert "Reasoning summary: Two and two." in html
+    assert "gAAA-never-shown" not in html

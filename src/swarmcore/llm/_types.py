@@ -150,10 +150,15 @@ class LLMReply:
             self.reasoning,
         )
 
-    def as_message(self) -> Message:
-        """The reply as an assistant message to append to the conversation."""
+    def as_message(self, *, with_calls: bool = True) -> Message:
+        """The reply as an assistant message to append to the conversation.
+
+        Args:
+            with_calls: Keep its native tool calls (False for an answer, or for calls
+                written as text); its reasoning items are kept either way, for the next turn.
+        """
         message: Message = {"role": "assistant", "content": self.text}
-        if self.tool_calls:
+        if with_calls and self.tool_calls:
             message["tool_calls"] = [c.as_message_part() for c in self.tool_calls]
         if self.reasoning:
             message["reasoning"] = [dict(item) for item in self.reasoning]
