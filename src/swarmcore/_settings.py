@@ -36,7 +36,8 @@ class AgentDefaults:
             default, ``$SWARMCORE_MODEL_BACKEND``, else auto.
         api: Which OpenAI API the native backend speaks: ``"chat_completions"``
             or ``"responses"`` (reasoning items carried between turns, for
-            OpenAI's reasoning models with tools). None: chat completions.
+            OpenAI's reasoning models with tools). None: the Responses API for an
+            OpenAI reasoning model offered tools, chat completions for every other.
 
     Raises:
         UserError: A setting that is not a positive number (whole for counts and

@@ -138,7 +138,8 @@ class Agent(FlowNode):
     or ``"responses"`` (OpenAI's Responses API: a reasoning model's encrypted reasoning
     is handed back on each turn of a run, and reasoning models take tools with
     ``reasoning_effort``). None: the Swarm's default (``AgentDefaults(api=...)``), else
-    chat completions. The LiteLLM backend speaks chat completions only."""
+    chosen per model: the Responses API for an OpenAI reasoning model offered tools,
+    chat completions for every other. The LiteLLM backend speaks chat completions only."""
     api_base: str | None = None
     """The provider endpoint, for OpenAI-compatible servers."""
     api_key: str | None = field(default=None, repr=False)

@@ -221,7 +221,7 @@ async def test_a_reply_that_is_no_response_names_the_responses_api() -> None:
         )
         with pytest.raises(ModelError, match="no output: not a Responses API response") as caught:
             await agent.run("go")
-    assert "speaks OpenAI's Responses API (the agent's api='responses')" in str(caught.value)
+    assert "speaks OpenAI's Responses API." in str(caught.value)
 
 
 class Sum(BaseModel):
@@ -257,3 +257,15 @@ async def test_a_rejected_structured_answer_keeps_its_reasoning_for_the_retry() 
         ("message", "user"),  # the feedback on the rejected answer
     ]
     assert second["input"][1]["encrypted_content"] == "enc-1"
+
+
+@pytest.mark.parametrize(("api", "route"), [(None, "input"), ("chat_completions", "messages")])
+async def test_an_openai_reasoning_model_with_tools_speaks_responses_unless_told(
+    api: Any, route: str
+) -> None:
+    script = [Reply.tool("add", a=1, b=1), Reply(text="2")]
+    with MockOpenAIServer(script) as server:
+        options = {**server.model_kwargs, "model": "openai/o4-mini"}
+        agent = Agent("a", "Add.", tools=[add], api=api, **options)
+        assert (await agent.run("1 + 1?")).output == "2"
+    assert all(route in body for body in server.raw_bodies)

@@ -292,3 +292,25 @@ def test_a_recorded_reply_keeps_its_reasoning_for_replay() -> None:
     again = records.loads(records.dumps(reply))
     assert again == reply
     assert again.as_message()["reasoning"] == [_REASONING]
+
+
+_OFFERED = (_TOOL,)
+
+
+@pytest.mark.parametrize(
+    ("model", "tools", "api", "speaks_responses"),
+    [
+        ("openai/o4-mini", _OFFERED, None, True),  # a reasoning model with tools
+        ("gpt-5", _OFFERED, None, True),  # a bare OpenAI name
+        ("openai/o4-mini", (), None, False),  # without tools chat completions take it
+        ("openai/gpt-4o-mini", _OFFERED, None, False),  # no reasoning model
+        ("openai/test-model", _OFFERED, None, False),  # unknown: chat completions, as before
+        ("openai/o4-mini", _OFFERED, "chat_completions", False),  # the agent's choice wins
+        ("openai/gpt-4o-mini", (), "responses", True),
+    ],
+)
+def test_which_api_a_model_speaks(
+    model: str, tools: tuple[Any, ...], api: Any, speaks_responses: bool
+) -> None:
+    call = CallSpec(agent_name="a", model=model, tools=tools, api=api)
+    assert responses.chosen(call, model) is speaks_responses

@@ -38,6 +38,7 @@ from typing import Any, cast
 from swarmcore.errors import ModelError
 from swarmcore.llm import _local as local
 from swarmcore.llm import _price_data as price_data
+from swarmcore.llm import _responses as responses
 from swarmcore.llm._loader import load_litellm
 from swarmcore.llm._malformed import malformed_reply
 from swarmcore.llm._prechecks import (
@@ -584,8 +585,8 @@ def _first_line(text: str, limit: int = 300) -> str:
 
 
 _PROTOCOLS = {
-    "chat_completions": "the OpenAI chat-completions protocol",
-    "responses": "OpenAI's Responses API (the agent's api='responses')",
+    "chat": "the OpenAI chat-completions protocol",
+    "responses": "OpenAI's Responses API",
 }
 
 
@@ -596,7 +597,7 @@ def _malformed_reply(call: CallSpec, model: str, attempt: int, what: str) -> Mod
         f"Agent {call.agent_name!r}: {model} answered with a malformed reply ({detail}; "
         f"attempt {attempt} of {call.retry.max_retries + 1}). This may be transient: "
         "retries and fallback_models apply; if it persists, check that the endpoint "
-        f"speaks {_PROTOCOLS[call.api or 'chat_completions']}.",
+        f"speaks {_PROTOCOLS['responses' if responses.chosen(call, model) else 'chat']}.",
         agent_name=call.agent_name,
         model=model,
         retryable=True,

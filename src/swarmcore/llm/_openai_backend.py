@@ -134,7 +134,7 @@ def _body(request: LLMRequest, model: str) -> dict[str, Any]:
     agent chose that API (``responses`` builds it).
     """
     call = request.call
-    if call.api == "responses":
+    if responses.chosen(call, model):
         return responses.body(request, native_name(model), _sent_settings)
     body = _sent_settings(call.settings)
     if "max_tokens" in body and price_data.supports(model, "reasoning"):
@@ -222,7 +222,7 @@ async def _over_http(request: LLMRequest, model: str) -> LLMReply:
 
     call = request.call
     pool = await endpoints.pool()
-    path = responses.PATH if call.api == "responses" else endpoints.CHAT_PATH
+    path = responses.PATH if responses.chosen(call, model) else endpoints.CHAT_PATH
     endpoint = endpoints.endpoint(pool, call, model, path)
     body = _body(request, model)
     query = _mapping(body.pop("extra_query", None))
@@ -398,7 +398,7 @@ async def _streamed(
     """
     stream = (
         responses.StreamedResponse(request.deliver_reasoning)
-        if request.call.api == "responses"
+        if responses.chosen(request.call, model)
         else completion.StreamedCompletion()
     )
     async for chunk in chunks:
@@ -418,7 +418,7 @@ def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str,
         MalformedReply: The body is not a chat completion.
         EndpointError: The body is an ``error`` object.
     """
-    read = responses.response if request.call.api == "responses" else completion.completion
+    read = responses.response if responses.chosen(request.call, model) else completion.completion
     whole = read(completion.parsed(raw, "the reply's body"))
     if request.stream and whole.text:
         request.deliver(whole.text)

@@ -24,7 +24,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from swarmcore.llm import _completion as completion
+from swarmcore.llm import _price_data as price_data
 from swarmcore.llm._types import (
+    CallSpec,
     EndpointError,
     LLMRequest,
     MalformedReply,
@@ -32,6 +34,7 @@ from swarmcore.llm._types import (
     ToolCall,
     usage_of,
 )
+from swarmcore.llm.choice import is_openai_model
 from swarmcore.results import TokenUsage
 
 PATH = "/responses"
@@ -42,6 +45,21 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 # Chat-completions names of settings the Responses API names otherwise.
 _RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
+
+
+def chosen(call: CallSpec, model: str) -> bool:
+    """Whether the native backend's attempts at ``model`` speak the Responses API.
+
+    The agent's ``api`` when it chose one; else the Responses API for an OpenAI
+    reasoning model offered tools (the price map's ``supports_reasoning``), which
+    chat completions refuse together with a reasoning effort, and chat completions
+    for every other model. Asked per model: a fallback model may speak the other API.
+    """
+    if call.api is not None:
+        return call.api == "responses"
+    if not call.tools or price_data.supports(model, "reasoning") is not True:
+        return False
+    return is_openai_model(model)
 
 
 def body(

@@ -84,7 +84,8 @@ class CallSpec:
     """The backend chosen for the agent (its own, else the Swarm's defaults); None: the
     process default (``$SWARMCORE_MODEL_BACKEND``, else auto)."""
     api: ApiName | None = None
-    """The OpenAI API the native backend speaks for the agent; None: chat completions."""
+    """The OpenAI API the native backend speaks for the agent; None: chosen per model
+    (``responses.chosen``: the Responses API for OpenAI reasoning models offered tools)."""
 
 
 @dataclass(frozen=True, slots=True)
