@@ -42,7 +42,7 @@ async def test_a_reasoning_agent_hands_its_encrypted_reasoning_back_on_each_turn
             tools=[add],
             api="responses",
             model_settings={"reasoning_effort": "high"},
-            **server.model_kwargs,
+            **{**server.model_kwargs, "model": "openai/o4-mini"},
         )
         result = await agent.run("What are 1 + 2 and 3 + 3?")
 

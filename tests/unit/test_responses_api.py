@@ -107,6 +107,15 @@ def test_settings_are_renamed_where_the_responses_api_names_them_otherwise() -> 
     assert "instructions" not in body
 
 
+def test_a_model_that_does_not_reason_is_not_asked_for_encrypted_reasoning() -> None:
+    # OpenAI refuses the include for it: "Encrypted content is not supported with this model."
+    call = CallSpec(agent_name="a", model="openai/gpt-4o-mini", api="responses")
+    request = LLMRequest(call, [{"role": "user", "content": "hi"}])
+    body = openai_backend._body(request, "openai/gpt-4o-mini")  # pyright: ignore[reportPrivateUsage]
+    assert body["store"] is False
+    assert "include" not in body
+
+
 def test_a_stored_conversation_asks_for_no_encrypted_reasoning() -> None:
     body = _body([{"role": "user", "content": "hi"}], settings={"store": True})
     assert body["store"] is True

@@ -135,7 +135,8 @@ def _body(request: LLMRequest, model: str) -> dict[str, Any]:
     """
     call = request.call
     if responses.chosen(call, model):
-        return responses.body(request, native_name(model), _sent_settings)
+        reasons = price_data.supports(model, "reasoning") is True
+        return responses.body(request, native_name(model), _sent_settings, reasons=reasons)
     body = _sent_settings(call.settings)
     if "max_tokens" in body and price_data.supports(model, "reasoning"):
         # OpenAI's reasoning models refuse max_tokens; LiteLLM renames it too.

@@ -63,7 +63,11 @@ def chosen(call: CallSpec, model: str) -> bool:
 
 
 def body(
-    request: LLMRequest, name: str, settings: Callable[[Mapping[str, Any]], dict[str, Any]]
+    request: LLMRequest,
+    name: str,
+    settings: Callable[[Mapping[str, Any]], dict[str, Any]],
+    *,
+    reasons: bool,
 ) -> dict[str, Any]:
     """The body of one Responses request for the model the endpoint knows as ``name``.
 
@@ -72,6 +76,9 @@ def body(
         name: The model's name at the endpoint.
         settings: The agent's settings that belong in a request body (the
             native backend's rule, shared with chat completions).
+        reasons: Whether the model is known to reason (the price map's
+            ``supports_reasoning``): only then is its reasoning asked for
+            encrypted, as OpenAI refuses that ``include`` for any other model.
     """
     call = request.call
     sent = {_RENAMED.get(k, k): v for k, v in settings(call.settings).items()}
@@ -81,7 +88,9 @@ def body(
     if "tool_choice" in sent:
         sent["tool_choice"] = _tool_choice(sent["tool_choice"])
     sent.setdefault("store", False)
-    if sent["store"] is False:  # nothing kept server-side: reasoning comes back encrypted
+    if (
+        sent["store"] is False and reasons
+    ):  # nothing kept server-side: reasoning comes back encrypted
         include = [str(i) for i in _items(sent.get("include"))]
         if ENCRYPTED_REASONING not in include:
             include.append(ENCRYPTED_REASONING)
