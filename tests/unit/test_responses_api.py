@@ -306,6 +306,14 @@ def test_a_recorded_reply_keeps_its_reasoning_for_replay() -> None:
 _OFFERED = (_TOOL,)
 
 
+def test_a_setting_only_chat_completions_take_keeps_them_unless_the_agent_chooses() -> None:
+    settings = {"seed": 7}
+    call = CallSpec(agent_name="a", model="openai/o4-mini", tools=_OFFERED, settings=settings)
+    assert responses.chosen(call, call.model) is False
+    chosen = CallSpec("a", "openai/o4-mini", tools=_OFFERED, settings=settings, api="responses")
+    assert responses.chosen(chosen, chosen.model) is True
+
+
 @pytest.mark.parametrize(
     ("model", "tools", "api", "speaks_responses"),
     [

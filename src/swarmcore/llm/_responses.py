@@ -54,12 +54,36 @@ def chosen(call: CallSpec, model: str) -> bool:
     reasoning model offered tools (the price map's ``supports_reasoning``), which
     chat completions refuse together with a reasoning effort, and chat completions
     for every other model. Asked per model: a fallback model may speak the other API.
+    An agent whose settings only chat completions take (``seed``, ``stop``...) keeps
+    chat completions unless it chooses.
     """
     if call.api is not None:
         return call.api == "responses"
-    if not call.tools or price_data.supports(model, "reasoning") is not True:
+    if not call.tools or not _CHAT_ONLY.isdisjoint(call.settings):
         return False
-    return is_openai_model(model)
+    return price_data.supports(model, "reasoning") is True and is_openai_model(model)
+
+
+# Settings chat completions take and the Responses API refuses: an agent that sets one
+# keeps chat completions unless it chooses, so a default never turns its calls into 400s.
+_CHAT_ONLY = frozenset(
+    {
+        "seed",
+        "stop",
+        "n",
+        "logprobs",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "response_format",
+        "modalities",
+        "audio",
+        "prediction",
+        "web_search_options",
+        "functions",
+        "function_call",
+    }
+)
 
 
 def body(
