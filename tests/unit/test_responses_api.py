@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from swarmcore import Agent, AgentDefaults, UserError
+from swarmcore import Agent, AgentDefaults, Swarm, UserError
 from swarmcore.llm import _openai_backend as openai_backend
 from swarmcore.llm import _responses as responses
 from swarmcore.llm._types import (
@@ -21,6 +21,7 @@ from swarmcore.llm._types import (
 from swarmcore.llm.backends import backend_for
 from swarmcore.results import TokenUsage
 from swarmcore.store import records
+from swarmcore.testing import FunctionModel, Reply
 
 _TOOL = {
     "type": "function",
@@ -239,10 +240,13 @@ def test_a_model_litellm_serves_refuses_the_responses_api() -> None:
         backend_for(call, call.model)
 
 
-async def test_an_in_process_test_model_says_it_speaks_chat_completions_only() -> None:
-    agent = Agent("a", "x", model="swarmcore-test/echo", api="responses")
-    with pytest.raises(UserError, match="speaks chat completions only"):
-        await agent.run("hi")
+async def test_an_in_process_test_model_answers_whatever_api_the_agent_chose() -> None:
+    # The offline, function and replay models (and a dry run's) have no wire to speak it on.
+    model = FunctionModel(lambda request: Reply(text=f"heard {request.user}"))
+    agent = Agent("a", "x", model=model.model, api="responses")
+    assert (await agent.run("hi")).output == "heard hi"
+    dry = await Swarm(agent).dry_run("hi")
+    assert dry.agents[0].model_calls == 1
 
 
 # --- streaming ---------------------------------------------------------------------------

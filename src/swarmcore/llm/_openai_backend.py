@@ -33,7 +33,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from swarmcore.errors import ModelError, UserError
+from swarmcore.errors import ModelError
 from swarmcore.llm import _completion as completion
 from swarmcore.llm import _endpoints as endpoints
 from swarmcore.llm import _local as local
@@ -188,12 +188,6 @@ async def _exchange(request: LLMRequest, model: str) -> LLMReply:
         EndpointUnreachable: No connection, or it was lost before the reply ended.
     """
     if local.is_local(model):
-        if request.call.api == "responses":
-            raise UserError(
-                f"Agent {request.call.agent_name!r}: the in-process test model {model!r} "
-                "speaks chat completions only; drop api='responses' for it, or point the "
-                "agent at MockOpenAIServer (swarmcore.testing), which serves both APIs."
-            )
         # A setting that is no JSON (a LiteLLM callback object) reaches a test model as its repr.
         body = json.dumps(_body(request, model), default=repr)
         answer = await local.endpoint().post(model.removeprefix(local.PREFIX), body)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from swarmcore.llm import _completion as completion
+from swarmcore.llm import _local as local
 from swarmcore.llm import _price_data as price_data
 from swarmcore.llm._types import (
     CallSpec,
@@ -55,8 +56,12 @@ def chosen(call: CallSpec, model: str) -> bool:
     chat completions refuse together with a reasoning effort, and chat completions
     for every other model. Asked per model: a fallback model may speak the other API.
     An agent whose settings only chat completions take (``seed``, ``stop``...) keeps
-    chat completions unless it chooses.
+    chat completions unless it chooses. An in-process test model (``swarmcore-test/...``:
+    the offline, function and replay models, a dry run's) answers in chat completions
+    whatever the agent chose, as it has no wire to speak either API on.
     """
+    if local.is_local(model):  # answered in process, in chat completions' shape: no wire
+        return False
     if call.api is not None:
         return call.api == "responses"
     if not call.tools or not _CHAT_ONLY.isdisjoint(call.settings):
