@@ -234,10 +234,14 @@ def test_an_agent_takes_the_swarms_api_unless_it_chose_its_own() -> None:
     assert AgentDefaults().resolve(Agent("a", "x")).api is None
 
 
-def test_a_model_litellm_serves_refuses_the_responses_api() -> None:
-    call = CallSpec(agent_name="a", model="anthropic/claude-sonnet-4-5", api="responses")
-    with pytest.raises(UserError, match="'anthropic/claude-sonnet-4-5' goes through LiteLLM"):
+def test_an_openai_model_sent_through_litellm_refuses_the_responses_api() -> None:
+    # The backend chosen where Agent() cannot see it (a Swarm's defaults, the environment).
+    call = CallSpec("a", "openai/o4-mini", backend="litellm", api="responses")
+    with pytest.raises(UserError, match="'openai/o4-mini' goes through LiteLLM"):
         backend_for(call, call.model)
+    # Another provider's model has neither OpenAI API: a Swarm's api= is not for it.
+    other = CallSpec("a", "anthropic/claude-sonnet-4-5", api="responses")
+    assert type(backend_for(other, other.model)).__name__ == "LiteLLMBackend"
 
 
 async def test_an_in_process_test_model_answers_whatever_api_the_agent_chose() -> None:

@@ -16,7 +16,7 @@ from typing import Protocol
 from swarmcore.errors import UserError
 from swarmcore.llm import _local as local
 from swarmcore.llm._types import CallSpec, LLMReply, LLMRequest
-from swarmcore.llm.choice import is_native
+from swarmcore.llm.choice import is_native, is_openai_model
 
 __all__ = ["Backend", "backend_for", "preload"]
 
@@ -42,17 +42,19 @@ def backend_for(call: CallSpec, model: str) -> Backend:
 
     Raises:
         UserError: The agent chose the Responses API, which only the native
-            backend speaks, and ``model`` goes through LiteLLM.
+            backend speaks, and ``model``, an OpenAI model, goes through LiteLLM.
     """
     if local.is_local(model) or is_native(call, model):
         return _native()
-    if call.api == "responses":  # chosen for the agent, but this model goes through LiteLLM
+    # Another provider's model has neither OpenAI API: the setting is not for it (so one
+    # AgentDefaults(api=...) serves a Swarm that mixes providers). An OpenAI one sent
+    # through LiteLLM would silently lose what the agent chose the API for.
+    if call.api == "responses" and is_openai_model(model):
         raise UserError(
             f"Agent {call.agent_name!r}: api='responses' is spoken by the native backend "
             f"only, and {model!r} goes through LiteLLM (its backend setting, "
-            "$SWARMCORE_MODEL_BACKEND, a LiteLLM-only setting or callback, or a provider "
-            "that is not OpenAI's protocol); choose backend='native' for it, or drop "
-            "api='responses'."
+            "$SWARMCORE_MODEL_BACKEND, or a LiteLLM-only setting or callback); choose "
+            "backend='native' for it, or drop api='responses'."
         )
     return _litellm()
 
