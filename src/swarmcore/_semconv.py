@@ -96,3 +96,4 @@ provider...) keeps LiteLLM's name, as the conventions allow a custom value.
 EVENT_RETRY = "swarmcore.retry"
 EVENT_FALLBACK = "swarmcore.fallback"
 EVENT_TEXT_DELTA = "swarmcore.text_delta"
+EVENT_REASONING_DELTA = "swarmcore.reasoning_delta"

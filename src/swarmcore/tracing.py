@@ -62,6 +62,7 @@ from swarmcore._semconv import (
     COST_USD,
     ERROR_TYPE,
     EVENT_FALLBACK,
+    EVENT_REASONING_DELTA,
     EVENT_RETRY,
     EVENT_TEXT_DELTA,
     LATEST_EXPERIMENTAL,
@@ -111,6 +112,7 @@ from swarmcore.events import (
     ModelCallStarted,
     ModelFallback,
     PlanMade,
+    ReasoningDelta,
     RetryScheduled,
     RouteChosen,
     RunFinished,
@@ -220,6 +222,7 @@ class OpenTelemetryTracer:
                 RetryScheduled()
                 | ModelFallback()
                 | TextDelta()
+                | ReasoningDelta()
                 | RouteChosen()
                 | LoopIteration()
                 | LoopFinished()
@@ -403,11 +406,11 @@ class OpenTelemetryTracer:
                     "swarmcore.fallback.error": event.error,
                 }
                 name = EVENT_FALLBACK
-            case TextDelta():
+            case TextDelta() | ReasoningDelta():  # a reasoning summary: as sensitive as text
                 if not self._capture_content:
                     return
                 attributes = {AGENT_NAME: event.agent_name, "swarmcore.text": event.text}
-                name = EVENT_TEXT_DELTA
+                name = _DELTA_EVENTS[type(event)]
             case RouteChosen():
                 name = "swarmcore.route"
                 attributes = {
@@ -441,10 +444,16 @@ class OpenTelemetryTracer:
         span.add_event(name, attributes, timestamp=_ns(event.timestamp))
 
 
+_DELTA_EVENTS: dict[type[TextDelta | ReasoningDelta], str] = {
+    TextDelta: EVENT_TEXT_DELTA,
+    ReasoningDelta: EVENT_REASONING_DELTA,
+}
+
 _PointEvent = (
     RetryScheduled
     | ModelFallback
     | TextDelta
+    | ReasoningDelta
     | RouteChosen
     | LoopIteration
     | LoopFinished

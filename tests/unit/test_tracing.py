@@ -33,6 +33,7 @@ from swarmcore.events import (
     ModelCallFinished,
     ModelCallStarted,
     ModelFallback,
+    ReasoningDelta,
     RunFinished,
     RunStarted,
     TextDelta,
@@ -436,6 +437,11 @@ def test_spans_left_open_are_ended_with_the_run(
         TextDelta(run_id="r", span_id=4, parent_id=3, agent_name="a", text="Hel", timestamp=101.5)
     )
     tracer(
+        ReasoningDelta(
+            run_id="r", span_id=4, parent_id=3, agent_name="a", text="Sum.", timestamp=101.55
+        )
+    )
+    tracer(
         ModelFallback(
             run_id="r",
             span_id=5,
@@ -458,9 +464,14 @@ def test_spans_left_open_are_ended_with_the_run(
     assert attr(chat, "gen_ai.provider.name") == "openai"
     assert attr(chat, "swarmcore.cancelled") is True
     assert attr(agent, "swarmcore.cancelled") is True
-    assert [e.name for e in chat.events] == ["swarmcore.text_delta", "swarmcore.fallback"]
+    assert [e.name for e in chat.events] == [
+        "swarmcore.text_delta",
+        "swarmcore.reasoning_delta",
+        "swarmcore.fallback",
+    ]
     assert chat.events[0].attributes == {"gen_ai.agent.name": "a", "swarmcore.text": "Hel"}
-    assert chat.events[1].timestamp == 101_600_000_000
+    assert chat.events[1].attributes == {"gen_ai.agent.name": "a", "swarmcore.text": "Sum."}
+    assert chat.events[2].timestamp == 101_600_000_000
     assert tracer._runs == {}  # pyright: ignore[reportPrivateUsage]
 
 
@@ -480,6 +491,7 @@ def test_text_deltas_are_left_out_without_capture_content(
         )
     )
     tracer(TextDelta(run_id="r", span_id=2, parent_id=1, agent_name="a", text="secret"))
+    tracer(ReasoningDelta(run_id="r", span_id=2, parent_id=1, agent_name="a", text="secret"))
     tracer(RunFinished(run_id="r", span_id=1, parent_id=None, duration_seconds=0.1))
     (run,) = exporter.get_finished_spans()
     assert run.events == ()
