@@ -207,7 +207,11 @@ def test_a_failed_response_raises_the_providers_error() -> None:
             ),
             "not text",
         ),
-        (_response(usage={"input_tokens": -1}), "not a token count"),
+        (_response(usage={"input_tokens": -1}), r"^usage\.input_tokens is -1, not a token"),
+        (
+            _response(usage={"output_tokens_details": {"reasoning_tokens": "x"}}),
+            r"^usage\.output_tokens_details\.reasoning_tokens is a str",
+        ),
     ],
 )
 def test_a_malformed_response_says_what_is_wrong(data: object, said: str) -> None:

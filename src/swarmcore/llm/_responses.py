@@ -393,15 +393,39 @@ def _call(item: Mapping[str, Any], where: str) -> ToolCall:
 
 
 def _usage(usage: Mapping[str, Any]) -> TokenUsage:
-    """The Responses usage (``input_tokens``, ``output_tokens`` and their details) as ours."""
-    return usage_of(
-        {
-            "prompt_tokens": usage.get("input_tokens"),
-            "completion_tokens": usage.get("output_tokens"),
-            "prompt_tokens_details": usage.get("input_tokens_details"),
-            "completion_tokens_details": usage.get("output_tokens_details"),
-        }
-    )
+    """The Responses usage (``input_tokens``, ``output_tokens`` and their details) as ours.
+
+    Read by chat completions' reader, every count checked; a bad one is named as
+    this API names it.
+
+    Raises:
+        MalformedReply: A count that is no token count.
+    """
+    try:
+        return usage_of(
+            {
+                "prompt_tokens": usage.get("input_tokens"),
+                "completion_tokens": usage.get("output_tokens"),
+                "prompt_tokens_details": usage.get("input_tokens_details"),
+                "completion_tokens_details": usage.get("output_tokens_details"),
+            }
+        )
+    except MalformedReply as exc:
+        said = str(exc)
+        for chat, ours in _USAGE_NAMES:
+            if said.startswith(chat):
+                said = ours + said.removeprefix(chat)
+                break
+        raise MalformedReply(said) from None
+
+
+# Chat completions' usage names (as ``usage_of`` says them) and this API's.
+_USAGE_NAMES = (
+    ("usage.prompt_tokens_details.", "usage.input_tokens_details."),
+    ("usage.completion_tokens_details.", "usage.output_tokens_details."),
+    ("usage.prompt_tokens ", "usage.input_tokens "),
+    ("usage.completion_tokens ", "usage.output_tokens "),
+)
 
 
 def _finish(fields: Mapping[str, Any], calls: Sequence[ToolCall]) -> str:
