@@ -66,8 +66,8 @@ async def complete(request: LLMRequest, scope: RunScope | None = None) -> LLMRep
     if request.stream and request.on_text is None and scope.bus is not None:
         request = replace(
             request,
-            on_text=_text_deltas(scope, call.agent_name),
-            on_reasoning=_reasoning_deltas(scope, call.agent_name),
+            on_text=_deltas(scope, events.TextDelta, call.agent_name),
+            on_reasoning=_deltas(scope, events.ReasoningDelta, call.agent_name),
         )
     # One durable step (a checkpoint, under an engine that records steps); the budget
     # is charged outside it, so a replayed reply is charged again in the rebuilt meter.
@@ -97,20 +97,13 @@ async def _answer(request: LLMRequest, models: tuple[str, ...], scope: RunScope)
     raise AssertionError("unreachable: the last model either answers or raises")
 
 
-def _text_deltas(scope: RunScope, agent_name: str) -> Callable[[str], None]:
-    """Where a streamed reply's text goes: the run's ``TextDelta`` events."""
+def _deltas(
+    scope: RunScope, kind: type[events.TextDelta | events.ReasoningDelta], agent_name: str
+) -> Callable[[str], None]:
+    """Where a streamed reply's text (or reasoning summary) goes: the run's ``kind`` events."""
 
     def publish(text: str) -> None:
-        scope.emit(events.TextDelta, agent_name=agent_name, text=text)
-
-    return publish
-
-
-def _reasoning_deltas(scope: RunScope, agent_name: str) -> Callable[[str], None]:
-    """Where a streamed reasoning summary goes: the run's ``ReasoningDelta`` events."""
-
-    def publish(text: str) -> None:
-        scope.emit(events.ReasoningDelta, agent_name=agent_name, text=text)
+        scope.emit(kind, agent_name=agent_name, text=text)
 
     return publish
 
