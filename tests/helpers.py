@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NamedTuple
 
 from swarmcore import Agent
@@ -108,3 +112,20 @@ def framed(text: str, nonce: str | None = None) -> list[tuple[str, str | None, s
 def summarised(text: str) -> list[str]:
     """The agents whose frames in ``text`` hold only a summary."""
     return [f.agent for f in frames(text) if f.kind == "summary"]
+
+
+@contextmanager
+def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served from a thread on a free port of 127.0.0.1: yields its base URL.
+
+    Polled every 50 ms for shutdown: at socketserver's default (0.5 s), every test
+    that stops a server waits half a second for it.
+    """
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelFallback, RetryScheduled, TextDelta
 from swarmcore.results import TokenUsage
 from swarmcore.store import open_store
+from tests.helpers import http_server
 
 pytestmark = [
     # Once per model backend: the native OpenAI one and LiteLLM must behave the same.
@@ -422,15 +423,9 @@ def serving(hostile: Hostile, *, bad_for: str | None = None) -> Iterator[Server]
         def log_message(self, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    server.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    try:
+    with http_server(Handler) as base:
+        server.url = f"{base}/v1"
         yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def agent(server: Server, **kwargs: Any) -> Agent:

@@ -21,10 +21,9 @@ import logging
 import os
 import sqlite3
 import sys
-import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, closing
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
@@ -61,6 +60,7 @@ from swarmcore.mcp import MCPServer
 from swarmcore.store import SQLiteStore
 from swarmcore.testing import Call, Fail, FunctionModel, MockOpenAIServer, RecordedRequest, Reply
 from swarmcore.tracing import OpenTelemetryTracer
+from tests.helpers import http_server
 from tests.hostile.leaks import describe_error, describe_event
 from tests.serving import bound_socket, serve
 
@@ -781,14 +781,8 @@ class _EchoingHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echoing_endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingHandler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(_EchoingHandler) as base:
+        yield f"{base}/v1"
 
 
 async def test_a_refusal_quoting_the_key_is_redacted_before_it_is_cut(

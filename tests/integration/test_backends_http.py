@@ -5,8 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelCallFinished, RunFinished, TextDelta
 from swarmcore.llm import _price_data as price_data
 from swarmcore.testing import Call, Fail, MockOpenAIServer, Reply
+from tests.helpers import http_server
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -257,17 +257,10 @@ class _NotJSON(BaseHTTPRequestHandler):
 async def test_a_body_that_is_not_a_chat_completion_is_a_clear_error() -> None:
     """A proxy's error page with status 200: retried as a transient failure, then named."""
     _NotJSON.served = 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotJSON)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        agent = Agent("a", "x", model="openai/m", api_base=base, api_key="sk-x", retry=FAST)
+    with http_server(_NotJSON) as base:
+        agent = Agent("a", "x", model="openai/m", api_base=f"{base}/v1", api_key="sk-x", retry=FAST)
         with pytest.raises(ModelError) as caught:
             await agent.run("go")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "Agent 'a': openai/m" in str(caught.value)
     assert "Expecting value" in str(caught.value)  # what was wrong with the body
     assert caught.value.retryable

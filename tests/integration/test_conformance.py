@@ -23,11 +23,10 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -38,6 +37,7 @@ from swarmcore import Agent, AgentResult, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelCallFinished, ModelCallStarted, RunFinished, TextDelta
 from swarmcore.llm import _price_data as price_data
 from swarmcore.testing import Call, Fail, LiteLLMProxy, MockOpenAIServer, Reply
+from tests.helpers import http_server
 
 Step = Reply | Fail
 
@@ -191,14 +191,8 @@ def raw_server(status: int, body: bytes, content_type: str) -> Iterator[tuple[st
         def log_message(self, *args: object) -> None:
             """Quiet."""
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", received
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as base:
+        yield f"{base}/v1", received
 
 
 def completion(message: dict[str, Any], finish_reason: str) -> bytes:

@@ -9,16 +9,16 @@ headers every request carries. Each server here is a plain ``http.server`` on
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import TextDelta
+from tests.helpers import http_server
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.01)
 
@@ -45,14 +45,8 @@ def serving(respond: Respond) -> Iterator[tuple[str, list[tuple[str, dict[str, s
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as base:
+        yield f"{base}/v1", seen
 
 
 def send(handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) -> None:

@@ -7,15 +7,15 @@ the request Anthropic would receive, not swarmcore's idea of it.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import pytest
 
 from swarmcore import Agent, Swarm
 from swarmcore.testing import MockOpenAIServer, Reply
+from tests.helpers import http_server
 
 ANSWER = "Tea is steeped.\n<summary>Tea.</summary>"
 
@@ -54,14 +54,8 @@ class _Anthropic(BaseHTTPRequestHandler):
 def anthropic_server() -> Iterator[str]:
     """An Anthropic-speaking server on 127.0.0.1; yields its base URL."""
     _Anthropic.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Anthropic)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(_Anthropic) as base:
+        yield base
 
 
 @pytest.mark.parametrize(

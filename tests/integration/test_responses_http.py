@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from pydantic import BaseModel
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ReasoningDelta, TextDelta
 from swarmcore.testing import Call, MockOpenAIServer, Reply
+from tests.helpers import http_server
 
 
 def add(a: int, b: int) -> int:
@@ -150,14 +150,8 @@ def answering(events: bytes, kind: str = "text/event-stream") -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as base:
+        yield f"{base}/v1"
 
 
 def _sse(kind: str, data: dict[str, Any]) -> str:
