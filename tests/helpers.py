@@ -58,7 +58,7 @@ def rendezvous_model(count: int, text: str = "done") -> tuple[FunctionModel, lis
     return FunctionModel(answer), arrived
 
 
-_LEGEND = re.compile(r"are framed as <output .*?, where ID is ([0-9a-f]+):")
+_LEGEND = re.compile(r"are framed <output .*? with ID ([0-9a-f]+):")
 
 
 class Frame(NamedTuple):

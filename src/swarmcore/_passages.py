@@ -24,24 +24,26 @@ import math
 import re
 import weakref
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from swarmcore._tokens import count_tokens
 from swarmcore.context import ContextEntry, Framing, SharedContext, shorten
 
-PASSAGE_CHARS = 300
+PASSAGE_CHARS = 150
 """A paragraph longer than this is cut into windows of about this many characters.
 
 A few sentences: the context benchmark's facts sit in one sentence among filler,
 and windows of 300 sent 12-14 % fewer tokens than paragraphs cut at 1,200, on
 every shape, at the same facts delivered.
 """
-RELEVANCE_FLOOR = 0.5
-"""A passage is shown only if its score is at least this share of the best passage's."""
+RELEVANCE_FLOOR = 0.3
+"""A passage is shown only if it scores at least this share of the first passage chosen."""
+COVERED_WEIGHT = 0.5
+"""What a word of the query counts once a chosen passage holds it, against 1 before."""
 SUMMARY_CHARS = 100
 """Summaries and failure reasons are shortened to one line of this many characters."""
-SUMMARIES_SHOWN = 3
+SUMMARIES_SHOWN = 1
 """The most summaries a hint shows (the latest): past that, list_context lists them.
 
 Without a cap the summaries of a long chain fill whatever budget is left, and the
@@ -56,6 +58,12 @@ Every agent shares the task, and earlier outputs echo it throughout; the
 instructions say what this agent needs.
 """
 
+_GAP = "\n…\n"
+"""Between two passages of one output shown in one frame (text between them left out)."""
+_GAP_TOKENS = 3
+# A sentence and the space after it: to a full stop (! ?) and a space, a CJK full stop,
+# or a line end.
+_SENTENCE = re.compile(r".+?(?:[.!?](?=\s|$)|[\u3002\uff01\uff1f]|\n|$)\s*", re.DOTALL)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # A heading or a label ("Findings:") says what follows: it joins the paragraph after it.
 _HEADING = re.compile(r"(#{1,6} [^\n]*|[^\n]{1,80}:)")
@@ -126,19 +134,28 @@ def split_passages(text: str) -> tuple[Passage, ...]:
 
 
 def _windows(paragraph: str) -> list[str]:
-    """``paragraph`` cut at sentence ends (else spaces) into pieces of at most PASSAGE_CHARS."""
+    """``paragraph`` cut into windows of whole sentences, each at most PASSAGE_CHARS.
+
+    A sentence longer than that is cut at spaces (a single long word at the limit),
+    so every window stays bounded. Line breaks inside a window are kept.
+    """
     windows: list[str] = []
-    rest = paragraph
-    while len(rest) > PASSAGE_CHARS:
-        cut = max(rest.rfind(". ", 0, PASSAGE_CHARS) + 1, rest.rfind("\n", 0, PASSAGE_CHARS))
-        if cut < PASSAGE_CHARS // 2:
-            cut = rest.rfind(" ", 0, PASSAGE_CHARS)
-        if cut < PASSAGE_CHARS // 2:
-            cut = PASSAGE_CHARS  # one long word: cut it, the window stays bounded
-        windows.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        windows.append(rest)
+    current = ""
+    for sentence in _SENTENCE.findall(paragraph):
+        while len(sentence.rstrip()) > PASSAGE_CHARS:
+            if current.strip():
+                windows.append(current.rstrip())
+            current = ""
+            cut = sentence.rfind(" ", 0, PASSAGE_CHARS)
+            cut = cut if cut > PASSAGE_CHARS // 2 else PASSAGE_CHARS
+            windows.append(sentence[:cut].rstrip())
+            sentence = sentence[cut:].lstrip()
+        if current and len((current + sentence).rstrip()) > PASSAGE_CHARS:
+            windows.append(current.rstrip())
+            current = ""
+        current += sentence
+    if current.strip():
+        windows.append(current.rstrip())
     return windows
 
 
@@ -161,6 +178,16 @@ def _name_terms(name: str) -> list[str]:
 
 def bm25(query: Mapping[str, float], documents: Sequence[Mapping[str, int]]) -> list[float]:
     """Each document's Okapi BM25 score for ``query``: terms with their weights."""
+    return [
+        sum(query[t] * gain for t, gain in terms.items())
+        for terms in bm25_terms(query.keys(), documents)
+    ]
+
+
+def bm25_terms(
+    query: Iterable[str], documents: Sequence[Mapping[str, int]]
+) -> list[dict[str, float]]:
+    """What each term of ``query`` adds to each document's Okapi BM25 score, at weight 1."""
     if not documents:
         return []
     wanted = set(query)
@@ -168,18 +195,18 @@ def bm25(query: Mapping[str, float], documents: Sequence[Mapping[str, int]]) -> 
     average = sum(lengths) / len(documents) or 1.0
     frequency = Counter(t for d in documents for t in wanted.intersection(d))
     total = len(documents)
-    idf = {t: query[t] * math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
-    scores: list[float] = []
+    idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+    gains: list[dict[str, float]] = []
     for document, length in zip(documents, lengths, strict=True):
         norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
-        scores.append(
-            sum(
-                weight * document[t] * (_BM25_K1 + 1) / (document[t] + norm)
+        gains.append(
+            {
+                t: weight * document[t] * (_BM25_K1 + 1) / (document[t] + norm)
                 for t, weight in idf.items()
                 if t in document
-            )
+            }
         )
-    return scores
+    return gains
 
 
 # --- choosing and rendering -------------------------------------------------------------
@@ -271,8 +298,8 @@ def fit_context(
             return text, _complete(ctx, choice)
         choice.drop_last()  # the estimate was short: drop the least useful
     bare = (
-        "Earlier agents' outputs are not in this prompt; read them with the tools "
-        "list_context(), get_context(agent_name) and search_context(query)."
+        "Earlier agents' outputs are not in this prompt; read_context() lists them, "
+        "read_context(agent_name) reads one, read_context(query=...) searches them."
     )
     return (bare if count_tokens(bare) <= budget else None), False
 
@@ -309,7 +336,7 @@ class _Filler:
         self.choice = _Choice()
         frame = ctx.frame
         self.overhead = {
-            e.name: count_tokens(frame.block(e.name, "", passage="10/10")) for e in ctx.entries
+            e.name: count_tokens(frame.block(e.name, "", passage="10,10/10")) for e in ctx.entries
         }
 
     def take(self, cost: int, kind: str, index: int, part: int = -1) -> bool:
@@ -344,11 +371,32 @@ class _Filler:
             self.take(cost, "failed", index)
 
     def passages(self, query: Mapping[str, float]) -> None:
-        """3. The most relevant passages of everything not shown whole."""
+        """3. The most relevant passages of everything not shown whole.
+
+        Chosen one at a time, each by its score on what the passages chosen before
+        left uncovered: a word of the query a chosen passage holds counts
+        :data:`COVERED_WEIGHT` as much from then on. So an agent that needs three
+        things gets a passage on each, not three on whichever of them matches
+        the most words. A passage scoring under :data:`RELEVANCE_FLOOR` of the
+        first choice's score is not shown.
+        """
         ctx = self.ctx
-        for index, part in _ranked(ctx, self.choice.whole, query):
-            cost = ctx.passages[index][part].tokens + self.overhead[ctx.entries[index].name]
-            self.take(cost, "part", index, part)
+        candidates = _candidates(ctx, self.choice.whole, query)
+        weights = dict(query)
+        floor = 0.0
+        while candidates and self.room > 0:
+            scores = [sum(weights[t] * g for t, g in gains.items()) for _, _, gains in candidates]
+            best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
+            if scores[best] <= 0 or scores[best] < floor:
+                return
+            floor = floor or RELEVANCE_FLOOR * scores[best]
+            index, part, gains = candidates.pop(best)
+            # An output's passages share one frame: the first pays for it, the rest for a gap.
+            framed = index in self.choice.parts
+            extra = _GAP_TOKENS if framed else self.overhead[ctx.entries[index].name]
+            if self.take(ctx.passages[index][part].tokens + extra, "part", index, part):
+                for term in gains:
+                    weights[term] *= COVERED_WEIGHT
 
     def summaries(self) -> None:
         """4. Summaries of the outputs of which nothing is shown, the latest first.
@@ -370,8 +418,14 @@ class _Filler:
                 shown += 1
 
 
-def _ranked(ctx: _Context, whole: set[int], query: Mapping[str, float]) -> list[tuple[int, int]]:
-    """(entry, passage) of the outputs not shown whole, most relevant first; irrelevant left out."""
+def _candidates(
+    ctx: _Context, whole: set[int], query: Mapping[str, float]
+) -> list[tuple[int, int, dict[str, float]]]:
+    """(entry, passage, what each query word adds to its score) of the outputs not shown whole.
+
+    In ranking order for ties: the later output first (closer to this agent), then
+    the earlier passage.
+    """
     if not query:
         return []
     keys: list[tuple[int, int]] = []
@@ -381,18 +435,15 @@ def _ranked(ctx: _Context, whole: set[int], query: Mapping[str, float]) -> list[
         for part, passage in enumerate(parts):
             keys.append((index, part))
             documents.append(passage.terms + author if author else passage.terms)
-    scores = bm25(query, documents)  # over every passage: the weights do not depend on the choice
-    best = max(scores, default=0.0)
-    if best <= 0:
-        return []
+    # Over every passage: the weights do not depend on the choice.
+    gains = bm25_terms(query.keys(), documents)
     kept = [
-        (score, key)
-        for score, key in zip(scores, keys, strict=True)
-        if key[0] not in whole and score > 0 and score >= RELEVANCE_FLOOR * best
+        (index, part, gain)
+        for (index, part), gain in zip(keys, gains, strict=True)
+        if index not in whole and gain
     ]
-    # Ties: the later output first (closer to this agent), then the earlier passage.
-    kept.sort(key=lambda item: (-item[0], -item[1][0], item[1][1]))
-    return [key for _, key in kept]
+    kept.sort(key=lambda item: (-item[0], item[1]))
+    return kept
 
 
 def _tokens_of(parts: tuple[Passage, ...]) -> int:
@@ -409,11 +460,10 @@ def _render(ctx: _Context, choice: _Choice, *, worst: bool = False) -> str:
         if _shown_whole(ctx, choice, index):
             lines.append(frame.block(entry.name, entry.output))
         elif shown:
-            total = len(parts)
-            lines += [
-                frame.block(entry.name, parts[k].text, passage=f"{k + 1}/{total}")
-                for k in sorted(shown)
-            ]
+            chosen = sorted(shown)
+            where = f"{','.join(str(k + 1) for k in chosen)}/{len(parts)}"
+            text = _GAP.join(parts[k].text for k in chosen)
+            lines.append(frame.block(entry.name, text, passage=where))
         elif index in choice.summaries:
             lines.append(_summary_line(frame, entry))
     lines += [
@@ -436,19 +486,15 @@ def _note(ctx: _Context, choice: _Choice, worst: bool) -> str:
         parts = sum(1 for i in choice.parts if not _shown_whole(ctx, choice, i))
         summaries = len(choice.summaries)
         counts = (whole, parts, summaries, total - whole - parts - summaries)
-    kinds = (
-        "in full",
-        'in passages (passage="i/n": the i-th of n)',
-        'as summaries (kind="summary")',
-        "not shown",
-    )
+    kinds = ("in full", 'in passages (passage="i/n")', "as summaries", "not shown")
     shown = ", ".join(f"{n} {kind}" for n, kind in zip(counts, kinds, strict=True) if n)
     failed = len(ctx.failures) - (0 if worst else len(choice.failures))
     if failed:
-        shown += f"; {failed} failures not listed"
+        shown += f", {failed} failures not listed"
     return (
-        f"Of {total} earlier outputs, within {ctx.budget:,} tokens: {shown}. Read the rest "
-        "with get_context(agent_name) (a whole output), search_context(query), list_context()."
+        f"Of {total} earlier outputs, within {ctx.budget:,} tokens: {shown}; "
+        "read_context(agent_name) reads one in full, "
+        "read_context(query=...) searches them."
     )
 
 

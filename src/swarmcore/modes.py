@@ -57,7 +57,13 @@ __all__ = [
 
 ContextMode = Literal["pull", "push", "auto"]
 
-CONTEXT_TOOL_NAMES = ("list_context", "get_context", "search_context", "expand_context")
+CONTEXT_TOOL_NAMES = (
+    "list_context",
+    "get_context",
+    "search_context",
+    "expand_context",
+    "read_context",
+)
 """Names the context modes inject; an agent's own tools may not use them."""
 
 HINT_RECENT = 3
@@ -65,7 +71,7 @@ HINT_RECENT = 3
 HINT_MAX_NAMED = 12
 """The most agents the pull hint ever names (a wide previous step is cut here)."""
 HINT_SUMMARY_CHARS = 100
-DEFAULT_CONTEXT_BUDGET = 1_000
+DEFAULT_CONTEXT_BUDGET = 400
 """Tokens of context per agent under auto mode when ``context_budget`` is not given.
 
 Chosen by the context benchmark (``benchmarks/context.py``, budgets 400 to 1,500):
@@ -192,7 +198,7 @@ class AutoMode:
             instructions=recipient.instructions,
             task=recipient.task,
         )
-        return Prepared(hint, () if complete else _pull_tools(view, framing))
+        return Prepared(hint, () if complete else _auto_tools(view, framing))
 
 
 _MODES: dict[str, Mode] = {"pull": PullMode(), "push": PushMode(), "auto": AutoMode()}
@@ -236,6 +242,11 @@ def _pull_tools(view: SharedContext, framing: Framing) -> tuple[Tool, ...]:
     )
 
 
+def _auto_tools(view: SharedContext, framing: Framing) -> tuple[Tool, ...]:
+    """read_context: the pull tools in one schema, a third of their tokens on every call."""
+    return (_schema("read_context").bind(_Reader(view, framing).read_any),)
+
+
 # --- the tools -------------------------------------------------------------------------
 
 
@@ -263,6 +274,11 @@ def _search_context(query: str, regex: bool = False) -> str:
     raise NotImplementedError
 
 
+def _read_context(agent_name: str = "", query: str = "") -> str:
+    """Read earlier outputs: one agent's in full, or the passages matching query; neither lists them."""  # noqa: E501 (the tool's description: one line)
+    raise NotImplementedError
+
+
 def _expand_context(agent_name: str) -> str:
     """Read the full output of an agent shown as a summary."""
     raise NotImplementedError
@@ -273,6 +289,7 @@ _PROTOTYPES: dict[str, Callable[..., Any]] = {
     "get_context": _get_context,
     "search_context": _search_context,
     "expand_context": _expand_context,
+    "read_context": _read_context,
 }
 
 
@@ -318,6 +335,18 @@ class _Reader:
         if agent_name in self._shown:
             return f"{agent_name}'s output is already in full in your prompt."
         return self._frame.block(agent_name, output)
+
+    async def read_any(self, agent_name: str = "", query: str = "") -> str:
+        """read_context: ``agent_name``'s output, else ``query``'s matches, else the list."""
+        if agent_name.strip() and query.strip():
+            raise ValueError(
+                "Give agent_name (to read one output) or query (to search them all), not both."
+            )
+        if agent_name.strip():
+            return await self.read(agent_name.strip())
+        if query.strip():
+            return await self.search(query)
+        return await self.list()
 
     async def search(self, query: str, regex: bool = False) -> str:
         view = self._view

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, SharedContext, Swarm, UserError
-from swarmcore._passages import SUMMARIES_SHOWN, fit_context, passages
+from swarmcore._passages import (
+    PASSAGE_CHARS,
+    SUMMARIES_SHOWN,
+    fit_context,
+    passages,
+    split_passages,
+)
 from swarmcore._tokens import count_tokens
 from swarmcore.context import Framing
 from swarmcore.modes import DEFAULT_CONTEXT_BUDGET, AutoMode, Prepared, Recipient
@@ -89,12 +95,12 @@ def test_a_tiny_budget_keeps_one_line_on_the_tools_or_nothing() -> None:
     context.set("a", report(ORION))
     bare = AutoMode(40).prepare(context, ["a"], asking("Orion?"))
     assert bare.hint is not None
-    assert "get_context(agent_name)" in bare.hint
+    assert "read_context(agent_name)" in bare.hint
     assert "<output" not in bare.hint
-    assert [t.name for t in bare.tools] == ["list_context", "get_context", "search_context"]
+    assert [t.name for t in bare.tools] == ["read_context"]
     nothing = AutoMode(5).prepare(context, ["a"], asking("Orion?"))
     assert nothing.hint is None
-    assert len(nothing.tools) == 3  # the agent can still read it all
+    assert [t.name for t in nothing.tools] == ["read_context"]  # it can still read it all
 
 
 # --- what is shown, and how it is framed ---------------------------------------------------
@@ -115,10 +121,12 @@ def _check_frames(hint: str, context: SharedContext) -> list[tuple[str, str | No
         parts = passages(entry)
         if frame.passage is None:
             assert frame.words == entry.output
-        else:
-            index, total = (int(n) for n in frame.passage.split("/"))
-            assert total == len(parts)
-            assert frame.words == parts[index - 1].text
+        else:  # "3/7", or "2,5/7": passages of one output share a frame, "…" between them
+            where, total = frame.passage.split("/")
+            assert int(total) == len(parts)
+            indices = [int(n) for n in where.split(",")]
+            assert indices == sorted(set(indices))
+            assert frame.words == "\n…\n".join(parts[i - 1].text for i in indices)
         seen.append((frame.agent, frame.passage))
     return seen
 
@@ -132,9 +140,10 @@ def test_every_passage_names_its_author_and_position() -> None:
     hint = AutoMode(500).prepare(context, ["tester"], ask).hint
     assert hint is not None
     shown = _check_frames(hint, context)
-    # Each filler paragraph is two windows (1/13, 2/13); the fact's paragraph comes next.
-    assert ("planner", "3/13") in shown
-    assert ("builder", "3/13") in shown
+    for agent, fact in (("planner", ORION), ("builder", VEGA)):
+        parts = passages(context.entry(agent))  # pyright: ignore[reportArgumentType]
+        where = next(i for i, p in enumerate(parts, start=1) if fact in p.text)
+        assert (agent, f"{where}/{len(parts)}") in shown
     assert all(passage is not None for _, passage in shown)  # nothing fitted whole
     assert 'passage="i/n"' in hint  # the note says how to read the attribute
 
@@ -190,6 +199,35 @@ def test_ranking_picks_the_passage_that_names_what_the_instructions_ask_for() ->
     assert FILLER not in orion.hint  # no passage that shares no purpose with the question
 
 
+def test_an_agent_that_needs_several_things_gets_a_passage_on_each() -> None:
+    """Coverage: once a passage on Orion is shown, Vega's outranks a second one on Orion.
+
+    By score alone the second Orion passage ranks above Vega's, and room is left for
+    two passages: without coverage the agent would get two on Orion and none on Vega.
+    """
+    loud = (
+        "The Orion launch date: Project Orion will launch on 12 March, the Orion launch crew says."
+    )
+    context = SharedContext(["planner", "builder", "tester"])
+    context.set("planner", report(loud, ORION, filler=6), "Plans.")
+    context.set("builder", report(VEGA, filler=6), "Built.")
+    context.set("tester", report(filler=8), "Tested.")
+    ask = asking("Give the launch date of Project Orion and the budget of Project Vega.")
+    hint = AutoMode(220).prepare(context, ["tester"], ask).hint
+    assert hint is not None
+    assert loud in hint  # the best match for the first need
+    assert VEGA in hint  # then the other need
+    assert ORION not in hint  # not a second passage on the first
+
+
+def test_passages_are_whole_sentences_when_sentences_are_short() -> None:
+    text = " ".join(f"Sentence {i} says one thing about item {i}." for i in range(40))
+    parts = split_passages(text)
+    assert len(parts) > 1
+    assert all(p.text.endswith(".") and len(p.text) <= PASSAGE_CHARS for p in parts)
+    assert " ".join(p.text for p in parts) == text  # nothing lost between windows
+
+
 def test_ranking_reads_text_written_without_spaces() -> None:
     """Chinese has no spaces between words: ranking still finds the passage asked for."""
     budget = "项目猎户座的预算是五百万元。"
@@ -218,7 +256,7 @@ def test_summaries_of_what_is_not_shown_follow_as_room_allows() -> None:
     context = SharedContext([f"a{i}" for i in range(6)])
     for i in range(6):
         context.set(f"a{i}", report(filler=10), f"Summary of a{i}.")
-    hint = AutoMode(800).prepare(context, ["a5"], asking("Nothing in common.")).hint
+    hint = AutoMode(800).prepare(context, ["a5"], asking("Zebras and quokkas.", "Zoo.")).hint
     assert hint is not None
     summarised = [f.agent for f in frames(hint) if f.kind == "summary"]
     assert summarised == [f"a{i}" for i in range(6) if f"a{i}" in summarised]  # flow order
@@ -274,11 +312,13 @@ async def test_a_fact_that_did_not_fit_is_reachable_with_the_tools() -> None:
     prepared = AutoMode(150).prepare(context, ["tester"], asking("Review the tests."))
     assert prepared.hint is not None
     assert ORION not in prepared.hint
-    assert "get_context(agent_name)" in prepared.hint  # the one line on how to read the rest
-    read = tools_of(prepared)
-    assert ORION in await read["get_context"](agent_name="planner")
-    assert ORION in await read["search_context"](query="Project Orion")
-    assert "planner" in await read["list_context"]()
+    assert "read_context(agent_name)" in prepared.hint  # the one line on how to read the rest
+    read = tools_of(prepared)["read_context"]
+    assert ORION in await read(agent_name="planner")
+    assert ORION in await read(query="Project Orion")
+    assert "planner" in await read()  # neither: the list
+    with pytest.raises(ValueError, match="not both"):
+        await read(agent_name="planner", query="Orion")
 
 
 # --- framing stays unforgeable -------------------------------------------------------------
@@ -401,8 +441,8 @@ def _reader(outputs: dict[str, str]) -> FunctionModel:
 
     def answer(request: RecordedRequest) -> Reply:
         role = request.system.split(":", 1)[0]
-        if role == "reader" and "get_context" in request.tool_names and not request.tool_results:
-            return Reply(tool_calls=[Call("get_context", {"agent_name": "planner"})])
+        if role == "reader" and "read_context" in request.tool_names and not request.tool_results:
+            return Reply(tool_calls=[Call("read_context", {"agent_name": "planner"})])
         if request.tool_results:
             return Reply(text=f"read: {request.tool_results[0]['content']}")
         return Reply(text=outputs[role])
@@ -434,7 +474,7 @@ async def test_a_chain_end_to_end(tmp_path: Path) -> None:
     assert ORION in writer
     assert VEGA not in writer
     assert any(f.agent == "planner" and f.passage for f in frames(writer))
-    assert by_agent["writer"].tool_names == ["list_context", "get_context", "search_context"]
+    assert by_agent["writer"].tool_names == ["read_context"]
     assert VEGA in result.output  # the reader read the planner's whole output with the tool
     stored = store.get_run(result.run_id)
     assert stored is not None

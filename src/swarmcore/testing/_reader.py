@@ -258,6 +258,8 @@ class ReaderModel:
     ) -> list[Call]:
         offered = set(request.tool_names)
         reader = next((name for name in _READERS if name in offered), None)
+        if "read_context" in offered:  # auto mode: one tool reads, searches and lists
+            return self._one_tool_calls(missing, needs, request, made)
         view = _View(request)
         chosen: list[tuple[str, dict[str, str]]] = []
         for fact in missing:
@@ -280,6 +282,29 @@ class ReaderModel:
                         chosen.append((name, args))
                     break
         return [Call(name, args) for name, args in chosen]
+
+    def _one_tool_calls(
+        self,
+        missing: list[str],
+        needs: Mapping[str, str],
+        request: RecordedRequest,
+        made: set[tuple[str, str]],
+    ) -> list[Call]:
+        """The calls of :meth:`_calls_for`, made with ``read_context`` (auto mode's tool)."""
+        view = _View(request)
+        chosen: list[dict[str, str]] = []
+        for fact in missing:
+            query = fact if self.search == "id" else needs[fact]
+            named = view.naming(fact, needs[fact]) + view.hits.get(query, [])
+            options = [{"agent_name": agent} for agent in named]
+            options += [{}, {"query": query}]
+            options += [{"agent_name": agent} for agent in view.known]
+            for args in options:
+                if ("read_context", _canonical(args)) not in made:
+                    if args not in chosen:
+                        chosen.append(args)
+                    break
+        return [Call("read_context", args) for args in chosen]
 
     def _answer(
         self,
@@ -326,11 +351,15 @@ class _View:
         for result in request.tool_results:
             function: dict[str, Any] = calls.get(result["tool_call_id"], {})
             content = str(result["content"])
-            if function.get("name") == "search_context":
-                query = str(_arguments(function.get("arguments")).get("query", ""))
+            name = function.get("name")
+            arguments = _arguments(function.get("arguments"))
+            query = str(arguments.get("query", ""))
+            if name == "read_context" and not query and not arguments.get("agent_name"):
+                name = "list_context"
+            if name == "search_context" or (name == "read_context" and query):
                 agents = [agent for agent, _, _ in _FRAME.findall(content)]
                 self.hits[query] = list(dict.fromkeys(agents))
-            elif function.get("name") == "list_context":
+            elif name == "list_context":
                 listed = _LISTED.findall(content)
         shown = _LISTED.findall(request.system) + _SUMMARISED.findall(request.system)
         order = listed or shown  # list_context gives flow order; else the prompt's
