@@ -48,7 +48,7 @@ from swarmcore.engines import (
 from swarmcore.errors import UserError
 from swarmcore.events import Hook
 from swarmcore.models import SwarmResult
-from swarmcore.modes import ContextMode, check_agents, mode_named
+from swarmcore.modes import DEFAULT_CONTEXT_MODE, ContextMode, check_agents, mode_named
 
 if TYPE_CHECKING:
     from swarmcore._batch import MapProgress
@@ -124,7 +124,7 @@ class Swarm:
         self,
         flow: Flow | Agent,
         *,
-        context_mode: ContextMode = "pull",
+        context_mode: ContextMode = DEFAULT_CONTEXT_MODE,
         context_budget: int | None = None,
         defaults: AgentDefaults | None = None,
         step_retries: int = 0,

@@ -411,13 +411,16 @@ def test_a_budget_with_another_mode_is_refused(mode: Any) -> None:
 
 def test_code_from_0_3_that_passes_context_budget_is_told_what_it_means_now() -> None:
     with pytest.raises(UserError, match=r"context_mode='auto'.*leave context_budget out"):
-        Swarm(Agent("a", "x"), context_budget=4000)
+        Swarm(Agent("a", "x"), context_mode="pull", context_budget=4000)
+    # Auto is the default now: a budget alone is auto's, in tokens (the guide says so).
+    assert Swarm(Agent("a", "x"), context_budget=4000).context_budget == 4000
 
 
 def test_the_budget_is_a_setting_of_the_swarm() -> None:
     a = Agent("a", "x")
     assert Swarm(a, context_mode="auto").context_budget == DEFAULT_CONTEXT_BUDGET
-    assert Swarm(a).context_budget is None
+    assert Swarm(a).context_budget == DEFAULT_CONTEXT_BUDGET  # auto is the default mode
+    assert Swarm(a, context_mode="pull").context_budget is None
     swarm = Swarm(a, context_mode="auto", context_budget=900)
     assert (swarm.context_mode, swarm.context_budget) == ("auto", 900)
     assert repr(swarm) == "Swarm(a, context_mode='auto', context_budget=900)"
@@ -592,6 +595,6 @@ def test_a_durable_flow_version_includes_the_budget() -> None:
         flow_version(Swarm(a, context_mode="auto", context_budget=300)),
         flow_version(Swarm(a, context_mode="auto", context_budget=900)),
         flow_version(Swarm(a, context_mode="auto")),
-        flow_version(Swarm(a)),
+        flow_version(Swarm(a, context_mode="pull")),
     }
     assert len(versions) == 4  # a worker with another budget does not continue the run

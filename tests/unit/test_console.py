@@ -46,7 +46,7 @@ async def run_plain(verbosity: Verbosity, *, text: bool = False) -> str:
     progress = ConsoleProgress(verbosity, file=out)
     model = OfflineModel()  # test models are held weakly: keep it alive for the run
     a, b, c, d = diamond(model.model)
-    swarm = Swarm(a >> (b | c) >> d, hooks=[progress])
+    swarm = Swarm(a >> (b | c) >> d, context_mode="pull", hooks=[progress])
     if text:
         async for _ in swarm.stream("tea", text=True):
             pass

@@ -752,7 +752,7 @@ async def test_context_tools_in_pull_mode_work_under_the_text_protocol() -> None
     )
     scout = Agent("scout", "Find facts.", model=first.model)
     writer = Agent("writer", "Write.", model=second.model, tool_protocol="text")
-    result = await Swarm(scout >> writer).run("Norway")
+    result = await Swarm(scout >> writer, context_mode="pull").run("Norway")
     second.assert_consumed()
     ask, read = second.requests
     assert ask.tools == []

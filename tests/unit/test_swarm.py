@@ -182,7 +182,7 @@ async def test_concurrent_runs_of_one_swarm_share_nothing() -> None:
 async def test_pull_mode_first_step_gets_nothing_later_steps_get_hint_and_tools() -> None:
     model = OfflineModel()
     a, b = (Agent(n, f"{n} works.", model=model.model) for n in "ab")
-    await Swarm(a >> b).run("topic")
+    await Swarm(a >> b, context_mode="pull").run("topic")
     first_a = next(r for r in model.requests if r.system.startswith("a "))
     first_b = next(r for r in model.requests if r.system.startswith("b "))
     assert first_a.tools == []
@@ -327,7 +327,7 @@ def test_swarm_validates_its_arguments() -> None:
     with pytest.raises(UserError, match=r"tool named 'get_context'.*rename the tool"):
         Swarm(Agent("b", "x", tools=[get_context]))
     assert repr(Swarm(a, context_mode="push")) == "Swarm(a, context_mode='push')"
-    assert Swarm(a).context_mode == "pull"
+    assert Swarm(a).context_mode == "auto"
 
 
 async def test_empty_task_is_refused() -> None:
@@ -339,7 +339,7 @@ async def test_nested_groups_inside_branches() -> None:
     model = OfflineModel()
     a, b, c, d, e, f = (Agent(n, f"{n} works.", model=model.model) for n in "abcdef")
     flow = a >> ((b >> (c | d)) | e) >> f
-    result = await Swarm(flow).run("nested")
+    result = await Swarm(flow, context_mode="pull").run("nested")
     assert [r.agent_name for r in result.history] == ["a", "b", "c", "d", "e", "f"]
     hints = {r.system.split()[0]: r.system for r in model.requests if r.user == "nested"}
     # c sees a and b (its branch), not e (a sibling branch); f sees everything.

@@ -68,8 +68,8 @@ def test_example_arguments_follow_the_schema() -> None:
 async def test_offline_model_is_deterministic() -> None:
     model = offline_model()
     a, b = Agent("a", "A works.", model=model), Agent("b", "B works.", model=model)
-    first = await Swarm(a >> b).run("tea")
-    second = await Swarm(a >> b).run("tea")
+    first = await Swarm(a >> b, context_mode="pull").run("tea")
+    second = await Swarm(a >> b, context_mode="pull").run("tea")
     assert first.context == second.context
     assert "get_context" in [t.tool_name for t in first["b"].tool_calls]
 

@@ -120,7 +120,7 @@ async def test_diamond_flow_gives_a_correct_span_tree(
 ) -> None:
     model = shared_offline_model()
     a, b, c, d = diamond(model)
-    swarm = Swarm(a >> (b | c) >> d, hooks=[OpenTelemetryTracer(provider)])
+    swarm = Swarm(a >> (b | c) >> d, context_mode="pull", hooks=[OpenTelemetryTracer(provider)])
     result = await swarm.run("study tracing")
     spans = exporter.get_finished_spans()
 

@@ -22,6 +22,7 @@ from swarmcore.cli._format import one_line, resume_command, shorten, ui_command
 from swarmcore.cli._targets import as_flow, load_target, on_model
 from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Event, Hook, RunStarted
+from swarmcore.modes import DEFAULT_CONTEXT_MODE
 from swarmcore.store import SQLiteStore, default_store_path
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ def command_run(args: argparse.Namespace) -> int:
     if args.model:
         flow = on_model(flow, args.model)
     mode: ContextMode = args.context_mode or (
-        target.context_mode if isinstance(target, Swarm) else "pull"
+        target.context_mode if isinstance(target, Swarm) else DEFAULT_CONTEXT_MODE
     )
     budget: int | None = args.context_budget
     if budget is None and isinstance(target, Swarm) and mode == "auto":
