@@ -7,15 +7,16 @@ most useful first:
 
 1. the previous step's outputs in full, when all of them fit;
 2. agents that failed (one short line each: later agents must not wait for them);
-3. passages of the other outputs (paragraphs; a long one cut into windows),
-   ranked by BM25 against the agent's instructions and (less) the task, the
-   most relevant first; passages scoring under half the best are not shown;
-4. one-line summaries of the outputs of which nothing is shown, the few latest
-   (an output about as short as its summary line is shown whole instead).
+3. passages of the other outputs (paragraphs; a long one cut into windows of
+   whole sentences), ranked by BM25 against the agent's instructions and (less)
+   the task, chosen one at a time by what each adds to those chosen before;
+4. a one-line summary of the latest output of which nothing is shown (an output
+   about as short as its summary line is shown whole instead).
 
-What is chosen is rendered in flow order, each passage framed with its author
-and place (``<output agent="writer" passage="3/7" id="...">``), so the same
-context gives the same bytes and an agent can read the rest with the pull tools.
+What is chosen is rendered in flow order, an output's passages in one frame
+with its author and their places (``<output agent="writer" passage="3,5/7"
+id="...">``), so the same context gives the same bytes and an agent can read
+the rest with ``read_context``.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from dataclasses import dataclass, field
 from swarmcore._tokens import count_tokens
 from swarmcore.context import ContextEntry, Framing, SharedContext, shorten
 
-PASSAGE_CHARS = 150
-"""A paragraph longer than this is cut into windows of about this many characters.
+PASSAGE_CHARS = 250
+"""A paragraph longer than this is cut into windows of whole sentences up to this size.
 
-A few sentences: the context benchmark's facts sit in one sentence among filler,
-and windows of 300 sent 12-14 % fewer tokens than paragraphs cut at 1,200, on
-every shape, at the same facts delivered.
+A few sentences: on the context benchmark, at the budget chosen, 250 sent 4-9 %
+fewer tokens than 150 (whose narrow windows left the loop's agents reading more
+with the tool) and 2 % fewer than 300 (whose wider windows carry more filler with
+each fact), with every fact delivered.
 """
 RELEVANCE_FLOOR = 0.3
 """A passage is shown only if it scores at least this share of the first passage chosen."""
@@ -44,12 +46,12 @@ COVERED_WEIGHT = 0.5
 SUMMARY_CHARS = 100
 """Summaries and failure reasons are shortened to one line of this many characters."""
 SUMMARIES_SHOWN = 1
-"""The most summaries a hint shows (the latest): past that, list_context lists them.
+"""The most summaries a hint shows (the latest): past that, read_context() lists them.
 
 Without a cap the summaries of a long chain fill whatever budget is left, and the
-prompt grows with the chain's length where it should stay flat. Three, as pull's
-hint names the three most recent: on the context benchmark 3 sent 7 % fewer tokens
-than 6 on the relay of 20, the same elsewhere, with every fact delivered.
+prompt grows with the chain's length where it should stay flat. On the context
+benchmark one sent 6 % fewer tokens than three on the relay of 20 (where an agent
+needs only its predecessor), the same or fewer elsewhere, with every fact delivered.
 """
 TASK_WEIGHT = 0.3
 """How much a word of the task counts in ranking, against 1 for a word of the instructions.

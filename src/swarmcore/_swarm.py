@@ -68,16 +68,16 @@ class Swarm:
 
     Args:
         flow: The flow to run (an Agent alone is a one-step flow).
-        context_mode: ``"pull"`` (default): later agents get a short hint and
+        context_mode: ``"auto"`` (default): at most ``context_budget`` tokens of
+            context, the most useful first (the previous step in full when it
+            fits, else the passages most relevant to the agent, then a summary),
+            and ``read_context`` for the rest. ``"pull"``: a short hint and
             ``list_context``/``get_context``/``search_context`` tools.
             ``"push"``: the previous step's output in full and earlier ones as
-            summaries in the prompt, with ``expand_context``. ``"auto"``: at
-            most ``context_budget`` tokens of context, the most useful first
-            (the previous step in full when it fits, else the passages most
-            relevant to the agent, then summaries), and the pull tools for the rest.
+            summaries in the prompt, with ``expand_context``.
         context_budget: Under ``context_mode="auto"``, the most tokens
             (cl100k_base) of context each agent's prompt holds, framing
-            included; 1,000 when None. Refused with any other mode.
+            included; 400 when None. Refused with any other mode.
         defaults: Settings for every agent that leaves them unset: retry
             policy, call and agent timeouts, tool timeout, result truncation.
         step_retries: How many times an agent that failed transiently (a model

@@ -6,15 +6,15 @@ the names of the previous step, it returns a hint for the system prompt and the
 run-local tools that read that view. The tools are closures over the view, so
 they need nothing from the agent run that calls them.
 
-- **pull** (default): a short, bounded hint (the previous step and the few most
+- **pull**: a short, bounded hint (the previous step and the few most
   recent agents, with sizes and one-line summaries) and the tools
   ``list_context``, ``get_context`` and ``search_context``. The first step gets
   neither.
 - **push**: the previous step in full and earlier steps as summaries in the
   prompt, plus ``expand_context`` when anything is summarised.
-- **auto**: at most ``context_budget`` tokens of context, the most useful
-  first (the previous step in full when it fits, else the passages most
-  relevant to the agent, then summaries), and the pull tools for the rest
+- **auto** (default): at most ``context_budget`` tokens of context, the most
+  useful first (the previous step in full when it fits, else the passages most
+  relevant to the agent, then a summary), and ``read_context`` for the rest
   (:mod:`swarmcore._passages` chooses). It is the one mode whose hint depends
   on the agent: its instructions and the task, handed over as a
   :class:`Recipient`.
@@ -62,8 +62,8 @@ DEFAULT_CONTEXT_MODE: ContextMode = "auto"
 """The mode a Swarm runs in when ``context_mode`` is not given.
 
 Auto since the context benchmark (``benchmarks/context.py``) showed it sending the
-fewest input tokens on every shape, with every fact delivered: 0.16-0.36x pull's
-and 0.11-0.71x push's. Pull was the default before.
+fewest input tokens on every shape, with every fact delivered: 0.16-0.40x pull's
+and 0.11-0.69x push's. Pull was the default before.
 """
 
 CONTEXT_TOOL_NAMES = (
@@ -83,9 +83,10 @@ HINT_SUMMARY_CHARS = 100
 DEFAULT_CONTEXT_BUDGET = 400
 """Tokens of context per agent under auto mode when ``context_budget`` is not given.
 
-Chosen by the context benchmark (``benchmarks/context.py``, budgets 400 to 1,500):
-1,000 sent the fewest tokens over its five shapes with every fact delivered. Smaller
-budgets paid on one shape what they saved on another (more tool calls).
+Chosen by the context benchmark (``benchmarks/context.py``, budgets 250 to 700):
+400 sent the fewest tokens over its five shapes with every fact delivered. At 250-300
+an agent needing facts of three outputs no longer gets all three and reads more with
+the tool; from 500 up every agent is sent more than it reads.
 """
 
 
@@ -174,13 +175,13 @@ class PushMode:
 
 
 class AutoMode:
-    """Auto: at most ``budget`` tokens of context, the most useful first, and the pull tools.
+    """Auto: at most ``budget`` tokens of context, the most useful first, and read_context.
 
     The hint holds the previous step in full when it fits, else the passages of
     earlier outputs most relevant to the agent's instructions and the task,
-    then summaries of the rest, each framed with its author and place. The
-    tools read whatever did not fit; they are left out when everything did.
-    The first step gets nothing.
+    then a summary of the latest of the rest, each framed with its author and
+    place. ``read_context`` (the pull tools in one schema) reads whatever did
+    not fit; it is left out when everything did. The first step gets nothing.
 
     Args:
         budget: The most tokens (cl100k_base) the context hint may count.
