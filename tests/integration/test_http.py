@@ -102,7 +102,7 @@ async def test_swarm_over_http_in_pull_mode() -> None:
     with MockOpenAIServer(responder=answer) as server:
         first = Agent("first", "first agent", **server.model_kwargs)
         second = Agent("second", "second agent", **server.model_kwargs)
-        result = await Swarm(first >> second).run("go")
+        result = await Swarm(first >> second, context_mode="pull").run("go")
     nonce = nonce_of(server.raw_bodies[1]["messages"][0]["content"])
     assert result.output == "second saw " + Framing(nonce).block("first", "first saw nothing")
     assert "list_context" in server.raw_bodies[1]["tools"][0]["function"]["name"]
