@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
-from swarmcore import Agent, ModelError, Swarm
+from swarmcore import Agent, ModelError, Swarm, chain
 from swarmcore.testing import (
     OfflineModel,
     Reply,
@@ -140,3 +141,20 @@ async def test_dry_run_counts_a_structured_agent_without_failing() -> None:
     report = await Swarm(flow).dry_run("release")
     assert [e.agent_name for e in report.agents] == ["a", "judge"]
     assert all(e.model_calls >= 1 for e in report.agents)
+
+
+async def test_offline_model_lists_then_reads_the_latest_with_auto_modes_one_tool() -> None:
+    model = OfflineModel()
+    flow = chain(*[Agent(f"a{i}", f"Step {i} of the work.", model=model.model) for i in range(12)])
+    result = await Swarm(flow, context_mode="auto").run("tea")  # long: not all of it fits
+    last = [r for r in model.requests if r.system.startswith("Step 11")]
+    assert [r.called_tools for r in last] == [
+        [],
+        ["read_context"],
+        ["read_context", "read_context", "read_context"],
+    ]
+    assert [json.loads(c.arguments) for c in result["a11"].tool_calls] == [
+        {},
+        {"agent_name": "a9"},
+        {"agent_name": "a10"},
+    ]

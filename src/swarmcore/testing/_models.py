@@ -126,7 +126,8 @@ class OfflineModel:
     It behaves like a diligent agent: on its first turn it calls every tool it
     is offered (arguments synthesised from the tools' JSON schemas) and lists
     the shared context; next it reads the most recent outputs with
-    ``get_context`` (or ``expand_context`` in push mode); then it answers with
+    ``get_context`` (``read_context`` in auto mode, ``expand_context`` in push
+    mode); then it answers with
     text that reflects what it received, ending with a ``<summary>``.
 
     Args:
@@ -206,6 +207,10 @@ def _next_move(request: RecordedRequest) -> Reply:
         listed = _LISTED.findall(_tool_output(request, "list_context"))
         if listed:
             return Reply(tool_calls=[Call("get_context", {"agent_name": n}) for n in listed[-2:]])
+    if "read_context" in offered and _reads(request) == 1:  # auto mode: it has listed them
+        listed = _LISTED.findall(_tool_output(request, "read_context"))
+        if listed:
+            return Reply(tool_calls=[Call("read_context", {"agent_name": n}) for n in listed[-2:]])
     schema = _wanted_schema(request)
     if schema is not None:  # structured output: a value that fits the schema
         return Reply(text=json.dumps(_example(schema, schema.get("$defs", {}), "")))
@@ -230,7 +235,19 @@ def _wanted_schema(request: RecordedRequest) -> dict[str, Any] | None:
     return typing.cast(dict[str, Any], schema) if isinstance(schema, dict) else None
 
 
+def _reads(request: RecordedRequest) -> int:
+    """How many read_context calls the conversation holds."""
+    return sum(
+        1
+        for m in request.messages
+        for c in tool_calls_of(m)
+        if c["function"]["name"] == "read_context"
+    )
+
+
 def _first_call(name: str, parameters: Mapping[str, Any], task: str) -> Call:
+    if name == "read_context":  # auto mode's one tool: with no arguments, it lists
+        return Call(name, {})
     if name == "search_context":  # search for something the task is about
         words = sorted((w.strip(".,:;!?\"'") for w in task.split()), key=len, reverse=True)
         return Call(name, {"query": words[0] if words else "summary"})

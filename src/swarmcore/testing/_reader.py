@@ -194,6 +194,9 @@ class ReaderModel:
     4. ``get_context`` (or ``expand_context``) of any earlier agent it knows
        of (listed, or summarised in the prompt), in flow order: a guess.
 
+    Offered auto mode's ``read_context`` instead, it makes the same moves with
+    it: an agent's name to read, no arguments to list, a query to search.
+
     After ``max_rounds`` rounds of tool calls, or when no new call is left, it
     answers with what it has: filler paragraphs seeded by the first line of
     the instructions, the facts it states and the needed facts it found placed
