@@ -259,55 +259,26 @@ class ReaderModel:
         request: RecordedRequest,
         made: set[tuple[str, str]],
     ) -> list[Call]:
-        offered = set(request.tool_names)
-        reader = next((name for name in _READERS if name in offered), None)
-        if "read_context" in offered:  # auto mode: one tool reads, searches and lists
-            return self._one_tool_calls(missing, needs, request, made)
+        tools = _Tools(set(request.tool_names))
         view = _View(request)
         chosen: list[tuple[str, dict[str, str]]] = []
         for fact in missing:
             query = fact if self.search == "id" else needs[fact]
-            options: list[tuple[str, dict[str, str]]] = []
-            if reader:
-                named = view.naming(fact, needs[fact]) + view.hits.get(query, [])
-                options += [(reader, {"agent_name": agent}) for agent in named]
-            if "list_context" in offered:
-                options.append(("list_context", {}))
-            if "search_context" in offered:
-                options.append(("search_context", {"query": query}))
-            if reader:
-                options += [(reader, {"agent_name": agent}) for agent in view.known]
+            named = view.naming(fact, needs[fact]) + view.hits.get(query, [])
+            options = [tools.read(agent) for agent in named]
+            options += [tools.listing(), tools.search(query)]
+            options += [tools.read(agent) for agent in view.known]
             # The first option not made before; one already chosen this turn serves this
             # fact too (one list_context, or one read of an agent naming two facts).
-            for name, args in options:
+            for option in options:
+                if option is None:
+                    continue
+                name, args = option
                 if (name, _canonical(args)) not in made:
-                    if (name, args) not in chosen:
-                        chosen.append((name, args))
+                    if option not in chosen:
+                        chosen.append(option)
                     break
         return [Call(name, args) for name, args in chosen]
-
-    def _one_tool_calls(
-        self,
-        missing: list[str],
-        needs: Mapping[str, str],
-        request: RecordedRequest,
-        made: set[tuple[str, str]],
-    ) -> list[Call]:
-        """The calls of :meth:`_calls_for`, made with ``read_context`` (auto mode's tool)."""
-        view = _View(request)
-        chosen: list[dict[str, str]] = []
-        for fact in missing:
-            query = fact if self.search == "id" else needs[fact]
-            named = view.naming(fact, needs[fact]) + view.hits.get(query, [])
-            options = [{"agent_name": agent} for agent in named]
-            options += [{}, {"query": query}]
-            options += [{"agent_name": agent} for agent in view.known]
-            for args in options:
-                if ("read_context", _canonical(args)) not in made:
-                    if args not in chosen:
-                        chosen.append(args)
-                    break
-        return [Call("read_context", args) for args in chosen]
 
     def _answer(
         self,
@@ -340,6 +311,34 @@ class ReaderModel:
         named = [f"{f} ({fact_topic(s)})" for f, s in facts.items()]
         listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
         return f"Covers {listed}."
+
+
+class _Tools:
+    """The calls that read, list and search with the context tools offered.
+
+    Pull's three tools, push's ``expand_context``, or auto's ``read_context``
+    (one tool that reads, lists or searches by its arguments); None where the
+    move has no tool.
+    """
+
+    def __init__(self, offered: set[str]) -> None:
+        self.one = "read_context" in offered
+        self.reader = next((name for name in _READERS if name in offered), None)
+        self.offered = offered
+
+    def read(self, agent: str) -> tuple[str, dict[str, str]] | None:
+        name = "read_context" if self.one else self.reader
+        return (name, {"agent_name": agent}) if name else None
+
+    def listing(self) -> tuple[str, dict[str, str]] | None:
+        if self.one:
+            return ("read_context", {})
+        return ("list_context", {}) if "list_context" in self.offered else None
+
+    def search(self, query: str) -> tuple[str, dict[str, str]] | None:
+        if self.one:
+            return ("read_context", {"query": query})
+        return ("search_context", {"query": query}) if "search_context" in self.offered else None
 
 
 class _View:
