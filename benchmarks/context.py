@@ -21,12 +21,15 @@ with searches in plain words, as real models write them. Per
 shape and mode it prints: facts delivered (needed facts the answers stated, of all
 needed), input tokens (cl100k_base, ``swarmcore._tokens.count_tokens``, over each
 request's tool schemas and messages as serialized below), model calls, the largest
-single prompt, and the cacheable-prefix share: each request is serialized
+single prompt, the cacheable-prefix share: each request is serialized
 canonically (its tools' JSON, then its messages in order, as Anthropic and OpenAI
 order their cache prefix); its longest prefix shared byte for byte with any earlier
 request of the run counts where it is at least 1,024 tokens (the smallest prefix
-either provider caches); the share is those prefixes' tokens over all input tokens.
-Then the largest prompt of the last agent of relay chains of 2, 5, 10, 20 and 50.
+either provider caches); the share is those prefixes' tokens over all input tokens;
+and the input tokens as billed if every cacheable token were read from a cache at
+0.1x the price (Anthropic's cache reads; OpenAI's are 0.5x or less), so modes
+compare on what a cache would save them. Then the largest prompt of the last
+agent of relay chains of 2, 5, 10, 20 and 50.
 
 ``--model NAME`` runs the same shapes on a real model when its provider's key is
 set (the runs are stored in ``--store``; answers scored the same way; tokens as the
@@ -51,6 +54,9 @@ from swarmcore.testing import FactScore, ReaderModel, RecordedRequest, score_fac
 
 CACHE_MIN_TOKENS = 1024
 """The smallest prefix OpenAI's and Anthropic's prompt caches keep."""
+CACHED_PRICE = 0.1
+"""What a cached input token costs against an uncached one (Anthropic's cache reads;
+OpenAI charges 0.5 or less, so this is the price most favourable to caching)."""
 MODES = ("pull", "push", "auto")
 CHAIN_LENGTHS = (2, 5, 10, 20, 50)
 TASK = "Prepare the rollout of the new customer portal and report what you know."
@@ -244,6 +250,11 @@ class Measured:
     def share(self) -> float:
         return self.cacheable / self.input_tokens if self.input_tokens else 0.0
 
+    @property
+    def billed(self) -> int:
+        """Input tokens as billed when every cacheable token is read from the cache."""
+        return round(self.input_tokens - (1 - CACHED_PRICE) * self.cacheable)
+
 
 def measure(requests: Sequence[RecordedRequest], score: FactScore) -> Measured:
     texts = [serialize(r) for r in requests]
@@ -332,6 +343,7 @@ HEADER = (
     "calls",
     "largest prompt",
     "cacheable",
+    "billed, cached at 0.1x",
 )
 
 
@@ -345,6 +357,7 @@ def row(shape: str, mode: str, m: Measured) -> list[str]:
         str(m.calls),
         f"{m.largest:,}",
         f"{100 * m.share:.0f} %",
+        f"{m.billed:,}",
     ]
 
 
@@ -401,7 +414,7 @@ async def real_tables(model: str, modes: Sequence[str], store: Path) -> str:
             rows.append(
                 row(shape, mode, reported(result, score_facts(_agents(flow), result.context)))
             )
-    header = (*HEADER[:-1], "cached (reported)")
+    header = (*HEADER[:-2], "cached (reported)", HEADER[-1])
     return f"## {model} (runs stored in {store})\n\n{table(header, rows)}\n"
 
 

@@ -78,6 +78,9 @@ def test_measure_adds_up_and_divides() -> None:
     shared = bench.serialize(requests[0])[:-2]  # the first without its closing '"}'
     assert measured.cacheable == bench.count_tokens(shared)
     assert measured.share == pytest.approx(measured.cacheable / (first + second))
+    # Billed: the cacheable tokens at a tenth of the price, the rest at full price.
+    expected = first + second - measured.cacheable + 0.1 * measured.cacheable
+    assert measured.billed == round(expected)
 
 
 def test_instructions_follow_the_reader_convention() -> None:
