@@ -1,10 +1,13 @@
-"""A fast OpenAI-compatible chat-completions server for the benchmarks (127.0.0.1 only).
+"""A fast OpenAI-compatible server for the benchmarks (127.0.0.1 only).
 
 Run as its own process: ``python benchmarks/_server.py --latency 0.2``. It binds a
 free port, prints ``PORT <n>`` on stdout, stops on SIGTERM, SIGINT or when its
 stdin closes (its driver exited), and answers every
 ``POST .../chat/completions`` after ``latency`` seconds with a short text reply
-and a usage block. One asyncio loop and a minimal HTTP/1.1 keep-alive parser:
+and a usage block, and every ``POST .../responses`` (OpenAI's Responses API) with
+the same reply as a Responses API response, built by the code
+``swarmcore.testing.MockOpenAIServer`` answers with. One asyncio loop and a
+minimal HTTP/1.1 keep-alive parser:
 each request costs a few tens of microseconds, so hundreds of concurrent calls
 wait on the latency, never on the server.
 
@@ -14,7 +17,7 @@ Side routes for the benchmark driver:
   of each chat request are kept, keyed by the first line of its system message
   (the agent's instructions), so the floor can send byte-identical payloads;
 * ``GET /captured``: the kept payloads as JSON (and forget them);
-* ``GET /stats``: requests served so far.
+* ``GET /stats``: requests served so far (and how many of them on the Responses API).
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ import threading
 import time
 from typing import Any
 
+from swarmcore.testing import RecordedRequest, Reply
+
+# The Responses API response MockOpenAIServer answers with: one shape for tests and benchmark.
+from swarmcore.testing._replies import responses_body
+
 REPLY_TEXT = "Done: the step is complete.\n<summary>step complete</summary>"
 REPLY_MODEL = "gpt-4o-mini-2024-07-18"
 """The model a reply names, as OpenAI names a gpt-4o-mini reply: one litellm can price."""
@@ -40,6 +48,7 @@ class BenchServer:
         self.capturing = False
         self.captured: dict[str, dict[str, Any]] = {}
         self.served = 0
+        self.served_responses = 0
         self._ids = 0
         self._completion_tokens = len(REPLY_TEXT) // 4
         self.writers: set[asyncio.StreamWriter] = set()
@@ -80,6 +89,11 @@ class BenchServer:
             await asyncio.sleep(self.latency)
             self.served += 1
             return 200, self._completion(len(body))
+        if method == "POST" and path.rstrip("/").endswith("/responses"):
+            await asyncio.sleep(self.latency)
+            self.served += 1
+            self.served_responses += 1
+            return 200, self._responses_reply(len(body))
         if path == "/capture/on":
             self.capturing = True
             return 200, b"{}"
@@ -90,7 +104,11 @@ class BenchServer:
             data, self.captured = self.captured, {}
             return 200, json.dumps(data).encode()
         if path == "/stats":
-            stats = {"served": self.served, "cpu_seconds": time.process_time()}
+            stats = {
+                "served": self.served,
+                "served_responses": self.served_responses,
+                "cpu_seconds": time.process_time(),
+            }
             return 200, json.dumps(stats).encode()
         return 404, b'{"error": {"message": "no such route", "type": "invalid_request_error"}}'
 
@@ -124,6 +142,18 @@ class BenchServer:
                 "total_tokens": prompt + completion,
             },
         }
+        return json.dumps(payload, separators=(",", ":")).encode()
+
+    def _responses_reply(self, body_bytes: int) -> bytes:
+        """The same reply as ``_completion``'s, as a Responses API response."""
+        prompt = max(1, body_bytes // 4)
+        reply = Reply(
+            text=REPLY_TEXT,
+            model=REPLY_MODEL,
+            prompt_tokens=prompt,
+            completion_tokens=self._completion_tokens,
+        )
+        payload = responses_body(RecordedRequest(model=REPLY_MODEL, messages=[]), reply)
         return json.dumps(payload, separators=(",", ":")).encode()
 
 

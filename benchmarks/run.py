@@ -1,7 +1,7 @@
 """swarmcore against its floors: plain ``litellm.acompletion`` or ``openai`` + ``asyncio.gather``.
 
     uv run python benchmarks/run.py [--quick] [--latency 0.2] [--reps 7] [--profile]
-        [--only w1,w2,w3,alone,settings,tokens,import,bursts,context] [--fan-outs 500]
+        [--only w1,w2,w3,responses,alone,settings,tokens,import,bursts,context] [--fan-outs 500]
         [--concurrency 200]
 
 A full run takes ~15 minutes; ``--quick`` (~2 minutes) runs W1, W3 at K=50 only, W2 at
@@ -49,6 +49,11 @@ LiteLLM: the old row).
   So does a control at W3's largest K, with two or more sets of workers: the
   LiteLLM floor against itself (each set's floor worker against the next set's,
   after W2), measured as the W3 rows are: what it reads beside 1.00 is this run's noise.
+* Responses API: CPU per call of the native backend speaking OpenAI's Responses API
+  (the diamond's agents choosing ``api="responses"``; the server answers
+  ``POST /responses`` with the same reply, in that API's shape) against the native
+  side's own diamond on chat completions, W3 K=50 batches taking turns in this
+  process (20 rounds each, 4 with ``--quick``); target 1.2x (issue 43).
 * Cold ``import swarmcore`` (names load on first use) and the import a program
   really does (``from swarmcore import Agent, Swarm, ...``) against its own
   dependencies' import (asyncio, pydantic): medians of 5 fresh interpreters,
@@ -130,6 +135,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 if TYPE_CHECKING:  # imported lazily below: the floor's W3 worker never imports swarmcore
     from swarmcore import Agent, Swarm
+    from swarmcore.llm.choice import ApiName
     from swarmcore.testing import RecordedRequest
 
 # As swarmcore does before importing litellm: the bundled price map, no fetch at import.
@@ -382,9 +388,12 @@ def instructions(name: str) -> str:
     return f"You are {name}, one step of a benchmark flow."
 
 
-def bench_agent(name: str, api_base: str, backend: str | None = None) -> Agent:
+def bench_agent(
+    name: str, api_base: str, backend: str | None = None, api: ApiName | None = None
+) -> Agent:
     """An agent of the workloads; ``backend`` (``"litellm"``) forces one, else swarmcore picks
-    (native for this model, or what ``SWARMCORE_MODEL_BACKEND`` says)."""
+    (native for this model, or what ``SWARMCORE_MODEL_BACKEND`` says); ``api`` (``"responses"``)
+    has the native backend speak OpenAI's Responses API instead of chat completions."""
     from swarmcore import Agent
 
     return Agent(
@@ -394,13 +403,14 @@ def bench_agent(name: str, api_base: str, backend: str | None = None) -> Agent:
         api_base=api_base,
         api_key=API_KEY,
         backend="litellm" if backend == "litellm" else None,
+        api=api,
     )
 
 
-def diamond_swarm(api_base: str, backend: str | None = None) -> Swarm:
+def diamond_swarm(api_base: str, backend: str | None = None, api: ApiName | None = None) -> Swarm:
     from swarmcore import Swarm
 
-    a, b, c, d = (bench_agent(n, api_base, backend) for n in "abcd")
+    a, b, c, d = (bench_agent(n, api_base, backend, api) for n in "abcd")
     return Swarm(a >> (b | c) >> d)
 
 
@@ -738,8 +748,21 @@ def render(rows: Sequence[Row]) -> str:
 
 
 WORKLOADS = frozenset(
-    {"w1", "w2", "w3", "alone", "settings", "tokens", "import", "bursts", "context"}
+    {
+        "w1",
+        "w2",
+        "w3",
+        "responses",
+        "alone",
+        "settings",
+        "tokens",
+        "import",
+        "bursts",
+        "context",
+    }
 )
+RESPONSES_CPU_LIMIT = 1.20
+"""The native backend's CPU per call on the Responses API, at most this times chat completions'."""
 
 
 @dataclass(slots=True)
@@ -757,9 +780,11 @@ class Config:
     loop: str = "?"
     """The event loop class both sides ran on (asyncio.run's default, here and in workers)."""
     one_process_pairs: int = 0
+    """Pairs of W3 K=50 batches run with both sides in the driver's process (0: none)."""
     w2_rounds: int = W2_ROUNDS
     """Fan-outs per W2 measurement at 100 <= N < 500 (1 with ``--quick``)."""
-    """Pairs of W3 K=50 batches run with both sides in the driver's process (0: none)."""
+    responses_rounds: int = 20
+    """W3 K=50 batches of each API in the Responses row (4 with ``--quick``)."""
 
 
 async def in_process(
@@ -808,18 +833,14 @@ async def in_process(
         # are the benchmark's; these rows say how far their noise can be trusted.
         k, pairs = ONE_PROCESS_K, cfg.one_process_pairs
         progress(f"W3 K={k} in this process, {pairs} rounds")
-
-        def batch(diamond: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[object]]:
-            async def run() -> None:
-                await asyncio.gather(*(diamond() for _ in range(k)))
-
-            return run
-
         settle_gc()  # the swarms and payloads set up since the first freeze, as in a worker
-        bests = await interleaved(pairs, [batch(diamonds[s]) for s in SIDES], 4 * k)
+        bests = await interleaved(pairs, [batch(diamonds[s], k) for s in SIDES], 4 * k)
         label = f"W3 K={k} CPU/call, one process, {pairs} rounds"
         cpu = cpu_rows(label, by_side(bests))
         rows += [replace(row, target="-", ok="-") for row in cpu]
+
+    if "responses" in cfg.only:
+        rows.append(await responses_row(server, cfg, diamonds["native"]))
 
     if "tokens" in cfg.only:
         progress("prompt tokens of chains (offline FunctionModel)")
@@ -830,6 +851,47 @@ async def in_process(
     profile = await profile_w3(server, payloads, 50) if cfg.profile else ""
     await openai_floor.aclose()
     return rows, payloads, fan_outs, profile
+
+
+def batch(diamond: Callable[[], Awaitable[object]], k: int) -> Callable[[], Awaitable[object]]:
+    """W3's work: ``k`` diamond runs at once."""
+
+    async def run() -> None:
+        await asyncio.gather(*(diamond() for _ in range(k)))
+
+    return run
+
+
+async def responses_row(
+    server: ServerProcess, cfg: Config, chat: Callable[[], Awaitable[object]]
+) -> Row:
+    """CPU per call of the native backend on OpenAI's Responses API against chat completions.
+
+    The same diamond, its agents choosing ``api="responses"``, against the native side's
+    own diamond (chat completions), both in this process as W3 K=50 batches taking turns
+    (``cfg.responses_rounds`` of each); the server answers both APIs with the same reply.
+    The issue's target: within 1.2x of chat completions.
+    """
+    on_responses = diamond_swarm(server.api_base, api="responses")
+    before = server.call("GET", "/stats")["served_responses"]
+    await on_responses.run(TASK)  # its own untimed first run
+    sent = server.call("GET", "/stats")["served_responses"] - before
+    if sent != 4:  # a row about the Responses API must have spoken it
+        raise RuntimeError(f"the Responses diamond sent {sent} requests to /responses, not 4")
+    k, rounds = ONE_PROCESS_K, cfg.responses_rounds
+    progress(f"W3 K={k} on the Responses API against chat completions, {rounds} rounds")
+    settle_gc()
+    chat_best, responses_best = await interleaved(
+        rounds, [batch(chat, k), batch(lambda: on_responses.run(TASK), k)], 4 * k
+    )
+    return ratio_row(
+        f"W3 K={k} CPU/call, native Responses API / chat completions ({rounds} rounds)",
+        responses_best.cpu_ms_per_call,
+        chat_best.cpu_ms_per_call,
+        "ms",
+        limit=RESPONSES_CPU_LIMIT,
+        series=(responses_best.cpus, chat_best.cpus),
+    )
 
 
 def chain_answer(request: RecordedRequest) -> str:
@@ -1848,6 +1910,7 @@ def _main() -> int:
         reps=args.reps or (2 if args.quick else 7),
         one_process_pairs=0 if args.quick else 30,
         w2_rounds=1 if args.quick else W2_ROUNDS,
+        responses_rounds=4 if args.quick else 20,
         fan_outs=args.fan_outs or ((100,) if args.quick else (10, 100, 500)),
         concurrency=args.concurrency or ((50,) if args.quick else (1, 50, 200)),
         chains=(5, 20) if args.quick else (5, 20, 50),

@@ -48,6 +48,7 @@ def test_quick_benchmark_prints_its_table() -> None:
         **{f"W3 K=50 CPU/call, {c}": two_cpus for c in all_three},
         **{f"W3 K=50 peak RSS, {c}": two_peaks for c in all_three},
         "W3 K=50 CPU/call, the floor against itself (a control)": two_cpus,
+        "W3 K=50 CPU/call, native Responses API / chat completions (4 rounds)": two_cpus,
         "swarmcore alone, W3 diamond x50": r"\d+ µs/run +\d+\.\d\d ms/call .*% of floor",
         "prompt tokens pull chain=20": r"k2=\d+ +k5=\d+ +k20=\d+",
         "prompt tokens in all, fan-in of parts": r"pull=[\d,]+/\d+ calls +push=[\d,]+/\d+ calls",
