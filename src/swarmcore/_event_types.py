@@ -149,6 +149,9 @@ class ModelCallFinished(Event):
     error: BaseException | None = None
     response_model: str | None = None
     """The model the provider's reply names (often a dated version), when it names one."""
+    api: str | None = None
+    """The OpenAI API the reply came through on the native backend: ``chat_completions``
+    or ``responses`` (``api="responses"``); None on LiteLLM, or when the call failed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

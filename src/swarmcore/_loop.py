@@ -314,6 +314,7 @@ class RunState:
                 attempts=reply.attempts,
                 tool_calls=len(calls),
                 response_model=reply.response_model,
+                api=reply.api,
             )
         self._record(reply, calls)
         if calls:

@@ -31,6 +31,9 @@ TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 ERROR_TYPE = "error.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
+OPENAI_API_TYPE = "openai.api.type"
+"""The conventions' OpenAI refinement: ``chat_completions`` or ``responses``. The operation
+stays ``chat`` on either: the conventions name no ``responses`` operation."""
 
 OP_INVOKE_WORKFLOW = "invoke_workflow"
 OP_INVOKE_AGENT = "invoke_agent"

@@ -70,6 +70,7 @@ from swarmcore._semconv import (
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
     OP_INVOKE_WORKFLOW,
+    OPENAI_API_TYPE,
     OPERATION_NAME,
     OPT_IN_VARIABLE,
     PROVIDER_NAME,
@@ -501,6 +502,8 @@ def _set_server(attributes: _Attributes, url: str) -> None:
 def _set_model_call(span: Span, event: ModelCallFinished) -> None:
     if event.response_model:
         span.set_attribute(RESPONSE_MODEL, event.response_model)
+    if event.api is not None:  # which of OpenAI's two APIs answered (a fallback may differ)
+        span.set_attribute(OPENAI_API_TYPE, event.api)
     span.set_attribute(ATTEMPTS, event.attempts)
     if event.usage is not None:
         span.set_attribute(USAGE_INPUT_TOKENS, event.usage.prompt_tokens)

@@ -391,16 +391,17 @@ async def _streamed(
         MalformedReply: A chunk is not a chat-completion chunk, or the stream ended
             before its ``finish_reason``.
     """
+    on_responses = responses.chosen(request.call, model)
     stream = (
         responses.StreamedResponse(request.deliver_reasoning)
-        if responses.chosen(request.call, model)
+        if on_responses
         else completion.StreamedCompletion()
     )
     async for chunk in chunks:
         text = stream.add(chunk)
         if text:
             request.deliver(text)
-    return _reply(model, stream.whole(headers.get("Content-Type")), headers)
+    return _reply(model, stream.whole(headers.get("Content-Type")), headers, on_responses)
 
 
 def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str, str]) -> LLMReply:
@@ -413,14 +414,17 @@ def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str,
         MalformedReply: The body is not a chat completion.
         EndpointError: The body is an ``error`` object.
     """
-    read = responses.response if responses.chosen(request.call, model) else completion.completion
+    on_responses = responses.chosen(request.call, model)
+    read = responses.response if on_responses else completion.completion
     whole = read(completion.parsed(raw, "the reply's body"))
     if request.stream and whole.text:
         request.deliver(whole.text)
-    return _reply(model, whole, headers)
+    return _reply(model, whole, headers, on_responses)
 
 
-def _reply(model: str, whole: completion.Completion, headers: Mapping[str, str]) -> LLMReply:
+def _reply(
+    model: str, whole: completion.Completion, headers: Mapping[str, str], on_responses: bool
+) -> LLMReply:
     return LLMReply(
         text=whole.text,
         tool_calls=whole.tool_calls,
@@ -431,6 +435,7 @@ def _reply(model: str, whole: completion.Completion, headers: Mapping[str, str])
         model=model,
         response_model=whole.model,
         reasoning=whole.reasoning,
+        api="responses" if on_responses else "chat_completions",
     )
 
 

@@ -132,6 +132,9 @@ class LLMReply:
     """The model the provider's reply names (its ``model`` field), when it names one."""
     reasoning: tuple[Mapping[str, Any], ...] = ()
     """The Responses API's reasoning items, as the model sent them, to hand back next turn."""
+    api: ApiName | None = None
+    """The OpenAI API the reply came through on the native backend (``chat_completions``
+    or ``responses``); None on LiteLLM, which does not say."""
 
     def timed(
         self, duration_seconds: float, attempts: int, started_at: float | None = None
@@ -149,6 +152,7 @@ class LLMReply:
             started_at,
             self.response_model,
             self.reasoning,
+            self.api,
         )
 
     def as_message(self, *, with_calls: bool = True) -> Message:

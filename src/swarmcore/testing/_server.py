@@ -74,6 +74,8 @@ class MockOpenAIServer:
         """Every request body as JSON, in arrival order."""
         self.headers: list[dict[str, str]] = []
         """Every request's headers (names lower-cased), in arrival order."""
+        self.paths: list[str] = []
+        """Every request's path (``/v1/chat/completions``, ``/v1/responses``), in arrival order."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -126,12 +128,13 @@ class MockOpenAIServer:
         self.stop()
 
     def _next(
-        self, request: RecordedRequest, body: dict[str, Any], headers: dict[str, str]
+        self, request: RecordedRequest, body: dict[str, Any], headers: dict[str, str], path: str
     ) -> Step:
         with self._lock:
             self.requests.append(request)
             self.raw_bodies.append(body)
             self.headers.append(headers)
+            self.paths.append(path)
             if self._script:
                 return self._script.pop(0)
         if self._responder is not None:
@@ -157,7 +160,9 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             request = _recorded(body, responses=responses)
-            step = server._next(request, body, {k.lower(): v for k, v in self.headers.items()})  # pyright: ignore[reportPrivateUsage] -- the server's own handler
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            path = urlsplit(self.path).path
+            step = server._next(request, body, headers, path)  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if step.delay:
                 server._stopping.wait(step.delay)  # pyright: ignore[reportPrivateUsage] -- the server's own handler
             if isinstance(step, Fail):
