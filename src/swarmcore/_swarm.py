@@ -27,6 +27,7 @@ from swarmcore.agent import (
     Agent,
     AgentDefaults,
     check_approvals,
+    check_defaults,
     check_variables,
     needs_approval,
     reachable,
@@ -145,6 +146,8 @@ class Swarm:
         agents = check_agents(flow)
         if defaults is not None and not isinstance(defaults, AgentDefaults):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
             raise UserError(f"defaults must be an AgentDefaults, got {type(defaults).__name__}.")
+        if defaults is not None:
+            check_defaults(agents, defaults)
         check_number("Swarm", "step_retries", step_retries, whole=True, zero=True)
         if store_errors not in ("raise", "warn"):
             raise UserError(f"store_errors must be 'raise' or 'warn', got {store_errors!r}.")

@@ -27,7 +27,7 @@ from swarmcore._tools import Approver, Tool, Toolset, function_tool, to_tools, v
 from swarmcore.context import SharedContext
 from swarmcore.errors import AgentError, DelegationDepthExceeded, UserError
 from swarmcore.llm._types import ApiName, BackendName
-from swarmcore.llm.choice import api_named, backend_named
+from swarmcore.llm.choice import api_named, backend_named, check_api_settings
 from swarmcore.results import AgentResult
 from swarmcore.scope import current_call
 
@@ -225,6 +225,8 @@ class Agent(FlowNode):
         object.__setattr__(self, "backend", backend)
         if self.api is not None:
             object.__setattr__(self, "api", api_named(self.api, f"{owner}: api", backend))
+            models = (self.model, *self.fallback_models)
+            check_api_settings(self.api, models, self.model_settings, owner)
 
     def _check_output(self, owner: str) -> None:
         for setting in ("output_protocol", "tool_protocol"):
@@ -465,6 +467,22 @@ def reachable(agents: Iterable[Agent]) -> list[Agent]:
         found[id(agent)] = agent
         pending += [t.delegate for t in agent.tool_map.values() if isinstance(t.delegate, Agent)]
     return list(found.values())
+
+
+def check_defaults(agents: Iterable[Agent], defaults: AgentDefaults) -> None:
+    """Fail at the Swarm's construction where its defaults do not fit an agent that takes them.
+
+    Raises:
+        UserError: The defaults choose the Responses API, and an agent (or a
+            delegate) that leaves ``api`` unset holds a setting that API refuses.
+    """
+    if defaults.api is None:
+        return
+    for agent in reachable(agents):
+        if agent.api is None:
+            models = (agent.model, *agent.fallback_models)
+            where = f"Agent {agent.name!r} (its api from the Swarm's AgentDefaults)"
+            check_api_settings(defaults.api, models, agent.model_settings, where)
 
 
 def check_variables(agents: Iterable[Agent], variables: Mapping[str, object]) -> None:

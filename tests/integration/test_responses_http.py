@@ -9,11 +9,23 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
-from swarmcore.events import ReasoningDelta, TextDelta
-from swarmcore.testing import Call, MockOpenAIServer, Reply
+from swarmcore.events import (
+    Event,
+    ModelCallFinished,
+    ModelFallback,
+    ReasoningDelta,
+    RunFinished,
+    TextDelta,
+    ToolCallStarted,
+)
+from swarmcore.testing import Call, Fail, MockOpenAIServer, RecordedRequest, Reply
+from swarmcore.tracing import OpenTelemetryTracer
 from tests.helpers import http_server
 
 
@@ -82,8 +94,11 @@ async def test_a_responses_agent_and_a_chat_agent_run_in_one_swarm() -> None:
         editor = Agent("editor", "Edit.", **server.model_kwargs)
         result = await Swarm(writer >> editor).run("a poem")
     assert result.output == "final"
+    assert server.paths == ["/v1/responses", "/v1/chat/completions"]  # one request on each
     assert ["input" in body for body in server.raw_bodies] == [True, False]
     assert ["messages" in body for body in server.raw_bodies] == [False, True]
+    # The editor read the writer's output, whichever API carried it.
+    assert "draft" in json.dumps(server.raw_bodies[1]["messages"])
 
 
 async def test_a_streamed_tool_loop_sends_text_deltas_and_keeps_the_reasoning() -> None:
@@ -263,3 +278,122 @@ async def test_an_openai_reasoning_model_with_tools_speaks_responses_unless_told
         agent = Agent("a", "Add.", tools=[add], api=api, **options)
         assert (await agent.run("1 + 1?")).output == "2"
     assert all(route in body for body in server.raw_bodies)
+
+
+async def test_a_streamed_tool_call_publishes_what_it_publishes_on_chat_completions() -> None:
+    # Chat completions publish no event for a tool call's streamed arguments (the call
+    # starts once whole, as ToolCallStarted); the Responses API's argument deltas match.
+    async def seen(api: Any) -> tuple[list[tuple[str, str]], MockOpenAIServer]:
+        script = [
+            Reply(text="Adding them.", tool_calls=(Call("add", {"a": 2, "b": 2}, id="c1"),)),
+            Reply(text="Four."),
+        ]
+        kinds: list[tuple[str, str]] = []
+        with MockOpenAIServer(script) as server:
+            agent = Agent("adder", "Add.", tools=[add], api=api, **server.model_kwargs)
+            async for event in Swarm(agent).stream("2 + 2?", text=True):
+                kinds.append(_shown(event))
+        return kinds, server
+
+    on_chat, chat_server = await seen("chat_completions")
+    on_responses, responses_server = await seen("responses")
+    assert chat_server.paths == ["/v1/chat/completions"] * 2
+    assert responses_server.paths == ["/v1/responses"] * 2
+    assert on_responses == on_chat
+    assert ("ToolCallStarted", '{"a": 2, "b": 2}') in on_responses
+    deltas = "".join(text for kind, text in on_responses if kind == "TextDelta")
+    assert deltas == "Adding them.Four."  # the arguments never stream as text
+
+
+def _shown(event: Event) -> tuple[str, str]:
+    """An event's kind, with what it carries that a consumer would show."""
+    match event:
+        case TextDelta(text=text) | ReasoningDelta(text=text):
+            return type(event).__name__, text
+        case ToolCallStarted(arguments=arguments):
+            return "ToolCallStarted", arguments
+        case _:
+            return type(event).__name__, ""
+
+
+async def test_a_responses_call_is_a_chat_span_naming_its_api_and_reasoning_tokens() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    thought = Reply(
+        text="4", prompt_tokens=30, completion_tokens=12, reasoning_tokens=7, cached_tokens=3
+    )
+    with MockOpenAIServer([thought, "Four."]) as server:
+        thinker = Agent(
+            "thinker",
+            "Think.",
+            api="responses",
+            **{**server.model_kwargs, "model": "openai/o4-mini"},
+        )
+        editor = Agent("editor", "Edit.", **server.model_kwargs)
+        swarm = Swarm(thinker >> editor, hooks=[OpenTelemetryTracer(provider)])
+        await swarm.run("2 + 2?")
+    chats = {
+        str((s.attributes or {})["gen_ai.agent.name"]): dict(s.attributes or {})
+        for s in exporter.get_finished_spans()
+        if s.name.startswith("chat ")
+    }
+    thinking, editing = chats["thinker"], chats["editor"]
+    # The conventions name no "responses" operation: a Responses call is a chat, refined by
+    # openai.api.type.
+    assert thinking["gen_ai.operation.name"] == editing["gen_ai.operation.name"] == "chat"
+    assert thinking["openai.api.type"] == "responses"
+    assert editing["openai.api.type"] == "chat_completions"
+    assert thinking["gen_ai.provider.name"] == "openai"
+    assert thinking["gen_ai.request.model"] == "o4-mini"
+    assert (thinking["gen_ai.usage.input_tokens"], thinking["gen_ai.usage.output_tokens"]) == (
+        30,
+        12,
+    )
+    assert thinking["gen_ai.usage.reasoning.output_tokens"] == 7
+    assert thinking["gen_ai.usage.cache_read.input_tokens"] == 3
+    assert "gen_ai.usage.reasoning.output_tokens" not in editing
+
+
+async def test_a_responses_model_that_fails_falls_back_to_a_chat_completions_model() -> None:
+    # o4-mini offered tools speaks the Responses API by default; its fallback gpt-4o-mini
+    # speaks chat completions. Its second turn fails past its retries and crosses over.
+    def answer(request: RecordedRequest) -> Reply | Fail:
+        if request.model == "o4-mini":
+            if request.tool_results:
+                return Fail(503, "overloaded")
+            return Reply(
+                tool_calls=(Call("add", {"a": 1, "b": 2}, id="c1"),), encrypted_reasoning="enc-1"
+            )
+        return Reply(text="It is 3.")
+
+    with MockOpenAIServer(responder=answer) as server:
+        agent = Agent(
+            "adder",
+            "Add.",
+            tools=[add],
+            model="openai/o4-mini",
+            fallback_models=["openai/gpt-4o-mini"],
+            api_base=server.url,
+            api_key="sk-test-local",
+            retry=RetryPolicy(max_retries=0),
+        )
+        events: list[Event] = []
+        async for event in Swarm(agent).stream("1 + 2?"):
+            events.append(event)
+    assert [e.result.output for e in events if isinstance(e, RunFinished)] == ["It is 3."]
+    assert server.paths == ["/v1/responses", "/v1/responses", "/v1/chat/completions"]
+    fallbacks = [e for e in events if isinstance(e, ModelFallback)]
+    assert [(f.from_model, f.to_model) for f in fallbacks] == [
+        ("openai/o4-mini", "openai/gpt-4o-mini")
+    ]
+    finished = [e for e in events if isinstance(e, ModelCallFinished)]
+    assert [(f.model, f.api) for f in finished] == [
+        ("openai/o4-mini", "responses"),
+        ("openai/gpt-4o-mini", "chat_completions"),
+    ]
+    # The chat request carries the conversation so far, without the Responses reasoning items.
+    messages: list[dict[str, Any]] = server.raw_bodies[2]["messages"]
+    assert [m["role"] for m in messages][-2:] == ["assistant", "tool"]
+    assert all("reasoning" not in m for m in messages)
+    assert "enc-1" not in json.dumps(server.raw_bodies[2])

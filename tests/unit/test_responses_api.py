@@ -248,6 +248,58 @@ def test_an_openai_model_sent_through_litellm_refuses_the_responses_api() -> Non
     assert type(backend_for(other, other.model)).__name__ == "LiteLLMBackend"
 
 
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [({"seed": 7}, "'seed'"), ({"stop": ["x"], "logprobs": True}, "'logprobs', 'stop'")],
+    ids=["seed", "stop-and-logprobs"],
+)
+def test_the_responses_api_beside_a_setting_it_refuses_is_refused_at_construction(
+    settings: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(UserError) as caught:
+        Agent("a", "x", model="openai/o4-mini", api="responses", model_settings=settings)
+    assert str(caught.value) == (
+        f"Agent 'a': api='responses' and model_settings {named} disagree: OpenAI's Responses "
+        "API refuses that setting (only chat completions take it), so every call would fail "
+        "with a 400; drop it from model_settings, or choose api='chat_completions'."
+    )
+    # A fallback that is an OpenAI model would speak it too.
+    with pytest.raises(UserError, match="disagree"):
+        Agent(
+            "a",
+            "x",
+            model="anthropic/claude-sonnet-4-5",
+            fallback_models=["gpt-5"],
+            api="responses",
+            model_settings=settings,
+        )
+    # Chat completions take them; another provider's model ignores api=.
+    Agent("a", "x", model="openai/o4-mini", api="chat_completions", model_settings=settings)
+    Agent("a", "x", model="anthropic/claude-sonnet-4-5", api="responses", model_settings=settings)
+
+
+def test_the_swarms_default_api_beside_an_agents_refused_setting_is_refused() -> None:
+    defaults = AgentDefaults(api="responses")
+    seeded = Agent("a", "x", model="openai/gpt-4o-mini", model_settings={"seed": 7})
+    with pytest.raises(
+        UserError,
+        match=r"^Agent 'a' \(its api from the Swarm's AgentDefaults\): "
+        r"api='responses' and model_settings 'seed' disagree",
+    ):
+        Swarm(seeded, defaults=defaults)
+    delegate = Agent("helper", "x", model="openai/gpt-4o-mini", model_settings={"stop": ["x"]})
+    lead = Agent("lead", "x", model="openai/gpt-4o-mini", tools=[delegate.as_tool()])
+    with pytest.raises(UserError, match="^Agent 'helper' .*'stop' disagree"):
+        Swarm(lead, defaults=defaults)  # a delegate runs on the Swarm's defaults too
+    # An agent that chose its own API, or whose model the API is not for, is left alone.
+    chose = Agent(
+        "b", "x", model="openai/gpt-4o-mini", api="chat_completions", model_settings={"seed": 7}
+    )
+    other = Agent("c", "x", model="anthropic/claude-sonnet-4-5", model_settings={"stop": ["x"]})
+    Swarm(chose >> other, defaults=defaults)
+    Swarm(seeded)  # without the default, chat completions as before
+
+
 async def test_an_in_process_test_model_answers_whatever_api_the_agent_chose() -> None:
     # The offline, function and replay models (and a dry run's) have no wire to speak it on.
     model = FunctionModel(lambda request: Reply(text=f"heard {request.user}"))

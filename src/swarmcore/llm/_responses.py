@@ -35,7 +35,7 @@ from swarmcore.llm._types import (
     ToolCall,
     usage_of,
 )
-from swarmcore.llm.choice import is_openai_model
+from swarmcore.llm.choice import CHAT_ONLY_SETTINGS, is_openai_model
 from swarmcore.results import TokenUsage
 
 PATH = "/responses"
@@ -64,31 +64,9 @@ def chosen(call: CallSpec, model: str) -> bool:
         return False
     if call.api is not None:
         return call.api == "responses"
-    if not call.tools or not _CHAT_ONLY.isdisjoint(call.settings):
+    if not call.tools or not CHAT_ONLY_SETTINGS.isdisjoint(call.settings):
         return False
     return price_data.supports(model, "reasoning") is True and is_openai_model(model)
-
-
-# Settings chat completions take and the Responses API refuses: an agent that sets one
-# keeps chat completions unless it chooses, so a default never turns its calls into 400s.
-_CHAT_ONLY = frozenset(
-    {
-        "seed",
-        "stop",
-        "n",
-        "logprobs",
-        "frequency_penalty",
-        "presence_penalty",
-        "logit_bias",
-        "response_format",
-        "modalities",
-        "audio",
-        "prediction",
-        "web_search_options",
-        "functions",
-        "function_call",
-    }
-)
 
 
 def body(

@@ -34,7 +34,7 @@ import functools
 import os
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from swarmcore._deprecation import warn_deprecated
@@ -42,6 +42,7 @@ from swarmcore.errors import UserError
 from swarmcore.llm._types import ApiName, BackendName, CallSpec
 
 __all__ = [
+    "CHAT_ONLY_SETTINGS",
     "LITELLM_LISTENERS",
     "PER_CALL_LISTENERS",
     "ApiName",
@@ -49,6 +50,7 @@ __all__ = [
     "BackendSwitchWarning",
     "api_named",
     "backend_named",
+    "check_api_settings",
     "is_native",
     "is_openai_model",
     "litellm_listener",
@@ -176,6 +178,60 @@ def api_named(name: object, where: str, backend: BackendName | None = None) -> A
                 )
             return known
     raise UserError(f"{where}: unknown OpenAI API {name!r}; use one of {', '.join(names)}.")
+
+
+CHAT_ONLY_SETTINGS = frozenset(
+    {
+        "seed",
+        "stop",
+        "n",
+        "logprobs",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "response_format",
+        "modalities",
+        "audio",
+        "prediction",
+        "web_search_options",
+        "functions",
+        "function_call",
+    }
+)
+"""Model settings chat completions take and OpenAI's Responses API refuses (a 400).
+
+An agent that holds one keeps chat completions where the API is swarmcore's
+default choice; one that chooses ``api="responses"`` is told at construction.
+"""
+
+
+def check_api_settings(
+    api: ApiName | None, models: Iterable[str], settings: Mapping[str, Any], where: str
+) -> None:
+    """Refuse the Responses API beside settings it refuses, for an agent it applies to.
+
+    Args:
+        api: The API chosen for the agent (its own, or the Swarm's default).
+        models: The agent's model and fallback models: the API applies to OpenAI
+            models only (another provider's, or an in-process test model, ignores it).
+        settings: The agent's ``model_settings``.
+        where: Who chose it, for the error (``"Agent 'a'"``).
+
+    Raises:
+        UserError: ``api`` is ``"responses"``, an OpenAI model would speak it, and
+            ``settings`` hold one of ``CHAT_ONLY_SETTINGS``.
+    """
+    if api != "responses":
+        return
+    refused = sorted(CHAT_ONLY_SETTINGS.intersection(settings))
+    if not refused or not any(is_openai_model(m) for m in models):
+        return
+    shown = ", ".join(repr(name) for name in refused)
+    raise UserError(
+        f"{where}: api='responses' and model_settings {shown} disagree: OpenAI's Responses "
+        "API refuses that setting (only chat completions take it), so every call would "
+        "fail with a 400; drop it from model_settings, or choose api='chat_completions'."
+    )
 
 
 def is_native(call: CallSpec, model: str) -> bool:
