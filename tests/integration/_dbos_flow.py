@@ -19,6 +19,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from swarmcore import Agent, Flow, Swarm, function_tool
 from swarmcore.engines.dbos import DBOSEngine
@@ -33,7 +34,13 @@ def build(api_base: str, marker: Path) -> Flow:
             file.write(f"{note}\n")
         return "marked"
 
-    server = {"model": "openai/test-model", "api_base": api_base, "api_key": "sk-test-local"}
+    server: dict[str, Any] = {
+        "model": "openai/test-model",
+        "api_base": api_base,
+        "api_key": "sk-test-local",
+        # SWARMCORE_TEST_API=responses: both agents speak OpenAI's Responses API.
+        "api": os.environ.get("SWARMCORE_TEST_API") or None,
+    }
     # SWARMCORE_TEST_APPROVAL=1: ``mark`` waits for a decision (swarmcore runs approve).
     approval = os.environ.get("SWARMCORE_TEST_APPROVAL") == "1"
     a = Agent(

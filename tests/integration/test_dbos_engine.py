@@ -38,6 +38,7 @@ from swarmcore.engines.dbos import (
 )
 from swarmcore.errors import ModelError
 from swarmcore.testing import (
+    Call,
     Fail,
     FunctionModel,
     MockOpenAIServer,
@@ -437,6 +438,53 @@ async def test_a_run_killed_mid_agent_finishes_on_restart_without_repeating_fini
         # a's two model calls and its tool call were not made again; b's call was.
         assert who_asked(server) == {"a": 2, "b": 2}
         assert marker.read_text().splitlines() == ["a's side effect"]
+
+
+async def test_a_recorded_responses_reply_replays_on_restart_and_its_reasoning_goes_back(
+    postgres: TemporaryPostgres, processes: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    # a's first model call (a Responses reply with encrypted reasoning and a tool call) and
+    # its tool call are recorded steps; the process dies in a's second call.
+    url, marker = postgres.new_database(), tmp_path / "marks.txt"
+    slow_a = threading.Event()
+    slow_a.set()
+
+    def answer(request: RecordedRequest) -> Reply:
+        if request.system.split()[0] == "b":
+            return Reply(text="b wrote the answer")
+        if "mark" not in request.called_tools:
+            return Reply(
+                tool_calls=(Call("mark", {"note": "once"}, id="m1"),), encrypted_reasoning="enc-a"
+            )
+        return Reply(text="a found the facts", delay=3600 if slow_a.is_set() else 0)
+
+    with MockOpenAIServer(responder=answer) as server:
+        env = {
+            "SWARMCORE_TEST_API_BASE": server.url,
+            "SWARMCORE_TEST_MARKER": str(marker),
+            "SWARMCORE_TEST_API": "responses",
+        }
+        first = spawn(processes, script("run", url), env, stderr=subprocess.DEVNULL)
+        await asyncio.to_thread(
+            until, lambda: who_asked(server)["a"] == 2, "a's second call", first
+        )
+        first.kill()
+        first.communicate()
+        slow_a.clear()
+        restart = spawn(processes, script("recover", url), env)
+        out, _ = await asyncio.to_thread(restart.communicate, timeout=WAIT)
+        assert restart.returncode == 0
+        assert json.loads(out.strip().splitlines()[-1]) == {
+            "a": "a found the facts",
+            "b": "b wrote the answer",
+        }
+    # a's first call replayed from its record, without a request; the tool did not run again.
+    assert who_asked(server) == {"a": 3, "b": 1}
+    assert marker.read_text().splitlines() == ["once"]
+    assert set(server.paths) == {"/v1/responses"}
+    # The recorded reply's encrypted reasoning went back with a's call after the restart.
+    again: list[dict[str, Any]] = server.raw_bodies[2]["input"]
+    assert [i["encrypted_content"] for i in again if i.get("type") == "reasoning"] == ["enc-a"]
 
 
 async def test_enqueued_runs_are_served_by_a_worker_once_per_run_id_until_sigterm(
