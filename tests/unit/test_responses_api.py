@@ -289,7 +289,7 @@ def test_the_swarms_default_api_beside_an_agents_refused_setting_is_refused() ->
         Swarm(seeded, defaults=defaults)
     delegate = Agent("helper", "x", model="openai/gpt-4o-mini", model_settings={"stop": ["x"]})
     lead = Agent("lead", "x", model="openai/gpt-4o-mini", tools=[delegate.as_tool()])
-    with pytest.raises(UserError, match="^Agent 'helper' .*'stop' disagree"):
+    with pytest.raises(UserError, match=r"^Agent 'helper' .*'stop' disagree"):
         Swarm(lead, defaults=defaults)  # a delegate runs on the Swarm's defaults too
     # An agent that chose its own API, or whose model the API is not for, is left alone.
     chose = Agent(

@@ -331,12 +331,17 @@ def stream_chunks(
         yield {**base, "choices": [], "usage": usage(request, reply)}
 
 
-def responses_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
+def responses_body(
+    request: RecordedRequest, reply: Reply, sent: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The Responses API response a test server answers ``request`` with (``POST /responses``).
 
     Its output: the reply's reasoning item (when it has one), its text as an
     assistant message, then a ``function_call`` item per tool call; its usage
-    in the Responses shape (``input_tokens``, ``output_tokens`` and their details).
+    in the Responses shape (``input_tokens``, ``output_tokens`` and their details);
+    and every field the Open Responses specification requires of a response, the
+    request's settings said back as a server says them (``sent``: the request's
+    body), else their defaults.
     """
     output: list[dict[str, Any]] = []
     if reply.encrypted_reasoning is not None or reply.reasoning_summary is not None:
@@ -371,10 +376,12 @@ def responses_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
         for call in reply.tool_calls
     ]
     counts = usage(request, reply)
+    now = int(time.time())
     return {
         "id": f"resp_{uuid.uuid4().hex[:12]}",
         "object": "response",
-        "created_at": int(time.time()),
+        "created_at": now,
+        "completed_at": None if reply.incomplete else now,
         "status": "incomplete" if reply.incomplete else "completed",
         "incomplete_details": {"reason": reply.incomplete} if reply.incomplete else None,
         "error": None,
@@ -387,25 +394,69 @@ def responses_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
             "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
             "total_tokens": counts["total_tokens"],
         },
+        **_said_back(sent or {}),
     }
 
 
+# What a response says of its request (the Open Responses specification requires each),
+# with the value it has when the request leaves it out.
+_SAID_BACK: Mapping[str, Any] = {
+    "previous_response_id": None,
+    "instructions": None,
+    "tools": [],
+    "tool_choice": "auto",
+    "truncation": "disabled",
+    "parallel_tool_calls": True,
+    "text": {"format": {"type": "text"}},
+    "top_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "top_logprobs": 0,
+    "temperature": 1.0,
+    "reasoning": None,
+    "max_output_tokens": None,
+    "max_tool_calls": None,
+    "store": True,
+    "background": False,
+    "service_tier": "default",
+    "metadata": {},
+    "safety_identifier": None,
+    "prompt_cache_key": None,
+}
+
+
+def _said_back(sent: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's settings as its response says them back: as sent, else their defaults."""
+    return {name: sent.get(name, default) for name, default in _SAID_BACK.items()}
+
+
 def responses_events(
-    request: RecordedRequest, reply: Reply, pieces: Iterable[str]
+    request: RecordedRequest,
+    reply: Reply,
+    pieces: Iterable[str],
+    sent: Mapping[str, Any] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """The Responses API's stream of the reply: each semantic event's name and data.
 
     Each output item is added, its text (in ``pieces``) or arguments sent as
     deltas, and done; the stream ends with ``response.completed`` (or
-    ``response.incomplete``) carrying the whole response, usage included.
+    ``response.incomplete``) carrying the whole response (``responses_body``'s,
+    for the request's body ``sent``), usage included.
     """
-    whole = responses_body(request, reply)
+    whole = responses_body(request, reply, sent)
     numbers = itertools.count()
 
     def event(kind: str, **data: Any) -> tuple[str, dict[str, Any]]:
         return kind, {"type": kind, "sequence_number": next(numbers), **data}
 
-    yield event("response.created", response={**whole, "status": "in_progress", "output": []})
+    started: dict[str, Any] = {
+        **whole,
+        "status": "in_progress",
+        "completed_at": None,
+        "output": [],
+        "usage": None,
+    }
+    yield event("response.created", response=started)
     for index, item in enumerate(whole["output"]):
         at: dict[str, Any] = {"output_index": index, "item_id": item["id"]}
         if item["type"] == "message":

@@ -172,7 +172,8 @@ def _handler_for(server: MockOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send_stream(_stream(request, step.for_request(request), body, responses))
             else:
                 reply = step.for_request(request)
-                self._send_json(200, _answer(request, reply, responses=responses), reply.headers)
+                answer = _answer(request, reply, body, responses=responses)
+                self._send_json(200, answer, reply.headers)
 
         def _send_json(
             self, status: int, payload: object, headers: Mapping[str, str] | None = None
@@ -220,7 +221,7 @@ def _stream(
     text = reply.text or ""
     pieces = (text[start : start + 8] for start in range(0, len(text), 8))
     if responses:
-        events = responses_events(request, reply, pieces)
+        events = responses_events(request, reply, pieces, body)
         return reply, (f"event: {k}\ndata: {json.dumps(d)}\n\n".encode() for k, d in events)
     options: dict[str, Any] = body.get("stream_options") or {}
     chunks = stream_chunks(request, reply, pieces, include_usage=bool(options.get("include_usage")))
@@ -228,9 +229,11 @@ def _stream(
     return reply, itertools.chain(lines, [b"data: [DONE]\n\n"])
 
 
-def _answer(request: RecordedRequest, reply: Reply, *, responses: bool) -> dict[str, Any]:
-    """The reply's JSON body in the API the request used."""
-    return responses_body(request, reply) if responses else completion_body(request, reply)
+def _answer(
+    request: RecordedRequest, reply: Reply, body: dict[str, Any], *, responses: bool
+) -> dict[str, Any]:
+    """The reply's JSON body in the API the request (whose body is ``body``) used."""
+    return responses_body(request, reply, body) if responses else completion_body(request, reply)
 
 
 def _recorded(body: dict[str, Any], *, responses: bool) -> RecordedRequest:
