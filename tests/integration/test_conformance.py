@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from swarmcore import Agent, AgentResult, ModelError, RetryPolicy, Swarm
 from swarmcore.events import ModelCallFinished, ModelCallStarted, RunFinished, TextDelta
 from swarmcore.llm import _price_data as price_data
+from swarmcore.llm.choice import CHAT_ONLY_SETTINGS
 from swarmcore.testing import Call, Fail, LiteLLMProxy, MockOpenAIServer, Reply
 from tests.helpers import http_server
 
@@ -909,12 +910,21 @@ SERVED = {name: row for name, row in TABLE.items() if row.raw is None}
 """The rows MockOpenAIServer answers: it serves the Responses API from the same script."""
 
 
+def _for_responses(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's agent options without the settings only chat completions take (``seed``...):
+    an agent choosing the Responses API beside one is refused when it is built."""
+    settings: Mapping[str, Any] = options.get("model_settings", {})
+    kept = {k: v for k, v in settings.items() if k not in CHAT_ONLY_SETTINGS}
+    return {**options, "model_settings": kept} if settings else dict(options)
+
+
 @pytest.mark.parametrize("row", SERVED.values(), ids=SERVED.keys())
 async def test_the_responses_api_behaves_as_chat_completions(row: Row) -> None:
     with serving(row) as server:
         chat = await outcome(row, "native", server)
         server.add()
-        responses = await attempt(row, agent("native", server.url, api="responses", **row.agent))
+        options = _for_responses(row.agent)
+        responses = await attempt(row, agent("native", server.url, api="responses", **options))
     # A reply that states no token counts is counted from the request's text, whose shape
     # is the API's: its usage (and so its cost) is the mock server's estimate, not a reading.
     stated = all(
