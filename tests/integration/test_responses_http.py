@@ -34,7 +34,17 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-async def test_a_reasoning_agent_hands_its_encrypted_reasoning_back_on_each_turn() -> None:
+@pytest.mark.parametrize(
+    ("chosen", "settings"),
+    [
+        ({"api": "responses"}, {"reasoning_effort": "high"}),
+        ({}, {"reasoning": {"effort": "high"}}),  # o4-mini with tools: Responses by default
+    ],
+    ids=["api-responses-reasoning-effort", "default-api-reasoning"],
+)
+async def test_a_reasoning_agent_hands_its_encrypted_reasoning_back_on_each_turn(
+    chosen: dict[str, Any], settings: dict[str, Any]
+) -> None:
     script = [
         Reply(
             tool_calls=(Call("add", {"a": 1, "b": 2}, id="c1"),),
@@ -52,15 +62,14 @@ async def test_a_reasoning_agent_hands_its_encrypted_reasoning_back_on_each_turn
             "adder",
             "You add numbers with the add tool.",
             tools=[add],
-            api="responses",
-            model_settings={"reasoning_effort": "high"},
-            **{**server.model_kwargs, "model": "openai/o4-mini"},
+            model_settings=settings,
+            **{**server.model_kwargs, "model": "openai/o4-mini", **chosen},
         )
         result = await agent.run("What are 1 + 2 and 3 + 3?")
 
     assert result.output == "The sums are 3 and 6."
     bodies = server.raw_bodies
-    assert len(bodies) == 3
+    assert server.paths == ["/v1/responses"] * 3
     for body in bodies:  # every turn went to /v1/responses, shaped as its API asks
         assert "messages" not in body
         assert body["reasoning"] == {"effort": "high"}
