@@ -32,7 +32,9 @@ from swarmcore.testing import (
     TemporaryPostgres,
 )
 from tests.integration.test_dbos_engine import (
+    FINISHED,
     WAIT,
+    recovered,
     responder,
     script,
     spawn,
@@ -224,13 +226,7 @@ async def test_an_approval_wait_survives_kill_9_and_is_decided_from_the_cli(
         assert decided.returncode == 0, decided.stderr
         assert decided.stdout.startswith("edit: mark")
 
-        restart = spawn(processes, script("recover", url), env)
-        out, _ = await asyncio.to_thread(restart.communicate, timeout=WAIT)
-        assert restart.returncode == 0
-        assert json.loads(out.strip().splitlines()[-1]) == {
-            "a": "a found the facts",
-            "b": "b wrote the answer",
-        }
+        assert await recovered(processes, url, env) == FINISHED
         # a's first call (made before the kill) was not made again; the tool ran once.
         assert who_asked(server) == {"a": 2, "b": 1}
         assert marker.read_text().splitlines() == ["approved"]

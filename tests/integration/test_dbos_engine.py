@@ -413,6 +413,19 @@ def spawn(
     return process
 
 
+async def recovered(
+    processes: list[subprocess.Popen[str]], url: str, env: dict[str, str]
+) -> dict[str, str]:
+    """The context of the killed run, finished by a fresh process that recovers it."""
+    restart = spawn(processes, script("recover", url), env)
+    out, _ = await asyncio.to_thread(restart.communicate, timeout=WAIT)
+    assert restart.returncode == 0
+    return json.loads(out.strip().splitlines()[-1])
+
+
+FINISHED = {"a": "a found the facts", "b": "b wrote the answer"}
+
+
 async def test_a_run_killed_mid_agent_finishes_on_restart_without_repeating_finished_work(
     postgres: TemporaryPostgres, processes: list[subprocess.Popen[str]], tmp_path: Path
 ) -> None:
@@ -430,11 +443,7 @@ async def test_a_run_killed_mid_agent_finishes_on_restart_without_repeating_fini
         assert marker.read_text().splitlines() == ["a's side effect"]
 
         slow_b.clear()
-        restart = spawn(processes, script("recover", url), env)
-        out, _ = await asyncio.to_thread(restart.communicate, timeout=WAIT)
-        assert restart.returncode == 0
-        context = json.loads(out.strip().splitlines()[-1])
-        assert context == {"a": "a found the facts", "b": "b wrote the answer"}
+        assert await recovered(processes, url, env) == FINISHED
         # a's two model calls and its tool call were not made again; b's call was.
         assert who_asked(server) == {"a": 2, "b": 2}
         assert marker.read_text().splitlines() == ["a's side effect"]
@@ -471,13 +480,7 @@ async def test_a_recorded_responses_reply_replays_on_restart_and_its_reasoning_g
         first.kill()
         first.communicate()
         slow_a.clear()
-        restart = spawn(processes, script("recover", url), env)
-        out, _ = await asyncio.to_thread(restart.communicate, timeout=WAIT)
-        assert restart.returncode == 0
-        assert json.loads(out.strip().splitlines()[-1]) == {
-            "a": "a found the facts",
-            "b": "b wrote the answer",
-        }
+        assert await recovered(processes, url, env) == FINISHED
     # a's first call replayed from its record, without a request; the tool did not run again.
     assert who_asked(server) == {"a": 3, "b": 1}
     assert marker.read_text().splitlines() == ["once"]
