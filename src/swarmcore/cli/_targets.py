@@ -10,7 +10,7 @@ from types import ModuleType
 
 from swarmcore._flow import Flow, FlowNode
 from swarmcore._swarm import Swarm
-from swarmcore._walk import RunsItsStep
+from swarmcore._walk import runs_its_step
 from swarmcore.agent import Agent
 from swarmcore.cli._errors import CLIError
 
@@ -95,7 +95,7 @@ def on_model(flow: Flow, model: str) -> Flow:
     def swap(node: FlowNode) -> FlowNode:
         if not isinstance(node, Agent):
             raise CLIError(f"--model applies to Agents; {node!r} is not one")
-        if isinstance(node, RunsItsStep):
+        if runs_its_step(node):
             return node
         # The agent's own backend was chosen for its own model; the Swarm's still applies.
         return node.clone(model=name, fallback_models=(), backend=None)
