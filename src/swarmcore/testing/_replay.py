@@ -110,18 +110,18 @@ class ReplayModel:
     async def respond(self, request: RecordedRequest) -> Step:
         """The recorded reply to ``request``, or a loud failure."""
         self.requests.append(request)
-        answers = self._answers.get(_key(_unmarked(request.messages)))
+        answers = self._answers.get(request_key(unmarked(request.messages)))
         if answers:
             reply = answers.popleft()
             marker = text_tool_marker(request.system)
             if marker is None or not reply.text:
                 return reply
-            return dataclasses.replace(reply, text=reply.text.replace(_SLOT, marker))
+            return dataclasses.replace(reply, text=reply.text.replace(MARKER_SLOT, marker))
         self.unmatched.append(request)
         return Fail(400, self._explain(request.messages))
 
     def _learn(self, result: AgentResult) -> None:
-        messages = _unmarked(result.messages)
+        messages = unmarked(result.messages)
         calls = iter(result.llm_calls)
         for index, message in enumerate(messages):
             if message.get("role") != "assistant":
@@ -142,7 +142,7 @@ class ReplayModel:
                 cached_tokens=usage.cached_tokens if usage else 0,
                 reasoning_tokens=usage.reasoning_tokens if usage else 0,
             )
-            self._answers.setdefault(_key(messages[:index]), deque()).append(reply)
+            self._answers.setdefault(request_key(messages[:index]), deque()).append(reply)
             self._recorded.append(messages[:index])
         for delegated in result.delegations:  # agents it called as tools hold their own calls
             self._learn(delegated)
@@ -154,12 +154,12 @@ class ReplayModel:
         )
         if not self._recorded:
             return base + "."
-        sent_parts = [_canonical(m) for m in _unmarked(sent)]
+        sent_parts = [canonical_message(m) for m in unmarked(sent)]
 
         def shared(recorded: list[dict[str, Any]]) -> int:
             count = 0
             for mine, theirs in zip(sent_parts, recorded, strict=False):
-                if mine != _canonical(theirs):
+                if mine != canonical_message(theirs):
                     break
                 count += 1
             return count
@@ -170,31 +170,32 @@ class ReplayModel:
             mine, theirs = sent[at], nearest[at]
             return (
                 f"{base}. It departs from the nearest recorded request at message {at + 1} "
-                f"({mine.get('role')}): sent {_preview(mine)}, recorded {_preview(theirs)}. "
+                f"({mine.get('role')}): sent {preview(mine)}, recorded {preview(theirs)}. "
                 "Did the flow, an agent's instructions or a tool's result change?"
             )
         return f"{base}; the nearest recorded request has {len(nearest)} messages."
 
 
-_SLOT = "\x00marker\x00"
+MARKER_SLOT = "\x00marker\x00"
 """Stands for a run's text tool protocol marker in the recording and in the match."""
 
 
-def _unmarked(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def unmarked(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` with their run's text tool protocol marker (if any) replaced by a slot."""
     systems = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
     marker = text_tool_marker(systems[0]) if systems else None
     if marker is None:
         return [dict(m) for m in messages]
     return [
-        {**m, "content": m["content"].replace(marker, _SLOT)}
+        {**m, "content": m["content"].replace(marker, MARKER_SLOT)}
         if isinstance(m.get("content"), str)
         else dict(m)
         for m in messages
     ]
 
 
-def _canonical(message: Mapping[str, Any]) -> list[Any]:
+def canonical_message(message: Mapping[str, Any]) -> list[Any]:
+    """What of ``message`` a replay matches on: role, text, tool call id and calls."""
     calls: list[list[Any]] = []
     raw_calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
     for call in raw_calls:
@@ -203,11 +204,16 @@ def _canonical(message: Mapping[str, Any]) -> list[Any]:
     return [message.get("role"), message.get("content") or "", message.get("tool_call_id"), calls]
 
 
-def _key(messages: Sequence[Mapping[str, Any]]) -> str:
-    return json.dumps([_canonical(m) for m in messages], sort_keys=True)
+def request_key(messages: Sequence[Mapping[str, Any]]) -> str:
+    """A request's content key: its messages (already :func:`unmarked`) as canonical JSON.
+
+    ``swarmcore.evals`` keys its model cassettes by a digest of this text.
+    """
+    return json.dumps([canonical_message(m) for m in messages], sort_keys=True)
 
 
-def _preview(message: Mapping[str, Any], limit: int = 80) -> str:
+def preview(message: Mapping[str, Any], limit: int = 80) -> str:
+    """``message``'s text (or its tool calls) on one line, cut to ``limit`` characters."""
     text = str(message.get("content") or message.get("tool_calls") or "")
     text = " ".join(text.split())
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")

@@ -1,0 +1,405 @@
+"""Evaluators: small deterministic checks of a replay, each a class users can write their own of.
+
+An evaluator reads a :class:`~swarmcore.evals.CaseRun` (the case, with its
+expectations, and the replay's trace, result, error and misses) and returns a
+:class:`Check`: its name, whether it passed, and what differs. Subclass
+:class:`Evaluator` and implement :meth:`~Evaluator.evaluate`; pass yours to
+``Suite(..., evaluators=[...])`` beside the defaults a case gives
+(:func:`default_evaluators`).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from swarmcore.evals._case import Case, ToolMatch
+from swarmcore.evals._replay import CaseRun
+from swarmcore.evals._trace import AgentTrace, ToolUse, Trace
+
+
+class Check(BaseModel):
+    """One evaluator's verdict on one replay."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    name: str
+    """The evaluator's name (``output``, ``path``, ``budget``...)."""
+    passed: bool
+    detail: str = ""
+    """What differs (empty when it passed)."""
+
+
+class Evaluator(ABC):
+    """A check of a replayed case. Subclass it, set ``name``, implement :meth:`evaluate`.
+
+    ```python
+    class Polite(Evaluator):
+        name = "polite"
+
+        def evaluate(self, run: CaseRun) -> Check:
+            ok = "please" in run.trace.output.lower()
+            return self.verdict(ok, "the answer never says please")
+    ```
+    """
+
+    name: ClassVar[str] = "check"
+    """The check's name in reports."""
+
+    @abstractmethod
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+
+    def verdict(self, passed: bool, detail: str = "") -> Check:
+        """A :class:`Check` under this evaluator's name (``detail`` kept only on failure)."""
+        return Check(name=self.name, passed=passed, detail="" if passed else detail)
+
+    def failures(self, problems: Iterable[str]) -> Check:
+        """Passed when ``problems`` is empty, else failed with them joined by ``; ``."""
+        found = list(problems)
+        return self.verdict(not found, "; ".join(found))
+
+
+class Replayed(Evaluator):
+    """The replay found every request and tool call in the cassettes, and the run finished.
+
+    Fails naming the agent and the first message that differs from its recorded
+    conversation (or the tool call the tool cassette lacks). A run its budget
+    stopped is left to :class:`Budget`.
+    """
+
+    name = "replay"
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        problems = [f"{m.kind} request of {m.detail}" if m.kind == "model" else m.detail for m in run.misses]
+        if run.error is not None and not run.misses and run.budget_error is None:
+            problems.append(f"the run failed: {type(run.error).__name__}: {run.error}")
+        return self.failures(problems[:3] + ([f"{len(problems) - 3} more"] if len(problems) > 3 else []))
+
+
+class Models(Evaluator):
+    """Each agent runs on the model it was recorded with."""
+
+    name = "models"
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        problems: list[str] = []
+        for key, recorded in _by_base(run.expect.agents).items():
+            now = run.models.get(key)
+            if now is not None and now != recorded.model:
+                problems.append(f"agent {key!r} runs on {now!r}, recorded on {recorded.model!r}")
+        return self.failures(problems)
+
+
+class ToolSchemas(Evaluator):
+    """Each agent's tools have the names, descriptions and parameters they were recorded with.
+
+    Checked only for cases made with the flow at hand (``Case.tool_specs``).
+    """
+
+    name = "tool_schemas"
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        problems: list[str] = []
+        for agent, recorded in run.case.tool_specs.items():
+            now = run.tool_specs.get(agent, {})
+            for tool in sorted(recorded.keys() | now.keys()):
+                if tool not in now:
+                    problems.append(f"agent {agent!r} no longer has tool {tool!r}")
+                elif tool not in recorded:
+                    problems.append(f"agent {agent!r} has a new tool {tool!r}")
+                elif now[tool] != recorded[tool]:
+                    parts = [k for k in ("description", "parameters") if now[tool].get(k) != recorded[tool].get(k)]
+                    problems.append(f"agent {agent!r}: tool {tool!r} changed its {' and '.join(parts)}")
+        return self.failures(problems)
+
+
+class OutputEquals(Evaluator):
+    """The final output equals ``expected`` (the recorded output by default)."""
+
+    name = "output"
+
+    def __init__(self, expected: str | None = None) -> None:
+        self.expected = expected
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        expected = run.expect.output if self.expected is None else self.expected
+        actual = run.trace.output
+        return self.verdict(actual == expected, _differs("output", expected, actual))
+
+
+class OutputContains(Evaluator):
+    """The final output contains ``text``."""
+
+    name = "output_contains"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        return self.verdict(self.text in run.trace.output, f"the output lacks {self.text!r}")
+
+
+class OutputMatches(Evaluator):
+    """The final output matches the regular expression ``pattern`` (``re.search``)."""
+
+    name = "output_regex"
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = re.compile(pattern)
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        found = self.pattern.search(run.trace.output) is not None
+        return self.verdict(found, f"the output does not match {self.pattern.pattern!r}")
+
+
+class OutputSchema(Evaluator):
+    """The final output is JSON that validates as the pydantic model ``schema``."""
+
+    name = "output_schema"
+
+    def __init__(self, schema: type[BaseModel]) -> None:
+        self.schema = schema
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        try:
+            self.schema.model_validate_json(run.trace.output)
+        except ValidationError as exc:
+            return self.verdict(False, f"the output is not a {self.schema.__name__}: {exc.errors()[0]['msg']}")
+        return self.verdict(True)
+
+
+class Path(Evaluator):
+    """The agents ran in the recorded order, a parallel group's members as a set."""
+
+    name = "path"
+
+    def __init__(self, steps: Sequence[Sequence[str]] | None = None) -> None:
+        self.steps = None if steps is None else [sorted(s) for s in steps]
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        expected = run.expect.steps if self.steps is None else self.steps
+        actual = run.trace.steps
+        if actual == expected:
+            return self.verdict(True)
+        at = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
+        if at is None:
+            more, fewer = (actual, expected) if len(actual) > len(expected) else (expected, actual)
+            word = "ran" if more is actual else "did not run"
+            return self.verdict(False, f"{_step_text(more[len(fewer)])} {word} (step {len(fewer) + 1}); path {_path_text(actual)}, recorded {_path_text(expected)}")
+        return self.verdict(False, f"step {at + 1} ran {_step_text(actual[at])}, recorded {_step_text(expected[at])}; path {_path_text(actual)}, recorded {_path_text(expected)}")
+
+
+class Branches(Evaluator):
+    """Each route took the recorded branch; each loop ran the recorded rounds; plans agree."""
+
+    name = "branches"
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        expected = {(d.kind, d.step): d.value for d in run.expect.decisions}
+        actual = {(d.kind, d.step): d.value for d in run.trace.decisions}
+        problems: list[str] = []
+        for kind, step in sorted(expected.keys() | actual.keys()):
+            was, now = expected.get((kind, step)), actual.get((kind, step))
+            if was != now:
+                what = {"route": "took branch", "loop": "ran rounds", "plan": "planned"}.get(kind, "chose")
+                problems.append(f"{kind} {step!r} {what} {now!r}, recorded {was!r}")
+        return self.failures(problems)
+
+
+class ToolCalls(Evaluator):
+    """Each agent's tool calls, with their arguments, against the recorded ones.
+
+    Args:
+        mode: ``strict``: the same calls in the same order; ``unordered``: the same
+            calls in any order; ``subset``: every call made was recorded;
+            ``superset``: every recorded call was made (others may be added).
+        ignore_arguments: Argument names left out of the comparison: ``query``
+            for any tool, ``search.query`` for one.
+    """
+
+    name = "tool_calls"
+
+    def __init__(self, mode: ToolMatch = "strict", ignore_arguments: Sequence[str] = ()) -> None:
+        self.mode: ToolMatch = mode
+        self.ignore = frozenset(ignore_arguments)
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        problems: list[str] = []
+        for key in sorted(run.expect.agents.keys() | run.trace.agents.keys()):
+            if key not in run.trace.agents or key not in run.expect.agents:
+                continue  # an agent that did not run (or ran anew) is the path's to report
+            expected = [self._plain(c) for c in run.expect.agents[key].tool_calls]
+            actual = [self._plain(c) for c in run.trace.agents[key].tool_calls]
+            problem = self._compare(expected, actual)
+            if problem:
+                problems.append(f"agent {key!r}: {problem}")
+        return self.failures(problems)
+
+    def _plain(self, call: ToolUse) -> str:
+        arguments = call.arguments
+        if isinstance(arguments, dict):
+            arguments = {
+                k: v
+                for k, v in arguments.items()  # pyright: ignore[reportUnknownVariableType]
+                if k not in self.ignore and f"{call.tool}.{k}" not in self.ignore
+            }
+        return f"{call.tool}({_json(arguments)})"
+
+    def _compare(self, expected: list[str], actual: list[str]) -> str:
+        want, got = Counter(expected), Counter(actual)
+        match self.mode:
+            case "strict":
+                ok = expected == actual
+            case "unordered":
+                ok = want == got
+            case "subset":
+                ok = not (got - want)
+            case "superset":
+                ok = not (want - got)
+        if ok:
+            return ""
+        missing, extra = sorted((want - got).elements()), sorted((got - want).elements())
+        parts = [f"missing {', '.join(missing)}"] if missing else []
+        parts += [f"unexpected {', '.join(extra)}"] if extra else []
+        return f"tool calls differ ({self.mode}): " + ("; ".join(parts) or f"order {', '.join(actual)}, recorded {', '.join(expected)}")
+
+
+class Budget(Evaluator):
+    """Tokens, cost and model calls per agent and per run within the recorded ones × ``tolerance``.
+
+    Also fails when the run's own budget (``max_tokens``, ``max_cost``) stopped it.
+    """
+
+    name = "budget"
+
+    def __init__(self, tolerance: float = 1.0) -> None:
+        self.tolerance = tolerance
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        problems: list[str] = []
+        if run.budget_error is not None:
+            problems.append(f"the run's budget stopped it: {run.budget_error}")
+        for key, now in run.trace.agents.items():
+            was = run.expect.agents.get(key)
+            if was is not None:
+                problems += self._over(f"agent {key!r}", now, was)
+        problems += self._over("the run", run.trace, run.expect)
+        return self.failures(problems)
+
+    def _over(self, who: str, now: AgentTrace | Trace, was: AgentTrace | Trace) -> list[str]:
+        found: list[str] = []
+        for what, a, b in (("tokens", now.tokens, was.tokens), ("calls", now.calls, was.calls), ("cost", now.cost, was.cost)):
+            if a is not None and b is not None and a > b * self.tolerance + 1e-12:
+                shown = f"${a:.6f}" if what == "cost" else f"{a:,}"
+                limit = f"${b:.6f}" if what == "cost" else f"{b:,}"
+                found.append(f"{who} spent {shown} {what}, recorded {limit} (tolerance ×{self.tolerance:g})")
+        return found
+
+
+class ContextGiven(Evaluator):
+    """Each agent was given what it was given when recorded: the same agents' outputs.
+
+    With ``agent`` and ``fact``: that agent was given text containing ``fact``
+    (in its prompt or a tool result it read).
+    """
+
+    name = "context"
+
+    def __init__(self, agent: str | None = None, fact: str | None = None) -> None:
+        if (agent is None) != (fact is None):
+            from swarmcore.errors import UserError
+
+            raise UserError("ContextGiven takes both agent and fact, or neither.")
+        self.agent = agent
+        self.fact = fact
+
+    def evaluate(self, run: CaseRun) -> Check:
+        """The verdict on ``run``."""
+        if self.agent is not None and self.fact is not None:
+            return self._fact(run, self.agent, self.fact)
+        problems: list[str] = []
+        for key, was in run.expect.agents.items():
+            now = run.trace.agents.get(key)
+            if now is None:
+                continue
+            lost = sorted(set(was.given) - set(now.given))
+            if lost:
+                problems.append(f"agent {key!r} was not given the output of {', '.join(lost)}")
+        return self.failures(problems)
+
+    def _fact(self, run: CaseRun, agent: str, fact: str) -> Check:
+        from swarmcore.evals._case import base_name
+
+        given = [r for r in (run.result.history if run.result else []) if base_name(r.agent_name) == agent]
+        if not given:
+            return self.verdict(False, f"agent {agent!r} did not run")
+        read = "\n".join(
+            str(m.get("content") or "")
+            for r in given
+            for m in r.messages
+            if m.get("role") != "assistant"
+        )
+        return self.verdict(fact in read, f"agent {agent!r} was not given {fact!r}")
+
+
+def default_evaluators(case: Case) -> list[Evaluator]:
+    """The evaluators a case's expectations and its ``checks`` options make."""
+    options = case.checks
+    found: list[Evaluator] = [Replayed(), Models(), ToolSchemas()]
+    if options.exact_output:
+        found.append(OutputEquals())
+    found += [OutputContains(t) for t in options.output_contains]
+    if options.output_regex is not None:
+        found.append(OutputMatches(options.output_regex))
+    found += [
+        Path(),
+        Branches(),
+        ToolCalls(options.tool_calls, options.ignore_arguments),
+        Budget(options.tolerance),
+        ContextGiven(),
+    ]
+    found += [ContextGiven(agent, fact) for agent, facts in options.facts.items() for fact in facts]
+    return found
+
+
+def _by_base(agents: dict[str, AgentTrace]) -> dict[str, AgentTrace]:
+    from swarmcore.evals._case import base_name
+
+    return {base_name(key): trace for key, trace in agents.items()}
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _differs(what: str, expected: str, actual: str) -> str:
+    at = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), min(len(actual), len(expected)))
+    near = slice(max(0, at - 20), at + 40)
+    return f"the {what} differs at character {at + 1}: got {actual[near]!r}, recorded {expected[near]!r}"
+
+
+def _step_text(step: Sequence[str]) -> str:
+    return step[0] if len(step) == 1 else "{" + ", ".join(step) + "}"
+
+
+def _path_text(steps: Sequence[Sequence[str]]) -> str:
+    return " >> ".join(_step_text(s) for s in steps) or "(nothing)"

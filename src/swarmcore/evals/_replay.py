@@ -1,0 +1,322 @@
+"""Replaying a case against the current flow, offline: cassettes stand in for models and tools.
+
+Every agent runs on a model of its own that answers from the case's model
+cassette by the request's content, so parallel agents may ask in any order; a
+request the cassette lacks fails that agent with the agent's name and the first
+message that differs from its recorded conversation, and is never sent
+anywhere. Each tool marked ``replay`` answers from the tool cassette through
+:meth:`Tool.invoke <swarmcore.Tool.invoke>`, the one call every tool goes
+through (as an MCP tool overrides it); tools marked ``live`` run. An agent called
+as a tool (``agent.as_tool()``) replays as a tool: its recorded result comes back.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from swarmcore import llm
+from swarmcore._flow import Flow, FlowNode, chain
+from swarmcore._swarm import Swarm
+from swarmcore._text_tools import text_tool_marker
+from swarmcore._tools import Tool, ToolReportedError
+from swarmcore._walk import RunsItsStep
+from swarmcore.agent import Agent
+from swarmcore.errors import BudgetExceeded, SwarmError
+from swarmcore.evals._case import Case, CassetteReply, ToolEntry, base_name
+from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
+from swarmcore.results import SwarmResult
+from swarmcore.testing._endpoint import model_string
+from swarmcore.testing._replay import MARKER_SLOT, preview, request_key, unmarked
+from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
+
+_COST_HEADER = "x-litellm-response-cost"
+_names = itertools.count(1)
+
+
+class Miss(BaseModel):
+    """A request the case's cassettes do not hold: where the replay departed from the run."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    agent: str
+    """The agent that sent it."""
+    kind: str
+    """``model`` (a model request) or ``tool`` (a tool call)."""
+    detail: str
+    """What differs: the first message unlike the recorded one, or the tool and arguments."""
+
+
+class ReplayDiverged(SwarmError):
+    """A tool call in a replay that the case's tool cassette does not hold (never run live)."""
+
+
+@dataclass
+class CaseRun:
+    """A case replayed against the current flow: what the evaluators read.
+
+    Attributes:
+        case: The case.
+        trace: The replay's trace.
+        result: The replay's result (the partial one when the run failed).
+        error: The error that ended the run, if any.
+        misses: Requests and tool calls the cassettes did not hold, in order.
+        models: Each agent's model in the current flow, by name.
+        tool_specs: Each agent's tool specs in the current flow (as ``Case.tool_specs``).
+    """
+
+    case: Case
+    trace: Trace
+    result: SwarmResult | None
+    error: BaseException | None
+    misses: list[Miss]
+    models: dict[str, str]
+    tool_specs: dict[str, dict[str, Any]]
+
+    @property
+    def expect(self) -> Trace:
+        """The case's expectations: the recorded run's trace."""
+        return self.case.expect
+
+    @property
+    def budget_error(self) -> BudgetExceeded | None:
+        """The run's BudgetExceeded, when its budget stopped it."""
+        return self.error if isinstance(self.error, BudgetExceeded) else None
+
+
+@dataclass
+class _Cassettes:
+    """One replay's cassettes: the recorded replies left and the misses so far."""
+
+    case: Case
+    misses: list[Miss] = field(default_factory=list[Miss])
+    _replies: dict[tuple[str, str], deque[CassetteReply]] = field(default_factory=dict)
+    _tools: dict[tuple[str, str], ToolEntry] = field(default_factory=dict)
+    _models: list[_AgentModel] = field(default_factory=list["_AgentModel"])
+
+    def __post_init__(self) -> None:
+        for entry in self.case.model_cassette:
+            key = (base_name(entry.agent), entry.key)
+            self._replies.setdefault(key, deque()).append(entry.reply)
+        self._tools = {(t.tool, t.arguments): t for t in self.case.tool_cassette}
+
+    def model_for(self, agent: Agent) -> str:
+        """A model string answering ``agent``'s requests from the cassette."""
+        responder = _AgentModel(self, agent.name)
+        self._models.append(responder)  # test models are held weakly: keep each alive
+        supports = {
+            capability: known
+            for capability in ("function_calling", "response_schema")
+            if (known := llm.supports(agent.model, capability)) is not None
+        }
+        name = f"eval-{next(_names)}-{agent.name}"
+        return model_string(name, responder, supports or None)
+
+    def reply(self, agent: str, request: RecordedRequest) -> Step:
+        messages = unmarked(request.messages)
+        found = self._replies.get((agent, digest(request_key(messages))))
+        if not found:
+            detail = self._explain(agent, messages)
+            self.misses.append(Miss(agent=agent, kind="model", detail=detail))
+            return Fail(400, f"swarmcore eval: the case holds no reply to this request: {detail}")
+        recorded = found.popleft()
+        text = recorded.text
+        marker = text_tool_marker(request.system)
+        if marker is not None and text:
+            text = text.replace(MARKER_SLOT, marker)
+        cost = {} if recorded.cost is None else {_COST_HEADER: repr(recorded.cost)}
+        return Reply(
+            text=text,
+            tool_calls=[Call(c.name, c.arguments, id=c.id) for c in recorded.tool_calls],
+            prompt_tokens=recorded.usage.prompt_tokens,
+            completion_tokens=recorded.usage.completion_tokens,
+            cached_tokens=recorded.usage.cached_tokens,
+            reasoning_tokens=recorded.usage.reasoning_tokens,
+            headers=cost,
+        )
+
+    def tool_result(self, agent: str, tool: Tool, arguments: str) -> str:
+        entry = self._tools.get((tool.name, arguments_key(arguments)))
+        if entry is None:
+            tool.validate_arguments(arguments)  # arguments the tool refuses fail as they would live
+            detail = f"tool {tool.name!r} called with {arguments_key(arguments)}, not recorded"
+            self.misses.append(Miss(agent=agent, kind="tool", detail=detail))
+            raise ReplayDiverged(f"swarmcore eval: agent {agent!r}: {detail}.")
+        if entry.error is not None:
+            raise ToolReportedError(entry.error)
+        return entry.result
+
+    def _explain(self, agent: str, sent: Sequence[Mapping[str, Any]]) -> str:
+        recorded = [
+            messages
+            for key, messages in self.case.conversations.items()
+            if base_name(key) == agent
+        ]
+        if not recorded:
+            return f"agent {agent!r} did not run in the recorded run"
+
+        def shared(messages: list[dict[str, Any]]) -> int:
+            count = 0
+            for mine, theirs in zip(sent, messages, strict=False):
+                if request_key([mine]) != request_key([theirs]):
+                    break
+                count += 1
+            return count
+
+        nearest = max(recorded, key=shared)
+        at = shared(nearest)
+        if at < len(sent) and at < len(nearest):
+            mine, theirs = sent[at], nearest[at]
+            return (
+                f"agent {agent!r}: message {at + 1} ({mine.get('role')}) differs: "
+                f"sent {preview(mine)}, recorded {preview(theirs)}"
+            )
+        return (
+            f"agent {agent!r}: the request has {len(sent)} messages; the recorded conversation "
+            f"agrees with its first {at} and has {len(nearest)}"
+        )
+
+
+@dataclass(eq=False)
+class _AgentModel:
+    """The model one agent runs on in a replay: its cassette's replies."""
+
+    cassettes: _Cassettes
+    agent: str
+
+    async def respond(self, request: RecordedRequest) -> Step:
+        return self.cassettes.reply(self.agent, request)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _ReplayedTool(Tool):
+    """A tool that answers from the tool cassette instead of running."""
+
+    replay: _Cassettes = field(repr=False)
+    agent: str = ""
+    original: Tool = field(repr=False)
+
+    async def invoke(self, arguments: str) -> str:
+        """The recorded result of this call (a recorded failure is raised as it was reported)."""
+        return self.replay.tool_result(self.agent, self.original, arguments)
+
+
+def _never(*_: object, **__: object) -> str:  # pragma: no cover -- invoke never calls fn
+    raise AssertionError("a replayed tool is never called")
+
+
+def _replayed(tool: Tool, agent: str, cassettes: _Cassettes) -> Tool:
+    if cassettes.case.tool_modes.get(tool.name, "replay") == "live" and tool.delegate is None:
+        return tool
+    return _ReplayedTool(
+        name=tool.name,
+        description=tool.description,
+        parameters=tool.parameters,
+        fn=_never,
+        _args_model=BaseModel,
+        timeout=tool.timeout,
+        replay=cassettes,
+        agent=agent,
+        original=tool,
+    )
+
+
+def as_flow(target: Flow | Agent | Swarm) -> Flow:
+    """The flow of a Swarm, an Agent as a one-step flow, or the flow itself."""
+    if isinstance(target, Swarm):
+        return target.flow
+    return chain(target) if isinstance(target, Agent) else target
+
+
+def current_setup(flow: Flow) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Each agent's model, and its tools' specs, in ``flow``."""
+    models: dict[str, str] = {}
+    specs: dict[str, dict[str, Any]] = {}
+
+    def look(node: FlowNode) -> FlowNode:
+        if isinstance(node, Agent):
+            models[node.name] = node.model
+            found = {t.name: t.spec["function"] for t in node.tools if isinstance(t, Tool)}
+            if found:
+                specs[node.name] = dict(sorted(found.items()))
+        return node
+
+    flow.map_agents(look)
+    return models, dict(sorted(specs.items()))
+
+
+def _replay_swarm(case: Case, target: Flow | Agent | Swarm, cassettes: _Cassettes) -> Swarm:
+    def swap(node: FlowNode) -> FlowNode:
+        if not isinstance(node, Agent) or isinstance(node, RunsItsStep):
+            return node
+        tools = [_replayed(t, node.name, cassettes) if isinstance(t, Tool) else t for t in node.tools]
+        return node.clone(
+            model=cassettes.model_for(node),
+            fallback_models=(),
+            backend=None,
+            tools=tools,
+        )
+
+    flow = as_flow(target).map_agents(swap)
+    if isinstance(target, Swarm):
+        budget = target.budget
+        return Swarm(
+            flow,
+            context_mode=target.context_mode,
+            context_budget=target.context_budget,
+            defaults=target.defaults,
+            step_retries=target.step_retries,
+            max_cost=budget.max_cost,
+            max_tokens=budget.max_tokens,
+            allow_unpriced=True,  # a replayed call costs what it cost when recorded
+            approve=lambda _: True,  # replayed calls were decided when recorded
+        )
+    mode = case.context_mode if case.context_mode in ("pull", "push", "auto") else "pull"
+    return Swarm(
+        flow,
+        context_mode=mode,  # pyright: ignore[reportArgumentType] -- checked just above
+        context_budget=case.context_budget if mode == "auto" else None,
+        approve=lambda _: True,
+    )
+
+
+async def replay_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
+    """Run ``case`` against ``target`` (a Flow, Agent or Swarm) on its cassettes, offline.
+
+    A Swarm's settings apply (context mode, defaults, budget); a bare flow runs
+    with the context mode the case was recorded with.
+
+    Returns:
+        What the evaluators read: the replay's trace, result, error and misses.
+    """
+    cassettes = _Cassettes(case)
+    swarm = _replay_swarm(case, target, cassettes)
+    result: SwarmResult | None
+    error: BaseException | None = None
+    try:
+        result = await swarm.run(case.task, variables=case.variables)
+    except SwarmError as exc:
+        error = exc
+        result = exc.partial if isinstance(exc.partial, SwarmResult) else None
+    models, specs = current_setup(as_flow(target))
+    trace = trace_of(
+        swarm.flow.shape(),
+        result.history if result else [],
+        result.decisions if result else [],
+        models=models,
+    )
+    return CaseRun(
+        case=case,
+        trace=trace,
+        result=result,
+        error=error,
+        misses=list(cassettes.misses),
+        models=models,
+        tool_specs=specs,
+    )
+

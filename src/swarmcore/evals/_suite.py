@@ -1,0 +1,88 @@
+"""A suite: the cases of a directory, replayed one by one against a flow into a report."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from swarmcore._flow import Flow
+from swarmcore._swarm import Swarm
+from swarmcore.agent import Agent, run_sync
+from swarmcore.errors import UserError
+from swarmcore.evals._case import Case
+from swarmcore.evals._evaluators import Evaluator, default_evaluators
+from swarmcore.evals._replay import CaseRun, replay_case
+from swarmcore.evals._report import CaseReport, SuiteReport
+
+
+class Suite:
+    """Cases replayed together: ``await Suite.from_dir("evals").run(flow)`` is a report.
+
+    Args:
+        cases: The cases (their names must differ).
+        name: The suite's name in reports.
+        evaluators: Evaluators run on every case beside each case's defaults.
+
+    Raises:
+        UserError: Two cases share a name.
+    """
+
+    def __init__(
+        self, cases: Sequence[Case], *, name: str = "suite", evaluators: Sequence[Evaluator] = ()
+    ) -> None:
+        names = [c.name for c in cases]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UserError(f"Suite {name!r}: case names must differ; repeated: {', '.join(twice)}.")
+        self.cases = sorted(cases, key=lambda c: c.name)
+        self.name = name
+        self.evaluators = list(evaluators)
+
+    @classmethod
+    def from_dir(
+        cls, directory: str | os.PathLike[str], *, evaluators: Sequence[Evaluator] = ()
+    ) -> Suite:
+        """Every ``*.json`` case in ``directory``, named after the directory.
+
+        Raises:
+            UserError: ``directory`` is not a directory, or a file in it is not a case.
+        """
+        folder = Path(directory)
+        if not folder.is_dir():
+            raise UserError(
+                f"No suite directory {folder}; make one with `swarmcore eval add RUN_ID "
+                f"--suite {folder}`."
+            )
+        cases = [Case.load(path) for path in sorted(folder.glob("*.json"))]
+        return cls(cases, name=folder.resolve().name, evaluators=evaluators)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    async def run_case(self, case: Case, target: Flow | Agent | Swarm) -> tuple[CaseReport, CaseRun]:
+        """Replay one case against ``target`` and judge it: its report and the replay."""
+        replay = await replay_case(case, target)
+        checks = [e.evaluate(replay) for e in [*default_evaluators(case), *self.evaluators]]
+        report = CaseReport(
+            name=case.name,
+            flow_version=case.flow_version,
+            checks=checks,
+            tokens=replay.trace.tokens,
+            calls=replay.trace.calls,
+            cost=replay.trace.cost,
+        )
+        return report, replay
+
+    async def run(self, target: Flow | Agent | Swarm) -> SuiteReport:
+        """Replay every case against ``target`` (a Flow, Agent or Swarm), offline.
+
+        Returns:
+            The report: each case's checks and spend, in case-name order.
+        """
+        reports = [(await self.run_case(case, target))[0] for case in self.cases]
+        return SuiteReport(suite=self.name, cases=reports)
+
+    def run_sync(self, target: Flow | Agent | Swarm) -> SuiteReport:
+        """:meth:`run` from synchronous code."""
+        return run_sync(lambda: self.run(target))
