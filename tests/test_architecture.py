@@ -143,6 +143,7 @@ PUBLIC = {
     "swarmcore.engines",
     "swarmcore.engines.dbos",
     "swarmcore.errors",
+    "swarmcore.evals",
     "swarmcore.events",
     "swarmcore.llm",
     "swarmcore.llm.backends",

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 from swarmcore import __version__
 from swarmcore.cli._errors import CLIError
+from swarmcore.cli._eval import add_eval_parser
 from swarmcore.cli._format import one_line
 from swarmcore.cli._graph import command_graph
 from swarmcore.cli._run import budget_number, command_demo, command_run, context_budget
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_worker_parser(commands)
     add_ui_parser(commands)
     add_serve_parser(commands)
+    add_eval_parser(commands)
 
     graph = commands.add_parser(
         "graph",

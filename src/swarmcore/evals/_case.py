@@ -5,8 +5,8 @@ shape), a model cassette (each request's content key to its reply, per agent),
 a tool cassette (tool name and canonical arguments to the result, each tool
 replayed or run live), each agent's recorded conversation (to say where a
 replay departs from it), and the expectations: the stored run's
-:class:`~swarmcore.evals.Trace`. Nothing in it changes between two ``add``\\ s
-of one run: ids of the run, times and durations are left out, and every
+:class:`~swarmcore.evals.Trace`. Nothing in it changes between two ``add``
+commands for one run: ids of the run, times and durations are left out, and every
 collection is written in a fixed order.
 """
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swarmcore._flow.shape import FlowShape
 from swarmcore.errors import UserError
 from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
+from swarmcore.modes import CONTEXT_TOOL_NAMES
 from swarmcore.results import AgentKey, AgentResult, TokenUsage
 from swarmcore.testing._replay import request_key, unmarked
 
@@ -37,7 +38,7 @@ ToolMode = Literal["replay", "live"]
 """How a tool runs in a replay: from the tool cassette, or for real."""
 
 ToolMatch = Literal["strict", "unordered", "subset", "superset"]
-"""How tool calls are matched against the recorded ones (see :class:`~swarmcore.evals.ToolCalls`)."""
+"""How tool calls are matched against the recorded ones (:class:`~swarmcore.evals.ToolCalls`)."""
 
 _FROZEN = ConfigDict(frozen=True, defer_build=True)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -138,7 +139,8 @@ class Case(BaseModel):
     context_budget: int | None = None
     checks: CheckOptions = Field(default_factory=CheckOptions)
     tool_modes: dict[str, ToolMode] = Field(default_factory=dict[str, ToolMode])
-    """Per tool the run called: ``replay`` (from the tool cassette) or ``live``."""
+    """Per tool the run called: ``replay`` (from the tool cassette) or ``live``. The
+    context tools (``get_context``...) always run: they read the replay's own context."""
     tool_specs: dict[str, dict[str, Any]] = Field(default_factory=dict[str, dict[str, Any]])
     """Per agent, its tools' specs (name, description, parameters) when the case was
     made with the flow at hand; empty otherwise (tool schemas are then not checked)."""
@@ -153,10 +155,12 @@ class Case(BaseModel):
 
     def to_json(self) -> str:
         """The case file's text: indented JSON ending in a newline."""
-        return self.model_dump_json(indent=2, exclude={"expect": {"tokens", "calls", "cost"}}) + "\n"
+        return (
+            self.model_dump_json(indent=2, exclude={"expect": {"tokens", "calls", "cost"}}) + "\n"
+        )
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write the case to ``directory/NAME.json`` (the directory is created); returns the path."""
+        """Write the case to ``directory/NAME.json`` (creating the directory); its path."""
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.name}.json"
@@ -239,7 +243,8 @@ def case_from_record(
     shape = FlowShape.from_json(record.shape)
     results = list(_every(record.results))
     tools = _tool_cassette(results)
-    modes = {t.tool: "replay" for t in tools} | dict(tool_modes or {})
+    modes: dict[str, ToolMode] = {t.tool: "replay" for t in tools}
+    modes |= tool_modes or {}
     budget = record.settings.get("context_budget")
     return Case(
         name=case_name,
@@ -252,12 +257,10 @@ def case_from_record(
         context_budget=budget if isinstance(budget, int) else None,
         tool_modes=dict(sorted(modes.items())),
         tool_specs=_tool_specs(flow) if flow is not None else {},
-        expect=trace_of(shape, record.results, record.decisions),
+        expect=trace_of(shape, record.results, record.decisions, failures=record.failures),
         model_cassette=[e for r in sorted(results, key=_by_name) for e in _entries(r)],
         tool_cassette=tools,
-        conversations={
-            r.agent_name: unmarked(r.messages) for r in sorted(results, key=_by_name)
-        },
+        conversations={r.agent_name: unmarked(r.messages) for r in sorted(results, key=_by_name)},
     )
 
 
@@ -303,6 +306,8 @@ def _tool_cassette(results: Iterable[AgentResult]) -> list[ToolEntry]:
     seen: dict[tuple[str, str], ToolEntry] = {}
     for result in results:
         for call in result.tool_calls:
+            if call.tool_name in CONTEXT_TOOL_NAMES:  # the Swarm's own: they run, on the context
+                continue
             key = (call.tool_name, arguments_key(call.arguments))
             seen.setdefault(
                 key,

@@ -77,10 +77,14 @@ class Replayed(Evaluator):
 
     def evaluate(self, run: CaseRun) -> Check:
         """The verdict on ``run``."""
-        problems = [f"{m.kind} request of {m.detail}" if m.kind == "model" else m.detail for m in run.misses]
+        problems = [
+            f"{m.kind} request of {m.detail}" if m.kind == "model" else m.detail for m in run.misses
+        ]
         if run.error is not None and not run.misses and run.budget_error is None:
             problems.append(f"the run failed: {type(run.error).__name__}: {run.error}")
-        return self.failures(problems[:3] + ([f"{len(problems) - 3} more"] if len(problems) > 3 else []))
+        return self.failures(
+            problems[:3] + ([f"{len(problems) - 3} more"] if len(problems) > 3 else [])
+        )
 
 
 class Models(Evaluator):
@@ -117,8 +121,14 @@ class ToolSchemas(Evaluator):
                 elif tool not in recorded:
                     problems.append(f"agent {agent!r} has a new tool {tool!r}")
                 elif now[tool] != recorded[tool]:
-                    parts = [k for k in ("description", "parameters") if now[tool].get(k) != recorded[tool].get(k)]
-                    problems.append(f"agent {agent!r}: tool {tool!r} changed its {' and '.join(parts)}")
+                    parts = [
+                        k
+                        for k in ("description", "parameters")
+                        if now[tool].get(k) != recorded[tool].get(k)
+                    ]
+                    problems.append(
+                        f"agent {agent!r}: tool {tool!r} changed its {' and '.join(parts)}"
+                    )
         return self.failures(problems)
 
 
@@ -177,7 +187,9 @@ class OutputSchema(Evaluator):
         try:
             self.schema.model_validate_json(run.trace.output)
         except ValidationError as exc:
-            return self.verdict(False, f"the output is not a {self.schema.__name__}: {exc.errors()[0]['msg']}")
+            return self.verdict(
+                False, f"the output is not a {self.schema.__name__}: {exc.errors()[0]['msg']}"
+            )
         return self.verdict(True)
 
 
@@ -195,12 +207,19 @@ class Path(Evaluator):
         actual = run.trace.steps
         if actual == expected:
             return self.verdict(True)
-        at = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
+        at = next(
+            (i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None
+        )
         if at is None:
             more, fewer = (actual, expected) if len(actual) > len(expected) else (expected, actual)
             word = "ran" if more is actual else "did not run"
-            return self.verdict(False, f"{_step_text(more[len(fewer)])} {word} (step {len(fewer) + 1}); path {_path_text(actual)}, recorded {_path_text(expected)}")
-        return self.verdict(False, f"step {at + 1} ran {_step_text(actual[at])}, recorded {_step_text(expected[at])}; path {_path_text(actual)}, recorded {_path_text(expected)}")
+            what = f"{_step_text(more[len(fewer)])} {word} (step {len(fewer) + 1})"
+        else:
+            what = (
+                f"step {at + 1} ran {_step_text(actual[at])}, recorded {_step_text(expected[at])}"
+            )
+        paths = f"path {_path_text(actual)}, recorded {_path_text(expected)}"
+        return self.verdict(False, f"{what}; {paths}")
 
 
 class Branches(Evaluator):
@@ -216,7 +235,9 @@ class Branches(Evaluator):
         for kind, step in sorted(expected.keys() | actual.keys()):
             was, now = expected.get((kind, step)), actual.get((kind, step))
             if was != now:
-                what = {"route": "took branch", "loop": "ran rounds", "plan": "planned"}.get(kind, "chose")
+                what = {"route": "took branch", "loop": "ran rounds", "plan": "planned"}.get(
+                    kind, "chose"
+                )
                 problems.append(f"{kind} {step!r} {what} {now!r}, recorded {was!r}")
         return self.failures(problems)
 
@@ -277,11 +298,13 @@ class ToolCalls(Evaluator):
         missing, extra = sorted((want - got).elements()), sorted((got - want).elements())
         parts = [f"missing {', '.join(missing)}"] if missing else []
         parts += [f"unexpected {', '.join(extra)}"] if extra else []
-        return f"tool calls differ ({self.mode}): " + ("; ".join(parts) or f"order {', '.join(actual)}, recorded {', '.join(expected)}")
+        return f"tool calls differ ({self.mode}): " + (
+            "; ".join(parts) or f"order {', '.join(actual)}, recorded {', '.join(expected)}"
+        )
 
 
 class Budget(Evaluator):
-    """Tokens, cost and model calls per agent and per run within the recorded ones × ``tolerance``.
+    """Tokens, cost and model calls per agent and per run within the recorded ones x ``tolerance``.
 
     Also fails when the run's own budget (``max_tokens``, ``max_cost``) stopped it.
     """
@@ -305,11 +328,17 @@ class Budget(Evaluator):
 
     def _over(self, who: str, now: AgentTrace | Trace, was: AgentTrace | Trace) -> list[str]:
         found: list[str] = []
-        for what, a, b in (("tokens", now.tokens, was.tokens), ("calls", now.calls, was.calls), ("cost", now.cost, was.cost)):
+        for what, a, b in (
+            ("tokens", now.tokens, was.tokens),
+            ("calls", now.calls, was.calls),
+            ("cost", now.cost, was.cost),
+        ):
             if a is not None and b is not None and a > b * self.tolerance + 1e-12:
                 shown = f"${a:.6f}" if what == "cost" else f"{a:,}"
                 limit = f"${b:.6f}" if what == "cost" else f"{b:,}"
-                found.append(f"{who} spent {shown} {what}, recorded {limit} (tolerance ×{self.tolerance:g})")
+                found.append(
+                    f"{who} spent {shown} {what}, recorded {limit} (tolerance x{self.tolerance:g})"
+                )
         return found
 
 
@@ -347,7 +376,11 @@ class ContextGiven(Evaluator):
     def _fact(self, run: CaseRun, agent: str, fact: str) -> Check:
         from swarmcore.evals._case import base_name
 
-        given = [r for r in (run.result.history if run.result else []) if base_name(r.agent_name) == agent]
+        given = [
+            r
+            for r in (run.result.history if run.result else [])
+            if base_name(r.agent_name) == agent
+        ]
         if not given:
             return self.verdict(False, f"agent {agent!r} did not run")
         read = "\n".join(
@@ -392,9 +425,13 @@ def _json(value: Any) -> str:
 
 
 def _differs(what: str, expected: str, actual: str) -> str:
-    at = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), min(len(actual), len(expected)))
+    at = next(
+        (i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b),
+        min(len(actual), len(expected)),
+    )
     near = slice(max(0, at - 20), at + 40)
-    return f"the {what} differs at character {at + 1}: got {actual[near]!r}, recorded {expected[near]!r}"
+    got, recorded = actual[near], expected[near]
+    return f"the {what} differs at character {at + 1}: got {got!r}, recorded {recorded!r}"
 
 
 def _step_text(step: Sequence[str]) -> str:

@@ -95,8 +95,12 @@ class _Cassettes:
 
     case: Case
     misses: list[Miss] = field(default_factory=list[Miss])
-    _replies: dict[tuple[str, str], deque[CassetteReply]] = field(default_factory=dict)
-    _tools: dict[tuple[str, str], ToolEntry] = field(default_factory=dict)
+    _replies: dict[tuple[str, str], deque[CassetteReply]] = field(
+        default_factory=dict[tuple[str, str], deque[CassetteReply]]
+    )
+    _tools: dict[tuple[str, str], ToolEntry] = field(
+        default_factory=dict[tuple[str, str], ToolEntry]
+    )
     _models: list[_AgentModel] = field(default_factory=list["_AgentModel"])
 
     def __post_init__(self) -> None:
@@ -153,9 +157,7 @@ class _Cassettes:
 
     def _explain(self, agent: str, sent: Sequence[Mapping[str, Any]]) -> str:
         recorded = [
-            messages
-            for key, messages in self.case.conversations.items()
-            if base_name(key) == agent
+            messages for key, messages in self.case.conversations.items() if base_name(key) == agent
         ]
         if not recorded:
             return f"agent {agent!r} did not run in the recorded run"
@@ -254,7 +256,9 @@ def _replay_swarm(case: Case, target: Flow | Agent | Swarm, cassettes: _Cassette
     def swap(node: FlowNode) -> FlowNode:
         if not isinstance(node, Agent) or isinstance(node, RunsItsStep):
             return node
-        tools = [_replayed(t, node.name, cassettes) if isinstance(t, Tool) else t for t in node.tools]
+        tools = [
+            _replayed(t, node.name, cassettes) if isinstance(t, Tool) else t for t in node.tools
+        ]
         return node.clone(
             model=cassettes.model_for(node),
             fallback_models=(),
@@ -308,6 +312,7 @@ async def replay_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
         swarm.flow.shape(),
         result.history if result else [],
         result.decisions if result else [],
+        failures=result.failures if result else [],
         models=models,
     )
     return CaseRun(
@@ -319,4 +324,3 @@ async def replay_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
         models=models,
         tool_specs=specs,
     )
-

@@ -203,5 +203,5 @@ class SuiteReport(BaseModel):
 def _ratio(name: str, what: str, now: float | None, was: float | None, limit: float) -> list[str]:
     if now is None or was is None or now <= was * limit + 1e-12:
         return []
-    ratio = f"×{now / was:.2f}" if was else "from 0"
-    return [f"{name}: {what} {now:g}, baseline {was:g} ({ratio}, allowed ×{limit:g})"]
+    ratio = f"x{now / was:.2f}" if was else "from 0"
+    return [f"{name}: {what} {now:g}, baseline {was:g} ({ratio}, allowed x{limit:g})"]

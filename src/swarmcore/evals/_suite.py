@@ -34,7 +34,9 @@ class Suite:
         names = [c.name for c in cases]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise UserError(f"Suite {name!r}: case names must differ; repeated: {', '.join(twice)}.")
+            raise UserError(
+                f"Suite {name!r}: case names must differ; repeated: {', '.join(twice)}."
+            )
         self.cases = sorted(cases, key=lambda c: c.name)
         self.name = name
         self.evaluators = list(evaluators)
@@ -60,7 +62,9 @@ class Suite:
     def __len__(self) -> int:
         return len(self.cases)
 
-    async def run_case(self, case: Case, target: Flow | Agent | Swarm) -> tuple[CaseReport, CaseRun]:
+    async def run_case(
+        self, case: Case, target: Flow | Agent | Swarm
+    ) -> tuple[CaseReport, CaseRun]:
         """Replay one case against ``target`` and judge it: its report and the replay."""
         replay = await replay_case(case, target)
         checks = [e.evaluate(replay) for e in [*default_evaluators(case), *self.evaluators]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pydantic_core
@@ -27,7 +27,7 @@ from swarmcore._flow.shape import (
     RouteShape,
     StepShape,
 )
-from swarmcore.results import AgentKey, AgentResult, Decision, sum_cost
+from swarmcore.results import AgentFailure, AgentKey, AgentResult, Decision, sum_cost
 from swarmcore.testing._replay import request_key, unmarked
 
 _FROZEN = ConfigDict(frozen=True, defer_build=True)
@@ -95,7 +95,8 @@ class Trace(BaseModel):
     output: str = ""
     """The final output: the last step's exits, joined as a run joins them."""
     steps: list[list[str]] = Field(default_factory=list[list[str]])
-    """The agents that ran, step by step; a parallel group's members sorted (a set)."""
+    """The agents that ran (finished or failed), step by step; a parallel group's
+    members sorted (a set)."""
     decisions: list[DecisionTrace] = Field(default_factory=list[DecisionTrace])
     """Decisions at routes, loops and plans, sorted by step."""
     agents: dict[str, AgentTrace] = Field(default_factory=dict[str, AgentTrace])
@@ -125,6 +126,7 @@ def trace_of(
     results: Sequence[AgentResult],
     decisions: Sequence[Decision],
     *,
+    failures: Sequence[AgentFailure] = (),
     models: Mapping[str, str] | None = None,
 ) -> Trace:
     """The trace of a run of a flow of ``shape`` that finished ``results``.
@@ -133,16 +135,19 @@ def trace_of(
         shape: The flow's shape.
         results: The agents that finished, in any order.
         decisions: The run's decisions.
+        failures: The agents that failed: they ran, so they are in the steps
+            (those cancelled or never run are not).
         models: Each agent's model by name, to report instead of the model that
             answered (a replay runs every agent on its cassette).
     """
     ran = {r.agent_name: r for r in results}
-    steps = _steps(shape.steps, ran)
+    started = set(ran) | {f.agent_name for f in failures if not f.cancelled}
+    steps = _steps(shape.steps, started)
     placed = {key for step in steps for key in step}
-    rest = sorted(key for key in ran if key not in placed)
+    rest = sorted(key for key in started if key not in placed)
     if rest:  # agents the shape does not name (a plan's): one last step
         steps.append(rest)
-    order = [key for step in steps for key in step]
+    order = [key for step in steps for key in step if key in ran]
     agents = {key: _agent_trace(ran[key], ran, models) for key in order}
     chosen = sorted(
         (DecisionTrace(kind=d.kind, step=d.step, value=d.value) for d in decisions),
@@ -171,7 +176,7 @@ def arguments_key(arguments: str) -> str:
     return json.dumps(canonical_arguments(arguments), sort_keys=True, separators=(",", ":"))
 
 
-def _keys(name: str, ran: Mapping[str, AgentResult]) -> list[str]:
+def _keys(name: str, ran: Collection[str]) -> list[str]:
     """The keys ``name`` finished under: itself, or its loop iterations in order."""
     if name in ran:
         return [name]
@@ -183,7 +188,7 @@ def _iteration(key: AgentKey) -> int:
     return key.iteration or 0
 
 
-def _steps(steps: Sequence[StepShape], ran: Mapping[str, AgentResult]) -> list[list[str]]:
+def _steps(steps: Sequence[StepShape], ran: Collection[str]) -> list[list[str]]:
     out: list[list[str]] = []
     for step in steps:
         match step:
@@ -208,11 +213,13 @@ def _steps(steps: Sequence[StepShape], ran: Mapping[str, AgentResult]) -> list[l
     return out
 
 
-def _loop_steps(step: LoopShape, ran: Mapping[str, AgentResult]) -> list[list[str]]:
+def _loop_steps(step: LoopShape, ran: Collection[str]) -> list[list[str]]:
     """A loop's iterations in order, each its body's agents then its judge."""
     out: list[list[str]] = []
     names = step.names()
-    rounds = max((_iteration(AgentKey.parse(k)) for k in ran if AgentKey.parse(k).base in names), default=0)
+    rounds = max(
+        (_iteration(AgentKey.parse(k)) for k in ran if AgentKey.parse(k).base in names), default=0
+    )
     for k in range(1, rounds + 1):
         out += [[f"{name}#{k}"] for name in names if f"{name}#{k}" in ran]
     return out
@@ -257,13 +264,9 @@ def _agent_trace(
 ) -> AgentTrace:
     messages = unmarked(result.messages)
     first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
-    read = "\n".join(
-        str(m.get("content") or "") for m in messages if m.get("role") != "assistant"
-    )
+    read = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") != "assistant")
     given = sorted(
-        key
-        for key, other in ran.items()
-        if key != result.agent_name and _was_given(other, read)
+        key for key, other in ran.items() if key != result.agent_name and _was_given(other, read)
     )
     base = AgentKey.parse(result.agent_name).base
     return AgentTrace(

@@ -1,0 +1,481 @@
+"""swarmcore.evals: a stored run becomes a case, replays offline, every change flagged by name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from swarmcore import Agent, Swarm, Tool, function_tool
+from swarmcore._flow import Flow
+from swarmcore.cli import main
+from swarmcore.control import route
+from swarmcore.errors import UserError
+from swarmcore.evals import (
+    Budget,
+    Case,
+    CaseRun,
+    Check,
+    ContextGiven,
+    Evaluator,
+    OutputContains,
+    OutputMatches,
+    OutputSchema,
+    Suite,
+    SuiteReport,
+    Thresholds,
+    ToolCalls,
+    case_from_run,
+    replay_case,
+)
+from swarmcore.evals._trace import ToolUse
+from swarmcore.testing import OfflineModel
+
+MODEL = OfflineModel(name="evals-offline")
+OTHER = OfflineModel(name="evals-other")
+TASK = "What is the weather in Paris?"
+lookups: list[str] = []
+
+
+def lookup(city: str) -> str:
+    """Look up a city's weather.
+
+    Args:
+        city: The city.
+    """
+    lookups.append(city)
+    return f"sunny in {city}"
+
+
+def lookup_with_units(city: str, units: str = "metric") -> str:
+    """Look up a city's weather.
+
+    Args:
+        city: The city.
+        units: metric or imperial.
+    """
+    return f"sunny in {city}"
+
+
+def build(
+    *,
+    analyst: str = "Analyse the research.",
+    tool: Callable[..., str] | Tool = lookup,
+    swap: bool = False,
+    branch: str = "quick",
+    analyst_model: str = MODEL.model,
+) -> Flow:
+    """The flow under test, and each mutation of it (one keyword each)."""
+    research = Agent("researcher", "Research the task.", model=MODEL.model, tools=[tool])
+    analysis = Agent("analyst", analyst, model=analyst_model)
+    critic = Agent("critic", "Criticise the analysis.", model=MODEL.model)
+    checker = Agent("checker", "Check the facts.", model=MODEL.model)
+    quick = Agent("quick", "Answer quickly.", model=MODEL.model)
+    deep = Agent("deep", "Answer in depth.", model=MODEL.model)
+    first, second = (analysis, research) if swap else (research, analysis)
+    choose = route({"quick": quick, "deep": deep}, by=lambda _ctx: branch)
+    return first >> second >> (critic | checker) >> choose
+
+
+def refactored() -> Flow:
+    """The same flow written another way: agents from a table, a new predicate and tool object."""
+
+    def weather(city: str) -> str:
+        """Look up a city's weather.
+
+        Args:
+            city: The city.
+        """
+        return f"sunny in {city}"
+
+    table: dict[str, tuple[str, list[Tool]]] = {
+        "researcher": ("Research the task.", [function_tool(weather, name="lookup")]),
+        "analyst": ("Analyse the research.", []),
+        "critic": ("Criticise the analysis.", []),
+        "checker": ("Check the facts.", []),
+        "quick": ("Answer quickly.", []),
+        "deep": ("Answer in depth.", []),
+    }
+    agents = {
+        name: Agent(name, text, model=MODEL.model, tools=tools)
+        for name, (text, tools) in table.items()
+    }
+
+    def always_quick(_ctx: object) -> str:
+        return "quick"
+
+    steps = agents["researcher"] >> agents["analyst"]
+    group = agents["critic"] | agents["checker"]
+    return (
+        steps >> group >> route({"quick": agents["quick"], "deep": agents["deep"]}, by=always_quick)
+    )
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A real stored run of the flow: its store and run id."""
+    store = tmp_path_factory.mktemp("evals") / "runs.db"
+    result = Swarm(build(), store=store).run_sync(TASK)
+    return store, result.run_id
+
+
+@pytest.fixture(scope="module")
+def case(recorded: tuple[Path, str]) -> Case:
+    store, run_id = recorded
+    return case_from_run(store, run_id, flow=build(), name="paris")
+
+
+async def test_a_case_from_a_stored_run_replays_and_passes(case: Case) -> None:
+    lookups.clear()
+    report = await Suite([case]).run(build())
+    assert report.failed == 0, report.details()
+    assert lookups == []  # the tool answered from the cassette, not by running
+    assert [c.name for c in report.cases[0].checks] == [
+        "replay", "models", "tool_schemas", "output", "path", "branches", "tool_calls",
+        "budget", "context",
+    ]  # fmt: skip
+    assert case.expect.steps == [["researcher"], ["analyst"], ["checker", "critic"], ["quick"]]
+    assert [(d.kind, d.step, d.value) for d in case.expect.decisions] == [
+        ("route", "route", "quick")
+    ]
+    assert case.expect.agents["researcher"].tool_calls == [
+        ToolUse(tool="lookup", arguments={"city": "example city"})
+    ]
+    assert "researcher" in case.expect.agents["analyst"].given
+    assert case.tool_modes == {"lookup": "replay"}  # the context tools run on the replay's context
+
+
+def test_a_case_file_has_no_ids_or_times_and_two_adds_are_byte_identical(
+    recorded: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, run_id = recorded
+    first = case_from_run(store, run_id, flow=build()).save(tmp_path / "a").read_bytes()
+    second = case_from_run(store, run_id[:10], flow=build()).save(tmp_path / "b").read_bytes()
+    assert first == second
+    text = first.decode()
+    assert run_id not in text
+    assert "duration" not in text
+    assert "started_at" not in text
+    assert Case.load(tmp_path / "a" / f"run-{run_id[:8]}.json").to_json().encode() == first
+
+
+# Each row: a change to the flow, and the checks that must fail and name it.
+MUTATIONS: dict[str, tuple[Callable[[], Any], dict[str, str]]] = {
+    "instruction edited": (
+        lambda: build(analyst="Analyse the research carefully."),
+        {"replay": "agent 'analyst': message 1 (system) differs"},
+    ),
+    "tool schema changed": (
+        lambda: build(tool=function_tool(lookup_with_units, name="lookup")),
+        {"tool_schemas": "agent 'researcher': tool 'lookup' changed its parameters"},
+    ),
+    "two steps swapped": (
+        lambda: build(swap=True),
+        {"path": "step 1 ran analyst, recorded researcher", "replay": "agent 'analyst'"},
+    ),
+    "route branch changed": (
+        lambda: build(branch="deep"),
+        {"branches": "route 'route' took branch 'deep', recorded 'quick'", "path": "deep"},
+    ),
+    "model swapped": (
+        lambda: build(analyst_model=OTHER.model),
+        {"models": "agent 'analyst' runs on 'swarmcore-test/evals-other'"},
+    ),
+    "budget blown": (
+        lambda: Swarm(build(), max_tokens=2_000),
+        {"budget": "the run's budget stopped it"},
+    ),
+}
+
+
+@pytest.mark.parametrize("mutation", list(MUTATIONS))
+async def test_every_mutation_is_flagged_by_name(case: Case, mutation: str) -> None:
+    make, expected = MUTATIONS[mutation]
+    report = await Suite([case]).run(make())
+    failed = {c.name: c.detail for c in report.cases[0].failed}
+    for check, words in expected.items():
+        assert check in failed, f"{mutation}: {check} passed; failed: {failed}"
+        assert words in failed[check], f"{mutation}: {failed[check]!r}"
+
+
+async def test_a_pure_refactor_of_the_flow_flags_nothing(case: Case) -> None:
+    report = await Suite([case]).run(refactored())
+    assert report.failed == 0, report.details()
+    report = await Suite([case]).run(Swarm(refactored()))  # a Swarm target with the same settings
+    assert report.failed == 0, report.details()
+
+
+async def test_a_tool_call_the_cassette_lacks_stops_the_agent_naming_the_tool(case: Case) -> None:
+    emptied = case.model_copy(update={"tool_cassette": []})
+    lookups.clear()
+    run = await replay_case(emptied, build())
+    assert lookups == []  # never run live
+    assert [(m.agent, m.kind) for m in run.misses] == [("researcher", "tool")]
+    report = await Suite([emptied]).run(build())
+    assert 'tool \'lookup\' called with {"city":"example city"}, not recorded' in report.details()
+
+
+async def test_a_tool_marked_live_runs(case: Case) -> None:
+    live = case.model_copy(update={"tool_modes": {"lookup": "live"}})
+    lookups.clear()
+    report = await Suite([live]).run(build())
+    assert report.failed == 0, report.details()
+    assert lookups == ["example city"]
+
+
+async def test_reports_are_byte_identical_across_reruns(case: Case) -> None:
+    suite = Suite([case, case.model_copy(update={"name": "paris-deep"})])
+    reports = [await suite.run(build(branch="deep")) for _ in range(3)]
+    assert len({r.to_json() for r in reports}) == 1
+    assert len({r.junit() for r in reports}) == 1
+    assert reports[0].failed == 2  # the rerun is of a failing suite: the details too are stable
+    data = json.loads(reports[0].to_json())
+    assert data["pass_rate"] == 0.0
+    assert data["cases"][0]["name"] == "paris"
+
+
+class _Polite(Evaluator):
+    name = "polite"
+
+    def evaluate(self, run: CaseRun) -> Check:
+        return self.verdict("please" in run.trace.output, "the answer never says please")
+
+
+class _Answer(BaseModel):
+    answer: str
+
+
+async def test_user_evaluators_and_the_output_checks(case: Case) -> None:
+    evaluators = [
+        _Polite(),
+        OutputContains("Answer quickly"),
+        OutputMatches(r"^Offline answer"),
+        OutputSchema(_Answer),
+        ContextGiven("quick", "sunny in example city"),
+        ContextGiven("analyst", "cloudy"),
+    ]
+    report = await Suite([case], evaluators=evaluators).run(build())
+    verdicts = {c.name: c.passed for c in report.cases[0].checks[-6:]}
+    assert verdicts == {
+        "polite": False,
+        "output_contains": True,
+        "output_regex": True,
+        "output_schema": False,
+        "context": False,  # the last context check: analyst was never given "cloudy"
+    }
+    assert "agent 'analyst' was not given 'cloudy'" in report.details()
+    assert "agent 'quick'" not in report.details()  # the fact quick needed reached it
+
+
+def _run_with(calls: dict[str, list[ToolUse]]) -> CaseRun:
+    """A CaseRun whose replay made ``calls`` (per agent); search(q=a, page=1), read() recorded."""
+    from swarmcore.evals import AgentTrace, Trace
+
+    recorded = [
+        ToolUse(tool="search", arguments={"q": "a", "page": 1}),
+        ToolUse(tool="read", arguments={}),
+    ]
+    expect = Trace(
+        agents={"r": AgentTrace(model="m", tool_calls=recorded, prompt_tokens=100, calls=2)}
+    )
+    case = Case(name="c", task="t", flow="r", flow_version="v", shape='["r"]', expect=expect)
+    trace = Trace(
+        agents={
+            agent: AgentTrace(model="m", tool_calls=uses, prompt_tokens=130, calls=2)
+            for agent, uses in calls.items()
+        }
+    )
+    return CaseRun(
+        case=case, trace=trace, result=None, error=None, misses=[], models={}, tool_specs={}
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "made", "ignore", "passes"),
+    [
+        ("strict", [("search", {"q": "a", "page": 1}), ("read", {})], (), True),
+        ("strict", [("read", {}), ("search", {"q": "a", "page": 1})], (), False),
+        ("unordered", [("read", {}), ("search", {"q": "a", "page": 1})], (), True),
+        ("strict", [("search", {"q": "b", "page": 1}), ("read", {})], (), False),
+        ("strict", [("search", {"q": "b", "page": 1}), ("read", {})], ("search.q",), True),
+        ("strict", [("search", {"q": "b", "page": 2}), ("read", {})], ("q", "page"), True),
+        ("subset", [("read", {})], (), True),
+        ("subset", [("read", {}), ("write", {})], (), False),
+        ("superset", [("search", {"q": "a", "page": 1}), ("read", {}), ("write", {})], (), True),
+        ("superset", [("read", {})], (), False),
+    ],
+)
+def test_tool_calls_match_strictly_unordered_as_subset_or_superset(
+    mode: Any, made: list[tuple[str, dict[str, Any]]], ignore: tuple[str, ...], passes: bool
+) -> None:
+    run = _run_with({"r": [ToolUse(tool=t, arguments=a) for t, a in made]})
+    check = ToolCalls(mode, ignore).evaluate(run)
+    assert check.passed is passes, check.detail
+    if not passes:
+        assert check.detail.startswith(f"agent 'r': tool calls differ ({mode})")
+
+
+def test_budget_holds_within_the_tolerance_and_names_who_overspent() -> None:
+    run = _run_with({"r": []})  # 130 tokens where 100 were recorded
+    assert Budget(tolerance=1.3).evaluate(run).passed
+    check = Budget(tolerance=1.2).evaluate(run)
+    assert not check.passed
+    assert "agent 'r' spent 130 tokens, recorded 100 (tolerance x1.2)" in check.detail
+
+
+async def test_a_baseline_diff_names_each_regression(case: Case) -> None:
+    suite = Suite([case])
+    baseline = await suite.run(build())
+    assert baseline.regressions(baseline) == []
+    broken = await suite.run(build(analyst="Analyse it."))
+    found = broken.regressions(baseline, Thresholds())
+    assert found[0].startswith("paris: passed in the baseline, fails now (replay,")
+    assert found[-1] == "suite: pass rate 0.0%, baseline 100.0% (allowed drop 0.0%)"
+    assert broken.regressions(baseline, Thresholds(pass_rate_drop=1.0))[-1].startswith("paris:")
+
+
+def test_bad_case_files_and_suites_say_what_to_fix(tmp_path: Path, case: Case) -> None:
+    (tmp_path / "broken.json").write_text('{"swarmcore_case": 1, "name": "x"}')
+    with pytest.raises(
+        UserError, match=r"broken.json is not a swarmcore eval case: task: Field required"
+    ):
+        Suite.from_dir(tmp_path)
+    with pytest.raises(UserError, match="No suite directory"):
+        Suite.from_dir(tmp_path / "missing")
+    with pytest.raises(UserError, match="case names must differ; repeated: paris"):
+        Suite([case, case])
+    with pytest.raises(UserError, match="must be a file name"):
+        case_from_run(*_store_and_run(case, tmp_path), name="../escape")
+
+
+def _store_and_run(case: Case, tmp_path: Path) -> tuple[Path, str]:
+    store = tmp_path / "runs.db"
+    return store, Swarm(build(), store=store).run_sync(case.task).run_id
+
+
+FLOW_FILE = """\
+from swarmcore import Agent
+from swarmcore.control import route
+from swarmcore.testing import OfflineModel
+
+model = OfflineModel(name="evals-cli")
+
+
+def lookup(city: str) -> str:
+    \"\"\"Look up a city's weather.
+
+    Args:
+        city: The city.
+    \"\"\"
+    return f"sunny in {city}"
+
+
+researcher = Agent("researcher", "{instructions}", model=model.model, tools=[lookup])
+flow = researcher >> (Agent("a", "A.", model=model.model) | Agent("b", "B.", model=model.model))
+"""
+
+
+def _cli(*args: str) -> int:
+    return main(list(args))
+
+
+def test_cli_adds_a_case_and_runs_the_suite_with_reports_and_a_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flows = tmp_path / "flows.py"
+    flows.write_text(FLOW_FILE.replace("{instructions}", "Research the task."))
+    store, suite = tmp_path / "runs.db", tmp_path / "suite"
+    assert _cli("run", f"{flows}:flow", TASK, "--store", str(store), "--quiet") == 0
+    from swarmcore.store import SQLiteStore
+
+    run_id = SQLiteStore(store).list_runs()[0].run_id
+    capsys.readouterr()
+    assert (
+        _cli("eval", "add", run_id, "--store", str(store), "--suite", str(suite), "--name", "c1")
+        == 0
+    )
+    added = capsys.readouterr().out
+    assert "c1.json: " in added
+    assert "model calls, 1 tool results recorded" in added
+    report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
+    args = ("eval", "run", f"{flows}:flow", "--suite", str(suite))
+    assert _cli(*args, "--report", str(report), "--junit", str(junit)) == 0
+    out = capsys.readouterr().out
+    assert "c1" in out
+    assert "pass" in out
+    first = report.read_bytes()
+    assert _cli(*args, "--report", str(report)) == 0
+    assert report.read_bytes() == first
+    assert '<testcase classname="suite" name="c1" />' in junit.read_text()
+
+    edited = tmp_path / "edited.py"
+    edited.write_text(FLOW_FILE.replace("{instructions}", "Research the task twice."))
+    changed = ("eval", "run", f"{edited}:flow", "--suite", str(suite))
+    assert _cli(*changed) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out
+    assert "c1: replay: model request of agent 'researcher': message 1" in out
+    assert _cli(*changed, "--baseline", str(report)) == 1
+    assert "regression: c1: passed in the baseline, fails now (replay" in capsys.readouterr().err
+    assert _cli(*args, "--baseline", str(report)) == 0  # the unchanged flow: no regression
+    assert SuiteReport.load(report).passed == 1
+
+
+def test_cli_eval_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli("eval", "add", "nope", "--store", str(tmp_path / "none.db"), "--suite", "s") == 2
+    assert "no run store at" in capsys.readouterr().err
+
+
+def test_a_suite_replays_with_networking_forbidden(tmp_path: Path, case: Case) -> None:
+    case.save(tmp_path / "suite")
+    root = str(Path(__file__).parents[2])
+    (tmp_path / "flows.py").write_text(
+        f"import sys\nsys.path.insert(0, {root!r})\n"
+        "from tests.unit.test_evals import build\nflow = build()\n"
+    )
+    target, suite = str(tmp_path / "flows.py:flow"), str(tmp_path / "suite")
+    code = textwrap.dedent(
+        f"""
+        import socket, sys
+        refused = []
+        real_connect = socket.socket.connect
+
+        def local(address):
+            here = ("127.0.0.1", "::1", "localhost")
+            return isinstance(address, (str, bytes)) or address[0] in here
+
+        def connect(self, address):
+            if self.family != socket.AF_UNIX and not local(address):
+                refused.append(address)
+                raise OSError(f"no network in this test: {{address}}")
+            return real_connect(self, address)
+
+        real_getaddrinfo = socket.getaddrinfo
+
+        def getaddrinfo(host, *args, **kwargs):
+            if host not in ("127.0.0.1", "::1", "localhost", None):
+                refused.append(host)
+                raise OSError(f"no network in this test: {{host}}")
+            return real_getaddrinfo(host, *args, **kwargs)
+
+        socket.socket.connect = connect
+        socket.getaddrinfo = getaddrinfo
+        from swarmcore.cli import main
+        status = main(["eval", "run", {target!r}, "--suite", {suite!r}])
+        assert not refused, refused
+        sys.exit(status)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "paris" in done.stdout
+    assert "1/1" in done.stdout
