@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from swarmcore import Agent, Swarm, Tool, function_tool
-from swarmcore._flow import Flow
+from swarmcore._flow import Flow, chain
 from swarmcore.cli import main
 from swarmcore.control import route
 from swarmcore.errors import UserError
@@ -479,3 +479,44 @@ def test_a_suite_replays_with_networking_forbidden(tmp_path: Path, case: Case) -
     assert done.returncode == 0, done.stdout + done.stderr
     assert "paris" in done.stdout
     assert "1/1" in done.stdout
+
+
+def tick() -> str:
+    """Count a tick."""
+    ticks.append(1)
+    return f"tick {len(ticks)}"
+
+
+ticks: list[int] = []
+
+
+async def test_a_call_repeated_with_other_results_replays_them_in_order(tmp_path: Path) -> None:
+    from swarmcore.testing import Call, Reply, ScriptedModel
+
+    model = ScriptedModel(
+        [Reply(tool_calls=[Call("tick")]), Reply(tool_calls=[Call("tick")]), "done"]
+    )
+    agent = Agent("counter", "Count.", model=model.model, tools=[tick])
+    store = tmp_path / "runs.db"
+    run_id = (await Swarm(agent, store=store).run("Count twice.")).run_id
+    case = case_from_run(store, run_id, flow=chain(agent))
+    assert [t.result for t in case.tool_cassette] == ["tick 1", "tick 2"]
+    ticks.clear()
+    report = await Suite([case]).run(agent)
+    assert report.failed == 0, report.details()
+    assert ticks == []
+
+
+async def test_suite_check_is_one_assertion_per_case(case: Case) -> None:
+    suite = Suite([case])
+    assert (await suite.check(case, build())).passed
+    with pytest.raises(
+        AssertionError, match=r"eval case 'paris' failed:\n  models: agent 'analyst'"
+    ):
+        await suite.check(case, build(analyst_model=OTHER.model))
+
+
+def test_a_case_of_a_newer_format_is_refused(tmp_path: Path, case: Case) -> None:
+    path = case.model_copy(update={"swarmcore_case": 99}).save(tmp_path)
+    with pytest.raises(UserError, match="written by a newer swarmcore"):
+        Case.load(path)

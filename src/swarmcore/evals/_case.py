@@ -80,7 +80,12 @@ class CassetteEntry(BaseModel):
 
 
 class ToolEntry(BaseModel):
-    """One tool call of the run: tool, canonical arguments and the result the model read."""
+    """One tool call of the run: tool, canonical arguments and the result the model read.
+
+    A call made again with the same arguments that gave another result has an
+    entry of its own, after the first: a replay serves them in order, the last
+    one again for any later call.
+    """
 
     model_config = _FROZEN
 
@@ -180,7 +185,7 @@ class Case(BaseModel):
         except OSError as exc:
             raise UserError(f"Cannot read the case file {where}: {exc}.") from exc
         try:
-            return cls.model_validate_json(text)
+            case = cls.model_validate_json(text)
         except ValidationError as exc:
             first = exc.errors()[0]
             at = ".".join(str(p) for p in first["loc"]) or "(top level)"
@@ -189,6 +194,12 @@ class Case(BaseModel):
                 f"({exc.error_count()} errors). Fix the file or make it again with "
                 "`swarmcore eval add`."
             ) from None
+        if case.swarmcore_case > CASE_FORMAT:
+            raise UserError(
+                f"{where} was written by a newer swarmcore (case format {case.swarmcore_case}; "
+                f"this one reads {CASE_FORMAT}): upgrade swarmcore to run it."
+            )
+        return case
 
 
 def case_from_run(
@@ -303,17 +314,17 @@ def _entries(result: AgentResult) -> list[CassetteEntry]:
 
 
 def _tool_cassette(results: Iterable[AgentResult]) -> list[ToolEntry]:
-    seen: dict[tuple[str, str], ToolEntry] = {}
+    """Every distinct call and result; one call that gave two results keeps both, in order."""
+    seen: dict[tuple[str, str], list[ToolEntry]] = {}
     for result in results:
         for call in result.tool_calls:
             if call.tool_name in CONTEXT_TOOL_NAMES:  # the Swarm's own: they run, on the context
                 continue
             key = (call.tool_name, arguments_key(call.arguments))
-            seen.setdefault(
-                key,
-                ToolEntry(tool=key[0], arguments=key[1], result=call.result, error=call.error),
-            )
-    return [seen[k] for k in sorted(seen)]
+            entry = ToolEntry(tool=key[0], arguments=key[1], result=call.result, error=call.error)
+            if entry not in seen.setdefault(key, []):
+                seen[key].append(entry)
+    return [entry for key in sorted(seen) for entry in seen[key]]
 
 
 def _tool_specs(flow: Flow) -> dict[str, dict[str, Any]]:

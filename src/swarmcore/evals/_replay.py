@@ -107,7 +107,8 @@ class _Cassettes:
         for entry in self.case.model_cassette:
             key = (base_name(entry.agent), entry.key)
             self._replies.setdefault(key, deque()).append(entry.reply)
-        self._tools = {(t.tool, t.arguments): t for t in self.case.tool_cassette}
+        for tool in self.case.tool_cassette:
+            self._tools.setdefault((tool.tool, tool.arguments), deque()).append(tool)
 
     def model_for(self, agent: Agent) -> str:
         """A model string answering ``agent``'s requests from the cassette."""
@@ -145,12 +146,13 @@ class _Cassettes:
         )
 
     def tool_result(self, agent: str, tool: Tool, arguments: str) -> str:
-        entry = self._tools.get((tool.name, arguments_key(arguments)))
-        if entry is None:
+        entries = self._tools.get((tool.name, arguments_key(arguments)))
+        if not entries:
             tool.validate_arguments(arguments)  # arguments the tool refuses fail as they would live
             detail = f"tool {tool.name!r} called with {arguments_key(arguments)}, not recorded"
             self.misses.append(Miss(agent=agent, kind="tool", detail=detail))
             raise ReplayDiverged(f"swarmcore eval: agent {agent!r}: {detail}.")
+        entry = entries.popleft() if len(entries) > 1 else entries[0]  # the last one repeats
         if entry.error is not None:
             raise ToolReportedError(entry.error)
         return entry.result

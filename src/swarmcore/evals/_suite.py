@@ -78,6 +78,28 @@ class Suite:
         )
         return report, replay
 
+    async def check(self, case: Case, target: Flow | Agent | Swarm) -> CaseReport:
+        """Replay ``case`` against ``target``; raise AssertionError naming each failed check.
+
+        One pytest test per case:
+
+        ```python
+        suite = Suite.from_dir("evals")
+
+        @pytest.mark.parametrize("case", suite.cases, ids=lambda case: case.name)
+        async def test_eval(case):
+            await suite.check(case, flow)
+        ```
+
+        Raises:
+            AssertionError: A check failed; the message lists ``check: what differs``.
+        """
+        report, _ = await self.run_case(case, target)
+        if not report.passed:
+            lines = "\n".join(f"  {c.name}: {c.detail}" for c in report.failed)
+            raise AssertionError(f"eval case {case.name!r} failed:\n{lines}")
+        return report
+
     async def run(self, target: Flow | Agent | Swarm) -> SuiteReport:
         """Replay every case against ``target`` (a Flow, Agent or Swarm), offline.
 
