@@ -98,8 +98,8 @@ class _Cassettes:
     _replies: dict[tuple[str, str], deque[CassetteReply]] = field(
         default_factory=dict[tuple[str, str], deque[CassetteReply]]
     )
-    _tools: dict[tuple[str, str], ToolEntry] = field(
-        default_factory=dict[tuple[str, str], ToolEntry]
+    _tools: dict[tuple[str, str], deque[ToolEntry]] = field(
+        default_factory=dict[tuple[str, str], deque[ToolEntry]]
     )
     _models: list[_AgentModel] = field(default_factory=list["_AgentModel"])
 
