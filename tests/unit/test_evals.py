@@ -520,3 +520,15 @@ def test_a_case_of_a_newer_format_is_refused(tmp_path: Path, case: Case) -> None
     path = case.model_copy(update={"swarmcore_case": 99}).save(tmp_path)
     with pytest.raises(UserError, match="written by a newer swarmcore"):
         Case.load(path)
+
+
+def test_the_example_suite_replays_against_the_example_flow(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SWARMCORE_MODEL", raising=False)
+    examples = Path(__file__).parents[2] / "examples" / "evals"
+    status = _cli(
+        "eval", "run", f"{examples / 'flows.py'}:flow", "--suite", str(examples / "suite")
+    )
+    assert status == 0, capsys.readouterr().out
+    assert "3/3" in capsys.readouterr().out

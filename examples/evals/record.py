@@ -1,0 +1,49 @@
+"""Make the example suite: run the flow on a few tasks and turn each stored run into a case.
+
+    uv run python examples/evals/record.py
+
+Writes ``suite/*.json`` beside this file (what is committed). The same in three
+commands per run::
+
+    uv run swarmcore run examples/evals/flows.py:flow "Is green tea healthy?" --store runs.db
+    uv run swarmcore eval add RUN_ID --store runs.db --suite examples/evals/suite \\
+        --target examples/evals/flows.py:flow --name green-tea
+
+Then check the current code against it, offline::
+
+    uv run swarmcore eval run examples/evals/flows.py:flow --suite examples/evals/suite
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from flows import flow  # noqa: E402 -- the flow beside this script
+
+from swarmcore import Swarm  # noqa: E402
+from swarmcore.evals import case_from_run  # noqa: E402
+
+TASKS = {
+    "green-tea": "Is green tea healthy?",
+    "standing-desks": "Do standing desks help?",
+    "cold-showers": "Are cold showers worth it?",
+}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "runs.db"
+        swarm = Swarm(flow, store=store)
+        for name, task in TASKS.items():
+            result = swarm.run_sync(task)
+            path = case_from_run(store, result.run_id, flow=flow, name=name).save(HERE / "suite")
+            print(f"{path.relative_to(HERE)}: {task}")
+
+
+if __name__ == "__main__":
+    main()
