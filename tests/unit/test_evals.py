@@ -23,6 +23,7 @@ from swarmcore.evals import (
     Case,
     CaseRun,
     Check,
+    CheckOptions,
     ContextGiven,
     Evaluator,
     OutputContains,
@@ -32,10 +33,10 @@ from swarmcore.evals import (
     SuiteReport,
     Thresholds,
     ToolCalls,
+    ToolUse,
     case_from_run,
     replay_case,
 )
-from swarmcore.evals._trace import ToolUse
 from swarmcore.testing import OfflineModel
 
 MODEL = OfflineModel(name="evals-offline")
@@ -532,3 +533,54 @@ def test_the_example_suite_replays_against_the_example_flow(
     )
     assert status == 0, capsys.readouterr().out
     assert "3/3" in capsys.readouterr().out
+
+
+async def test_live_trials_run_the_real_tools_and_report_a_pass_rate_with_its_interval(
+    case: Case,
+) -> None:
+    lookups.clear()
+    report = await Suite([case]).run_live(build(), trials=2)
+    assert lookups == ["example city", "example city"]  # the tool ran, in both trials
+    live = report.cases[0].live
+    assert live is not None
+    assert (live.trials, live.passes, live.pass_rate) == (2, 2, 1.0)
+    assert live.interval == (0.34238, 1.0)  # Wilson, 95 %
+    assert "2/2 100% (95% CI 34%-100%)" in report.table()
+    broken = await Suite([case]).run_live(build(branch="deep"), trials=2)
+    assert broken.pass_rate == 0.0
+    assert "(failed in 2 of 2 trials)" in broken.details()
+    with pytest.raises(UserError, match="trials must be a whole number above 0"):
+        await Suite([case]).run_live(build(), trials=0)
+
+
+async def test_record_refreshes_the_cassettes_from_a_live_run(case: Case, tmp_path: Path) -> None:
+    edited = build(analyst="Analyse the research carefully.")
+    tuned = case.model_copy(update={"checks": CheckOptions(tolerance=2.0)})
+    assert (await Suite([tuned]).run(edited)).failed == 1
+    suite = await Suite([tuned]).record(edited, tmp_path)
+    fresh = Case.load(tmp_path / "paris.json")
+    assert fresh.checks.tolerance == 2.0  # kept, as the name and the tool modes are
+    assert fresh.to_json() == suite.cases[0].to_json()
+    report = await suite.run(edited)
+    assert report.failed == 0, report.details()
+
+
+def test_cli_live_and_record(
+    tmp_path: Path, case: Case, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case.save(tmp_path / "suite")
+    root = str(Path(__file__).parents[2])
+    (tmp_path / "flows.py").write_text(
+        f"import sys\nsys.path.insert(0, {root!r})\n"
+        "from tests.unit.test_evals import build\n"
+        "flow = build(analyst='Analyse it.')\n"
+    )
+    args = ("eval", "run", f"{tmp_path / 'flows.py'}:flow", "--suite", str(tmp_path / "suite"))
+    assert _cli(*args, "--live", "2") == 1  # the edited analyst's answer differs from the recording
+    assert "0/2 0%" in capsys.readouterr().out
+    assert _cli(*args, "--record") == 0
+    assert "recorded 1 cases again" in capsys.readouterr().err
+    assert _cli(*args) == 0
+    with pytest.raises(SystemExit, match="2"):
+        _cli(*args, "--live", "0")
+    assert "a whole number of trials above 0, not '0'" in capsys.readouterr().err

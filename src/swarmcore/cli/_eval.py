@@ -71,6 +71,22 @@ def add_eval_parser(commands: Any) -> None:
     )
     run.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
     run.add_argument("--suite", type=Path, required=True, metavar="DIR", help="the suite directory")
+    how = run.add_mutually_exclusive_group()
+    how.add_argument(
+        "--live",
+        type=_trials,
+        nargs="?",
+        const=1,
+        metavar="N",
+        help="run the cases against the target's real models and tools instead, N times each "
+        "(default 1): each case's pass rate and its 95%% interval",
+    )
+    how.add_argument(
+        "--record",
+        action="store_true",
+        help="record every case again from a live run of the target (new cassettes and "
+        "expectations; names, checks and tool modes kept), then replay them",
+    )
     run.add_argument("--report", type=Path, metavar="OUT.json", help="write the JSON report here")
     run.add_argument("--junit", type=Path, metavar="OUT.xml", help="write JUnit XML here")
     run.add_argument(
@@ -101,6 +117,16 @@ def add_eval_parser(commands: Any) -> None:
         help="with --baseline: how far (0 to 1) the pass rate may fall (default 0)",
     )
     run.set_defaults(handler=command_eval_run)
+
+
+def _trials(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of trials above 0, not {text!r}")
+    return value
 
 
 def command_eval_add(args: argparse.Namespace) -> int:
@@ -155,7 +181,14 @@ def command_eval_run(args: argparse.Namespace) -> int:
     target = load_target(args.target)
     suite = Suite.from_dir(args.suite)
     baseline = SuiteReport.load(args.baseline) if args.baseline else None
-    report = run_sync(lambda: suite.run(target))
+    if args.record:
+        suite = run_sync(lambda: suite.record(target, args.suite))
+        print(f"recorded {len(suite)} cases again in {args.suite}", file=sys.stderr)
+    if args.live:
+        trials: int = args.live
+        report = run_sync(lambda: suite.run_live(target, trials=trials))
+    else:
+        report = run_sync(lambda: suite.run(target))
     _print_table(report)
     if args.report:
         report.save(args.report)

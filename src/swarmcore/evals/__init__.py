@@ -49,8 +49,15 @@ from swarmcore.evals._evaluators import (
     ToolSchemas,
     default_evaluators,
 )
-from swarmcore.evals._replay import CaseRun, Miss, ReplayDiverged, replay_case
-from swarmcore.evals._report import CaseReport, SuiteReport, Thresholds
+from swarmcore.evals._replay import (
+    CaseRun,
+    Miss,
+    ReplayDiverged,
+    live_case,
+    record_case,
+    replay_case,
+)
+from swarmcore.evals._report import CaseReport, LiveResult, SuiteReport, Thresholds
 from swarmcore.evals._suite import Suite
 from swarmcore.evals._trace import AgentTrace, DecisionTrace, ToolUse, Trace, trace_of
 
@@ -69,6 +76,7 @@ __all__ = [
     "ContextGiven",
     "DecisionTrace",
     "Evaluator",
+    "LiveResult",
     "Miss",
     "Models",
     "OutputContains",
@@ -92,6 +100,8 @@ __all__ = [
     "case_from_record",
     "case_from_run",
     "default_evaluators",
+    "live_case",
+    "record_case",
     "replay_case",
     "trace_of",
 ]

@@ -311,7 +311,7 @@ class Budget(Evaluator):
 
     name = "budget"
 
-    def __init__(self, tolerance: float = 1.0) -> None:
+    def __init__(self, tolerance: float = 1.1) -> None:
         self.tolerance = tolerance
 
     def evaluate(self, run: CaseRun) -> Check:

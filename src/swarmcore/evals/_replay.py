@@ -13,9 +13,11 @@ as a tool (``agent.as_tool()``) replays as a tool: its recorded result comes bac
 from __future__ import annotations
 
 import itertools
+import tempfile
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -24,13 +26,15 @@ from swarmcore import llm
 from swarmcore._flow import Flow, FlowNode, chain
 from swarmcore._swarm import Swarm
 from swarmcore._text_tools import text_tool_marker
-from swarmcore._tools import Tool, ToolReportedError
+from swarmcore._tools import ApprovalRequest, Approver, Tool, ToolReportedError
 from swarmcore._walk import RunsItsStep
 from swarmcore.agent import Agent
 from swarmcore.errors import BudgetExceeded, SwarmError
 from swarmcore.evals._case import Case, CassetteReply, ToolEntry, base_name
 from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
+from swarmcore.modes import ContextMode
 from swarmcore.results import SwarmResult
+from swarmcore.store import RunStore, SQLiteStore
 from swarmcore.testing._endpoint import model_string
 from swarmcore.testing._replay import MARKER_SLOT, preview, request_key, unmarked
 from swarmcore.testing._replies import Call, Fail, RecordedRequest, Reply, Step
@@ -268,7 +272,27 @@ def _replay_swarm(case: Case, target: Flow | Agent | Swarm, cassettes: _Cassette
             tools=tools,
         )
 
-    flow = as_flow(target).map_agents(swap)
+    # a replayed call costs what it cost when recorded, and was decided when recorded
+    return _swarm(case, target, as_flow(target).map_agents(swap), replay=True)
+
+
+_MODES: dict[str, ContextMode] = {"pull": "pull", "push": "push", "auto": "auto"}
+
+
+def _swarm(
+    case: Case,
+    target: Flow | Agent | Swarm,
+    flow: Flow,
+    *,
+    replay: bool,
+    store: RunStore | None = None,
+) -> Swarm:
+    """A Swarm of ``flow`` with the target Swarm's settings, else the case's context mode.
+
+    A replay allows every approval (the recorded calls were decided when recorded)
+    and unpriced calls; a live run keeps the target's approval callback and budget.
+    """
+    approve: Approver | None = _allow if replay else None
     if isinstance(target, Swarm):
         budget = target.budget
         return Swarm(
@@ -279,16 +303,89 @@ def _replay_swarm(case: Case, target: Flow | Agent | Swarm, cassettes: _Cassette
             step_retries=target.step_retries,
             max_cost=budget.max_cost,
             max_tokens=budget.max_tokens,
-            allow_unpriced=True,  # a replayed call costs what it cost when recorded
-            approve=lambda _: True,  # replayed calls were decided when recorded
+            allow_unpriced=replay or budget.allow_unpriced,
+            approve=approve or target.approve,
+            store=store,
         )
-    mode = case.context_mode if case.context_mode in ("pull", "push", "auto") else "pull"
+    mode = _MODES.get(case.context_mode, "pull")
     return Swarm(
         flow,
-        context_mode=mode,  # pyright: ignore[reportArgumentType] -- checked just above
+        context_mode=mode,
         context_budget=case.context_budget if mode == "auto" else None,
-        approve=lambda _: True,
+        approve=approve,
+        store=store,
     )
+
+
+def _allow(_: ApprovalRequest) -> bool:
+    return True
+
+
+async def _run(swarm: Swarm, case: Case) -> tuple[SwarmResult | None, BaseException | None]:
+    try:
+        return await swarm.run(case.task, variables=case.variables), None
+    except SwarmError as exc:
+        return (exc.partial if isinstance(exc.partial, SwarmResult) else None), exc
+
+
+def _case_run(
+    case: Case,
+    target: Flow | Agent | Swarm,
+    result: SwarmResult | None,
+    error: BaseException | None,
+    misses: list[Miss],
+) -> CaseRun:
+    flow = as_flow(target)
+    models, specs = current_setup(flow)
+    trace = trace_of(
+        flow.shape(),
+        result.history if result else [],
+        result.decisions if result else [],
+        failures=result.failures if result else [],
+        models=models,
+    )
+    return CaseRun(
+        case=case,
+        trace=trace,
+        result=result,
+        error=error,
+        misses=misses,
+        models=models,
+        tool_specs=specs,
+    )
+
+
+async def live_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
+    """Run ``case``'s task against ``target`` for real: its models and tools, no cassette.
+
+    For ``swarmcore eval run --live``: the evaluators then judge a live run.
+    """
+    result, error = await _run(_swarm(case, target, as_flow(target), replay=False), case)
+    return _case_run(case, target, result, error, [])
+
+
+async def record_case(case: Case, target: Flow | Agent | Swarm) -> Case:
+    """``case`` recorded again from a live run of ``target``: new cassettes and expectations.
+
+    The case keeps its name, its ``checks`` and its ``tool_modes``.
+
+    Raises:
+        SwarmError: The live run failed (a case is made from a run that succeeded).
+    """
+    from swarmcore.evals._case import case_from_record
+
+    flow = as_flow(target)
+    with tempfile.TemporaryDirectory() as folder:
+        store = SQLiteStore(Path(folder) / "runs.db")
+        try:
+            swarm = _swarm(case, target, flow, replay=False, store=store)
+            result = await swarm.run(case.task, variables=case.variables)
+            record = store.get_run(result.run_id)
+        finally:
+            store.close()
+    assert record is not None  # the run just stored
+    fresh = case_from_record(record, name=case.name, flow=flow, tool_modes=case.tool_modes)
+    return fresh.model_copy(update={"checks": case.checks})
 
 
 async def replay_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
@@ -301,28 +398,5 @@ async def replay_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
         What the evaluators read: the replay's trace, result, error and misses.
     """
     cassettes = _Cassettes(case)
-    swarm = _replay_swarm(case, target, cassettes)
-    result: SwarmResult | None
-    error: BaseException | None = None
-    try:
-        result = await swarm.run(case.task, variables=case.variables)
-    except SwarmError as exc:
-        error = exc
-        result = exc.partial if isinstance(exc.partial, SwarmResult) else None
-    models, specs = current_setup(as_flow(target))
-    trace = trace_of(
-        swarm.flow.shape(),
-        result.history if result else [],
-        result.decisions if result else [],
-        failures=result.failures if result else [],
-        models=models,
-    )
-    return CaseRun(
-        case=case,
-        trace=trace,
-        result=result,
-        error=error,
-        misses=list(cassettes.misses),
-        models=models,
-        tool_specs=specs,
-    )
+    result, error = await _run(_replay_swarm(case, target, cassettes), case)
+    return _case_run(case, target, result, error, list(cassettes.misses))

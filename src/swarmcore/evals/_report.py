@@ -7,6 +7,7 @@ same bytes; a baseline diff can then be trusted to show what the code changed.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -21,6 +22,40 @@ from swarmcore.results import format_cost, sum_cost
 REPORT_FORMAT = 1
 
 
+class LiveResult(BaseModel):
+    """How a case fared over live trials (``swarmcore eval run --live N``)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    trials: int = Field(ge=1)
+    passes: int = Field(ge=0)
+    """Trials in which every check passed."""
+
+    @computed_field
+    @property
+    def pass_rate(self) -> float:
+        """Passes over trials."""
+        return round(self.passes / self.trials, 6)
+
+    @computed_field
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The pass rate's 95 % confidence interval (Wilson score), as (low, high)."""
+        return wilson(self.passes, self.trials)
+
+
+def wilson(passes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of ``passes`` in ``trials`` (95 % for the default ``z``)."""
+    if trials == 0:
+        return (0.0, 1.0)
+    p = passes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = (
+        z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    )
+    return (round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6))
+
+
 class CaseReport(BaseModel):
     """One case's replay: each check's verdict, and what the replay spent."""
 
@@ -31,8 +66,11 @@ class CaseReport(BaseModel):
     """The recorded flow's version (digest of its shape)."""
     checks: list[Check] = Field(default_factory=list[Check])
     tokens: int = 0
+    """Tokens the replay spent (a live run's: the mean over its trials)."""
     calls: int = 0
     cost: float | None = None
+    live: LiveResult | None = None
+    """Over live trials: how many passed; None for a replay."""
 
     @computed_field
     @property
@@ -83,7 +121,10 @@ class SuiteReport(BaseModel):
     @computed_field
     @property
     def pass_rate(self) -> float:
-        """Passed cases over all cases (1.0 for an empty suite)."""
+        """Passed cases over all cases (1.0 for an empty suite); live: passed trials over all."""
+        live = [c.live for c in self.cases if c.live is not None]
+        if live:
+            return round(sum(t.passes for t in live) / sum(t.trials for t in live), 6)
         return round(self.passed / len(self.cases), 6) if self.cases else 1.0
 
     @computed_field
@@ -129,7 +170,7 @@ class SuiteReport(BaseModel):
         rows = [
             (
                 c.name,
-                "pass" if c.passed else "FAIL",
+                _result(c),
                 ", ".join(k.name for k in c.failed),
                 f"{c.tokens:,}",
                 str(c.calls),
@@ -198,6 +239,14 @@ class SuiteReport(BaseModel):
                 f"(allowed drop {limits.pass_rate_drop:.1%})"
             )
         return found
+
+
+def _result(case: CaseReport) -> str:
+    if case.live is None:
+        return "pass" if case.passed else "FAIL"
+    low, high = case.live.interval
+    rate = f"{case.live.passes}/{case.live.trials} {case.live.pass_rate:.0%}"
+    return f"{rate} (95% CI {low:.0%}-{high:.0%})"
 
 
 def _ratio(name: str, what: str, now: float | None, was: float | None, limit: float) -> list[str]:

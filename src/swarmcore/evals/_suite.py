@@ -11,9 +11,9 @@ from swarmcore._swarm import Swarm
 from swarmcore.agent import Agent, run_sync
 from swarmcore.errors import UserError
 from swarmcore.evals._case import Case
-from swarmcore.evals._evaluators import Evaluator, default_evaluators
-from swarmcore.evals._replay import CaseRun, replay_case
-from swarmcore.evals._report import CaseReport, SuiteReport
+from swarmcore.evals._evaluators import Check, Evaluator, default_evaluators
+from swarmcore.evals._replay import CaseRun, live_case, record_case, replay_case
+from swarmcore.evals._report import CaseReport, LiveResult, SuiteReport
 
 
 class Suite:
@@ -99,6 +99,67 @@ class Suite:
             lines = "\n".join(f"  {c.name}: {c.detail}" for c in report.failed)
             raise AssertionError(f"eval case {case.name!r} failed:\n{lines}")
         return report
+
+    async def run_live(self, target: Flow | Agent | Swarm, *, trials: int = 1) -> SuiteReport:
+        """Run every case's task against ``target`` for real, ``trials`` times each, and judge it.
+
+        Models and tools are the target's own: nothing comes from the cassettes,
+        and the runs cost what they cost. A check passes when it passed in every
+        trial; each case reports its passes, pass rate and 95 % interval.
+
+        Raises:
+            UserError: ``trials`` is not a whole number above 0.
+        """
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise UserError(f"trials must be a whole number above 0, got {trials!r}.")
+        reports: list[CaseReport] = []
+        for case in self.cases:
+            runs = [await live_case(case, target) for _ in range(trials)]
+            reports.append(self._judged(case, runs))
+        return SuiteReport(suite=self.name, cases=reports)
+
+    async def record(
+        self, target: Flow | Agent | Swarm, directory: str | os.PathLike[str] | None = None
+    ) -> Suite:
+        """Every case recorded again from a live run of ``target`` (``--record``).
+
+        Each case keeps its name, ``checks`` and ``tool_modes``; its cassettes and
+        expectations are the new run's. With ``directory``, each is saved there.
+
+        Returns:
+            The suite of the recorded cases, with this suite's name and evaluators.
+        """
+        fresh = [await record_case(case, target) for case in self.cases]
+        if directory is not None:
+            for case in fresh:
+                case.save(directory)
+        return Suite(fresh, name=self.name, evaluators=self.evaluators)
+
+    def _judged(self, case: Case, runs: list[CaseRun]) -> CaseReport:
+        evaluators = [*default_evaluators(case), *self.evaluators]
+        verdicts = [[e.evaluate(run) for e in evaluators] for run in runs]
+        checks: list[Check] = []
+        for i, first in enumerate(verdicts[0]):
+            failed = [v[i] for v in verdicts if not v[i].passed]
+            if not failed:
+                checks.append(first.model_copy(update={"passed": True, "detail": ""}))
+                continue
+            detail = f"{failed[0].detail} (failed in {len(failed)} of {len(runs)} trials)"
+            checks.append(first.model_copy(update={"passed": False, "detail": detail}))
+        costs = [r.trace.cost for r in runs]
+        return CaseReport(
+            name=case.name,
+            flow_version=case.flow_version,
+            checks=checks,
+            tokens=round(sum(r.trace.tokens for r in runs) / len(runs)),
+            calls=round(sum(r.trace.calls for r in runs) / len(runs)),
+            cost=None
+            if any(c is None for c in costs)
+            else sum(c or 0.0 for c in costs) / len(runs),
+            live=LiveResult(
+                trials=len(runs), passes=sum(all(c.passed for c in v) for v in verdicts)
+            ),
+        )
 
     async def run(self, target: Flow | Agent | Swarm) -> SuiteReport:
         """Replay every case against ``target`` (a Flow, Agent or Swarm), offline.
