@@ -584,3 +584,17 @@ def test_cli_live_and_record(
     with pytest.raises(SystemExit, match="2"):
         _cli(*args, "--live", "0")
     assert "a whole number of trials above 0, not '0'" in capsys.readouterr().err
+
+
+async def test_an_agent_called_as_a_tool_replays_as_a_tool(tmp_path: Path) -> None:
+    helper_model = OfflineModel(name="evals-helper")
+    helper = Agent("helper", "Help with the facts.", model=helper_model.model)
+    boss = Agent("boss", "Delegate, then answer.", model=MODEL.model, tools=[helper.as_tool()])
+    store = tmp_path / "runs.db"
+    run_id = (await Swarm(boss, store=store).run(TASK)).run_id
+    case = case_from_run(store, run_id, flow=chain(boss))
+    assert [t.tool for t in case.tool_cassette] == ["helper"]
+    sent = len(helper_model.requests)
+    report = await Suite([case]).run(boss)
+    assert report.failed == 0, report.details()
+    assert len(helper_model.requests) == sent  # the delegate's answer came from the cassette
