@@ -168,29 +168,29 @@ def test_a_case_file_has_no_ids_or_times_and_two_adds_are_byte_identical(
 
 
 # Each row: a change to the flow, and the checks that must fail and name it.
-MUTATIONS: dict[str, tuple[Callable[[], Any], dict[str, str]]] = {
+MUTATIONS: dict[str, tuple[Callable[[Case], Any], dict[str, str]]] = {
     "instruction edited": (
-        lambda: build(analyst="Analyse the research carefully."),
+        lambda _case: build(analyst="Analyse the research carefully."),
         {"replay": "agent 'analyst': message 1 (system) differs"},
     ),
     "tool schema changed": (
-        lambda: build(tool=function_tool(lookup_with_units, name="lookup")),
+        lambda _case: build(tool=function_tool(lookup_with_units, name="lookup")),
         {"tool_schemas": "agent 'researcher': tool 'lookup' changed its parameters"},
     ),
     "two steps swapped": (
-        lambda: build(swap=True),
+        lambda _case: build(swap=True),
         {"path": "step 1 ran analyst, recorded researcher", "replay": "agent 'analyst'"},
     ),
     "route branch changed": (
-        lambda: build(branch="deep"),
+        lambda _case: build(branch="deep"),
         {"branches": "route 'route' took branch 'deep', recorded 'quick'", "path": "deep"},
     ),
     "model swapped": (
-        lambda: build(analyst_model=OTHER.model),
+        lambda _case: build(analyst_model=OTHER.model),
         {"models": "agent 'analyst' runs on 'swarmcore-test/evals-other'"},
     ),
     "budget blown": (
-        lambda: Swarm(build(), max_tokens=2_000),
+        lambda case: Swarm(build(), max_tokens=case.expect.tokens // 2),
         {"budget": "the run's budget stopped it"},
     ),
 }
@@ -199,7 +199,7 @@ MUTATIONS: dict[str, tuple[Callable[[], Any], dict[str, str]]] = {
 @pytest.mark.parametrize("mutation", list(MUTATIONS))
 async def test_every_mutation_is_flagged_by_name(case: Case, mutation: str) -> None:
     make, expected = MUTATIONS[mutation]
-    report = await Suite([case]).run(make())
+    report = await Suite([case]).run(make(case))
     failed = {c.name: c.detail for c in report.cases[0].failed}
     for check, words in expected.items():
         assert check in failed, f"{mutation}: {check} passed; failed: {failed}"
@@ -573,10 +573,10 @@ def test_cli_live_and_record(
     (tmp_path / "flows.py").write_text(
         f"import sys\nsys.path.insert(0, {root!r})\n"
         "from tests.unit.test_evals import build\n"
-        "flow = build(analyst='Analyse it.')\n"
+        "flow = build(branch='deep')\n"
     )
     args = ("eval", "run", f"{tmp_path / 'flows.py'}:flow", "--suite", str(tmp_path / "suite"))
-    assert _cli(*args, "--live", "2") == 1  # the edited analyst's answer differs from the recording
+    assert _cli(*args, "--live", "2") == 1  # the route takes another branch than recorded
     assert "0/2 0%" in capsys.readouterr().out
     assert _cli(*args, "--record") == 0
     assert "recorded 1 cases again" in capsys.readouterr().err

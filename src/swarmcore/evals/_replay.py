@@ -180,14 +180,32 @@ class _Cassettes:
         at = shared(nearest)
         if at < len(sent) and at < len(nearest):
             mine, theirs = sent[at], nearest[at]
-            return (
-                f"agent {agent!r}: message {at + 1} ({mine.get('role')}) differs: "
-                f"sent {preview(mine)}, recorded {preview(theirs)}"
-            )
+            role = mine.get("role")
+            return f"agent {agent!r}: message {at + 1} ({role}) differs{_where(mine, theirs)}"
         return (
             f"agent {agent!r}: the request has {len(sent)} messages; the recorded conversation "
             f"agrees with its first {at} and has {len(nearest)}"
         )
+
+
+def _where(sent: Mapping[str, Any], recorded: Mapping[str, Any], context: int = 30) -> str:
+    """Where two messages' texts part: `` at character N: sent '...', recorded '...'``."""
+    mine, theirs = str(sent.get("content") or ""), str(recorded.get("content") or "")
+    if mine == theirs:  # the same text: the tool calls or their ids differ
+        return f": sent {preview(sent)}, recorded {preview(recorded)}"
+    at = next(
+        (i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
+        min(len(mine), len(theirs)),
+    )
+    start = max(0, at - context)
+
+    def near(text: str) -> str:
+        cut = " ".join(text[start : at + 2 * context].split())
+        return repr(
+            ("..." if start else "") + cut + ("..." if at + 2 * context < len(text) else "")
+        )
+
+    return f" at character {at + 1}: sent {near(mine)}, recorded {near(theirs)}"
 
 
 @dataclass(eq=False)
