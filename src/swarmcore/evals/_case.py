@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swarmcore._flow.shape import FlowShape
 from swarmcore.errors import UserError
 from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
-from swarmcore.modes import CONTEXT_TOOL_NAMES
+from swarmcore.modes import CONTEXT_TOOL_NAMES, ContextMode
 from swarmcore.results import AgentKey, AgentResult, TokenUsage
 from swarmcore.testing._replay import request_key, unmarked
 
@@ -41,6 +41,7 @@ ToolMatch = Literal["strict", "unordered", "subset", "superset"]
 """How tool calls are matched against the recorded ones (:class:`~swarmcore.evals.ToolCalls`)."""
 
 _FROZEN = ConfigDict(frozen=True, defer_build=True)
+_MODES: dict[str, ContextMode] = {"pull": "pull", "push": "push", "auto": "auto"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -141,7 +142,8 @@ class Case(BaseModel):
     """Digest of the recorded flow's shape: its agents, order, groups and control steps."""
     shape: str
     """The recorded flow's shape (canonical JSON)."""
-    context_mode: str = "pull"
+    context_mode: ContextMode = "pull"
+    """The recorded run's context mode (a run stored before modes were recorded: pull)."""
     context_budget: int | None = None
     checks: CheckOptions = Field(default_factory=CheckOptions)
     tool_modes: dict[str, ToolMode] = Field(default_factory=dict[str, ToolMode])
@@ -265,7 +267,7 @@ def case_from_record(
         flow=record.flow,
         flow_version=digest(record.shape),
         shape=record.shape,
-        context_mode=str(record.settings.get("context_mode") or "pull"),
+        context_mode=_MODES.get(str(record.settings.get("context_mode")), "pull"),
         context_budget=budget if isinstance(budget, int) else None,
         tool_modes=dict(sorted(modes.items())),
         tool_specs=_tool_specs(flow) if flow is not None else {},

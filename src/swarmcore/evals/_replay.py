@@ -32,7 +32,6 @@ from swarmcore.agent import Agent
 from swarmcore.errors import BudgetExceeded, SwarmError
 from swarmcore.evals._case import Case, CassetteReply, ToolEntry, base_name
 from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
-from swarmcore.modes import ContextMode
 from swarmcore.results import SwarmResult
 from swarmcore.store import RunStore, SQLiteStore
 from swarmcore.testing._endpoint import model_string
@@ -294,9 +293,6 @@ def _replay_swarm(case: Case, target: Flow | Agent | Swarm, cassettes: _Cassette
     return _swarm(case, target, as_flow(target).map_agents(swap), replay=True)
 
 
-_MODES: dict[str, ContextMode] = {"pull": "pull", "push": "push", "auto": "auto"}
-
-
 def _swarm(
     case: Case,
     target: Flow | Agent | Swarm,
@@ -325,7 +321,7 @@ def _swarm(
             approve=approve or target.approve,
             store=store,
         )
-    mode = _MODES.get(case.context_mode, "pull")
+    mode = case.context_mode
     return Swarm(
         flow,
         context_mode=mode,
