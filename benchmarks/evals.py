@@ -1,6 +1,6 @@
 """How fast a suite replays: 1,000 cases made from real stored runs, offline.
 
-    uv run python benchmarks/evals.py [--cases 1000] [--shape diamond|chain]
+    uv run python benchmarks/evals.py [--cases 1000] [--shape diamond|chain] [--mode auto|pull|push]
 
 Runs the flow once per distinct task on the offline model with a run store, makes
 a case of each run (``case_from_run``, with a tool in the first agent), copies
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from swarmcore import Agent, Flow, Swarm
 from swarmcore.evals import Case, Suite, case_from_run
+from swarmcore.modes import ContextMode
 from swarmcore.testing import OfflineModel
 
 MODEL = OfflineModel(name="bench-evals", record=False)
@@ -44,9 +45,9 @@ def build(shape: str) -> Flow:
     return a >> (b | c) >> d if shape == "diamond" else a >> b >> c >> d
 
 
-async def make_cases(flow: Flow, store: Path, distinct: int) -> list[Case]:
-    """``distinct`` runs of ``flow``, each made a case."""
-    swarm = Swarm(flow, store=store)
+async def make_cases(flow: Flow, store: Path, distinct: int, mode: ContextMode) -> list[Case]:
+    """``distinct`` runs of ``flow`` in context mode ``mode``, each made a case."""
+    swarm = Swarm(flow, store=store, context_mode=mode)
     cases: list[Case] = []
     for i in range(distinct):
         result = await swarm.run(f"Question {i}: what is the weather in city {i}?")
@@ -59,11 +60,13 @@ async def main() -> int:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--distinct", type=int, default=50, help="distinct runs recorded")
     parser.add_argument("--shape", choices=["diamond", "chain"], default="diamond")
+    parser.add_argument("--mode", choices=["auto", "pull", "push"], default="auto")
     args = parser.parse_args()
     flow = build(args.shape)
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
-        made = await make_cases(flow, Path(folder) / "runs.db", min(args.distinct, args.cases))
+        distinct = min(args.distinct, args.cases)
+        made = await make_cases(flow, Path(folder) / "runs.db", distinct, args.mode)
         making = time.perf_counter() - started
     cases = [
         made[i % len(made)].model_copy(update={"name": f"case-{i:05d}"}) for i in range(args.cases)
@@ -74,7 +77,7 @@ async def main() -> int:
     wall = time.perf_counter() - started
     calls = sum(c.calls for c in report.cases)
     rows = [
-        ("shape", args.shape),
+        ("shape", f"{args.shape}, context mode {args.mode}"),
         ("cases", f"{len(cases):,} ({len(made)} distinct runs)"),
         ("making the cases", f"{making:.2f} s"),
         ("replay wall time", f"{wall:.2f} s"),
