@@ -49,6 +49,7 @@ from swarmcore import __version__
 from swarmcore._checks import check_number
 from swarmcore._hosts import HostGuard, Hosts
 from swarmcore._tools import Approval, ApprovalRequest
+from swarmcore._ui.evals import EvalSource, case_rows, case_view
 from swarmcore._ui.pages import pretty_json, run_view, summary_view
 from swarmcore.engines import ApprovalInbox
 from swarmcore.errors import StoreError, UserError
@@ -83,6 +84,7 @@ def create_app(
     poll_seconds: float = 0.5,
     allowed_hosts: Sequence[str] | None = None,
     live_per_run: int = LIVE_PER_RUN,
+    evals: EvalSource | None = None,
 ) -> Starlette:
     """The viewer over ``reader``'s runs, as an ASGI app (serve it with uvicorn).
 
@@ -105,6 +107,8 @@ def create_app(
             address. Other ``Host`` headers get a 421 (DNS rebinding).
         live_per_run: The most pages that follow one running run at once; one
             more gets a 429.
+        evals: An eval suite and its last report, shown at ``/evals`` beside the
+            runs (``swarmcore ui --suite DIR --eval-report REPORT.json``); none when None.
 
     Returns:
         A Starlette app. It does not close ``reader``.
@@ -127,6 +131,7 @@ def create_app(
         resume_with=resume_with if allow_actions else None,
         allow_actions=allow_actions,
         live=_Live(reader, poll_seconds, live_per_run),
+        evals=evals,
     )
     return Starlette(
         routes=[
@@ -134,6 +139,8 @@ def create_app(
             Route("/runs/{run_id}", viewer.run),
             Route("/runs/{run_id}/events", viewer.live),
             Route("/runs/{run_id}/{action:str}", viewer.act, methods=["POST"]),
+            Route("/evals", viewer.evals),
+            Route("/evals/{name}", viewer.eval_case),
             Mount("/static", StaticFiles(packages=[("swarmcore._ui", "static")]), name="static"),
         ],
         exception_handlers={StoreError: viewer.failed, UserError: viewer.refused},
@@ -152,8 +159,10 @@ class _Viewer:
         resume_with: list[str] | None,
         allow_actions: bool,
         live: _Live,
+        evals: EvalSource | None = None,
     ) -> None:
         self.reader, self.store_path, self.live_runs = reader, store_path, live
+        self.eval_source = evals
         self.allow_actions, self.resume_with = allow_actions, resume_with
         self.csrf = secrets.token_urlsafe(32)
         self.env = Environment(
@@ -168,6 +177,7 @@ class _Viewer:
             "version": __version__,
             "allow_actions": allow_actions,
             "csrf": self.csrf,
+            "evals_on": evals is not None,
         }
         self.env.globals.update(shared)  # pyright: ignore[reportCallIssue, reportArgumentType]
 
@@ -221,6 +231,22 @@ class _Viewer:
             deletable=hasattr(self.reader, "delete_run") and record.status != "running",
             waiting=waiting,
         )
+
+    async def evals(self, request: Request) -> Response:
+        if self.eval_source is None:
+            return self.error(404, "Not found", "No eval suite: start the viewer with --suite DIR.")
+        suite, report = await run_in_threadpool(self.eval_source.read)
+        rows = case_rows(suite, report)
+        return self.page("evals.html", suite=suite.name, rows=rows, report=report)
+
+    async def eval_case(self, request: Request) -> Response:
+        if self.eval_source is None:
+            return self.error(404, "Not found", "No eval suite: start the viewer with --suite DIR.")
+        suite, report = await run_in_threadpool(self.eval_source.read)
+        view = case_view(suite, report, request.path_params["name"])
+        if view is None:
+            return self.error(404, "Not found", "No such case in this suite.")
+        return self.page("eval_case.html", view=view)
 
     async def live(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarmcore.cli._errors import CLIError
 from swarmcore.cli._listen import (
@@ -16,6 +16,9 @@ from swarmcore.cli._listen import (
     url_of,
 )
 from swarmcore.cli._run import store_location
+
+if TYPE_CHECKING:
+    from swarmcore._ui.evals import EvalSource
 
 DEFAULT_PORT = 8484
 
@@ -68,6 +71,19 @@ def add_ui_parser(commands: Any) -> None:
         action="store_true",
         help="offer resume and delete buttons (POSTs with a CSRF token); read-only without it",
     )
+    ui.add_argument(
+        "--suite",
+        type=Path,
+        metavar="DIR",
+        help="also show this eval suite's cases at /evals (see `swarmcore eval`)",
+    )
+    ui.add_argument(
+        "--eval-report",
+        type=Path,
+        metavar="REPORT.json",
+        help="with --suite: the suite's last report (`swarmcore eval run --report`), read on "
+        "every page load",
+    )
     ui.set_defaults(handler=command_ui)
 
 
@@ -93,6 +109,7 @@ def command_ui(args: argparse.Namespace) -> int:
             allow_actions=args.allow_actions,
             token=token,
             allowed_hosts=allowed_hosts(args),
+            evals=_evals(args),
         )
         url = url_of(args.host, sock)
         if remote:
@@ -111,6 +128,18 @@ def command_ui(args: argparse.Namespace) -> int:
         sock.close()
         reader.close()
     return 0
+
+
+def _evals(args: argparse.Namespace) -> EvalSource | None:
+    if args.eval_report is not None and args.suite is None:
+        raise CLIError("--eval-report needs --suite DIR (the suite the report is of)")
+    if args.suite is None:
+        return None
+    from swarmcore._ui.evals import EvalSource
+
+    if not args.suite.is_dir():
+        raise CLIError(f"no suite directory {args.suite}; make one with `swarmcore eval add`")
+    return EvalSource(args.suite, args.eval_report)
 
 
 def _reader(args: argparse.Namespace) -> tuple[Any, Any]:
