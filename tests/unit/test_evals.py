@@ -26,6 +26,8 @@ from swarmcore.evals import (
     CheckOptions,
     ContextGiven,
     Evaluator,
+    Judge,
+    JudgeOptions,
     OutputContains,
     OutputMatches,
     OutputSchema,
@@ -35,9 +37,10 @@ from swarmcore.evals import (
     ToolCalls,
     ToolUse,
     case_from_run,
+    live_case,
     replay_case,
 )
-from swarmcore.testing import OfflineModel
+from swarmcore.testing import FunctionModel, OfflineModel, RecordedRequest
 
 MODEL = OfflineModel(name="evals-offline")
 OTHER = OfflineModel(name="evals-other")
@@ -598,3 +601,42 @@ async def test_an_agent_called_as_a_tool_replays_as_a_tool(tmp_path: Path) -> No
     report = await Suite([case]).run(boss)
     assert report.failed == 0, report.details()
     assert len(helper_model.requests) == sent  # the delegate's answer came from the cassette
+
+
+def _rule(request: RecordedRequest) -> str:
+    passed = "Paris" in request.user
+    return json.dumps({"passed": passed, "reason": "it names the city" if passed else "no city"})
+
+
+JUDGE = FunctionModel(_rule)
+
+
+async def test_a_judge_rules_live_and_its_recorded_ruling_replays_offline(
+    case: Case, tmp_path: Path
+) -> None:
+    options = CheckOptions(judge=JudgeOptions(criteria="names the city", model=JUDGE.model))
+    judged = case.model_copy(update={"checks": options})
+    asked = len(JUDGE.requests)
+    report = await Suite([judged]).run(build())
+    assert "judge: no recorded ruling of the judge on this output" in report.details()
+    assert len(JUDGE.requests) == asked  # a replay never calls the judge's model
+
+    suite = await Suite([judged]).record(build(), tmp_path)
+    assert len(JUDGE.requests) == asked + 1
+    recorded = Case.load(tmp_path / "paris.json")
+    assert [e.agent for e in recorded.judge_cassette] == ["judge"]
+    report = await suite.run(build())
+    assert report.failed == 0, report.details()
+    assert len(JUDGE.requests) == asked + 1  # the ruling came from the cassette
+
+    live = await Suite([judged]).run_live(build(), trials=1)
+    assert live.failed == 0, live.details()
+    assert len(JUDGE.requests) == asked + 2
+
+
+async def test_a_judge_of_your_own_fails_with_its_reason(case: Case) -> None:
+    strict = FunctionModel(lambda _request: '{"passed": false, "reason": "too vague"}')
+    judge = Judge(Agent("strict", "Judge strictly.", model=strict.model), "is precise")
+    run = await live_case(case, build())
+    check = await judge.evaluate(run)
+    assert (check.name, check.passed, check.detail) == ("judge", False, "the judge: too vague")

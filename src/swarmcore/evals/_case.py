@@ -98,6 +98,17 @@ class ToolEntry(BaseModel):
     """Why the call failed, when it did (``result`` holds the same text)."""
 
 
+class JudgeOptions(BaseModel):
+    """A judge for a case: an agent that reads the task and the final output and rules on it."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
+
+    criteria: str = Field(min_length=1)
+    """What a good answer does, in words (``cites a source; under 100 words``)."""
+    model: str = Field(min_length=1)
+    """The judge's model (any model string an Agent takes)."""
+
+
 class CheckOptions(BaseModel):
     """How a case's default evaluators judge a replay; edit them in the case file."""
 
@@ -118,6 +129,8 @@ class CheckOptions(BaseModel):
     """Per agent, text it must have been given (in its prompt or the tool results it read)."""
     exact_output: bool = True
     """Whether the final output must equal the recorded one."""
+    judge: JudgeOptions | None = None
+    """A judge agent's ruling on the output (:class:`~swarmcore.evals.Judge`); none when None."""
 
 
 class Case(BaseModel):
@@ -156,6 +169,9 @@ class Case(BaseModel):
     """The stored run's trace: what a replay must reproduce."""
     model_cassette: list[CassetteEntry] = Field(default_factory=list[CassetteEntry])
     tool_cassette: list[ToolEntry] = Field(default_factory=list[ToolEntry])
+    judge_cassette: list[CassetteEntry] = Field(default_factory=list[CassetteEntry])
+    """The judge's model calls (``checks.judge``), recorded by ``--record``, so a judged
+    replay needs no model either."""
     conversations: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict[str, list[dict[str, Any]]]
     )
@@ -287,6 +303,11 @@ def _every(results: Iterable[AgentResult]) -> Iterable[AgentResult]:
     for result in results:
         yield result
         yield from _every(result.delegations)
+
+
+def cassette_entries(result: AgentResult) -> list[CassetteEntry]:
+    """Every model call of ``result`` as cassette entries: request key to reply."""
+    return _entries(result)
 
 
 def _entries(result: AgentResult) -> list[CassetteEntry]:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from swarmcore.evals._case import Case, ToolMatch
-from swarmcore.evals._replay import CaseRun
+from swarmcore.agent import Agent
+from swarmcore.errors import SwarmError
+from swarmcore.evals._case import Case, ToolMatch, cassette_entries
+from swarmcore.evals._replay import CaseRun, judge_model
 from swarmcore.evals._trace import AgentTrace, ToolUse, Trace
 
 
@@ -52,8 +54,8 @@ class Evaluator(ABC):
     """The check's name in reports."""
 
     @abstractmethod
-    def evaluate(self, run: CaseRun) -> Check:
-        """The verdict on ``run``."""
+    def evaluate(self, run: CaseRun) -> Check | Awaitable[Check]:
+        """The verdict on ``run``; an ``async def`` for an evaluator that calls a model."""
 
     def verdict(self, passed: bool, detail: str = "") -> Check:
         """A :class:`Check` under this evaluator's name (``detail`` kept only on failure)."""
@@ -392,6 +394,66 @@ class ContextGiven(Evaluator):
         return self.verdict(fact in read, f"agent {agent!r} was not given {fact!r}")
 
 
+class JudgeVerdict(BaseModel):
+    """What a judge answers: whether the output meets the criteria, and why."""
+
+    passed: bool
+    reason: str
+
+
+JUDGE_INSTRUCTIONS = (
+    "You judge an answer another agent gave to a task, against the criteria you are given. "
+    "Say whether it meets every criterion (passed) and, in one sentence, why (reason)."
+)
+
+
+class Judge(Evaluator):
+    """An agent that rules on the final output against ``criteria``; its calls are cassetted.
+
+    In a replay the judge answers from the case's judge cassette, so a judged
+    report replays offline too; an output it has not ruled on (the output
+    changed) fails the check, asking for ``--record``. In a live run, and under
+    ``--record`` (which stores its calls in the case), it calls its model.
+
+    Args:
+        agent: The judge (its instructions and model); it answers a
+            :class:`JudgeVerdict` whatever ``output_type`` it had.
+        criteria: What a good answer does, in words.
+    """
+
+    name = "judge"
+
+    def __init__(self, agent: Agent, criteria: str) -> None:
+        self.agent = agent.clone(output_type=JudgeVerdict, tools=())
+        self.criteria = criteria
+
+    async def evaluate(self, run: CaseRun) -> Check:
+        """The judge's ruling on ``run``'s final output."""
+        asked = (
+            f"Criteria:\n{self.criteria}\n\nTask:\n{run.case.task}\n\n"
+            f"Answer to judge:\n{run.trace.output}"
+        )
+        judge, misses = self.agent, None
+        if not run.judge_live:
+            model, misses = judge_model(run.case, self.agent)
+            judge = self.agent.clone(model=model, fallback_models=(), backend=None)
+        try:
+            result = await judge.run(asked)
+        except SwarmError as exc:
+            if misses is not None and misses():
+                return self.verdict(
+                    False,
+                    "no recorded ruling of the judge on this output (did the output change?): "
+                    "record one with `swarmcore eval run TARGET --suite DIR --record`",
+                )
+            return self.verdict(False, f"the judge failed: {type(exc).__name__}: {exc}")
+        if run.judge_live:
+            run.judged.extend(cassette_entries(result))
+        verdict = result.parsed
+        assert isinstance(verdict, JudgeVerdict)  # output_type, validated by the agent
+        return self.verdict(verdict.passed, f"the judge: {verdict.reason}")
+
+
 def default_evaluators(case: Case) -> list[Evaluator]:
     """The evaluators a case's expectations and its ``checks`` options make."""
     options = case.checks
@@ -409,6 +471,9 @@ def default_evaluators(case: Case) -> list[Evaluator]:
         ContextGiven(),
     ]
     found += [ContextGiven(agent, fact) for agent, facts in options.facts.items() for fact in facts]
+    if options.judge is not None:
+        judge = Agent("judge", JUDGE_INSTRUCTIONS, model=options.judge.model)
+        found.append(Judge(judge, options.judge.criteria))
     return found
 
 

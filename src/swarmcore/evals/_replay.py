@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from swarmcore._tools import ApprovalRequest, Approver, Tool, ToolReportedError
 from swarmcore._walk import RunsItsStep
 from swarmcore.agent import Agent
 from swarmcore.errors import BudgetExceeded, SwarmError
-from swarmcore.evals._case import Case, CassetteReply, ToolEntry, base_name
+from swarmcore.evals._case import Case, CassetteEntry, CassetteReply, ToolEntry, base_name
 from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
 from swarmcore.results import SwarmResult
 from swarmcore.store import RunStore, SQLiteStore
@@ -71,6 +71,9 @@ class CaseRun:
         misses: Requests and tool calls the cassettes did not hold, in order.
         models: Each agent's model in the current flow, by name.
         tool_specs: Each agent's tool specs in the current flow (as ``Case.tool_specs``).
+        judge_live: Whether a judge may call its model (a live run, or ``--record``);
+            in a replay it answers from the case's judge cassette.
+        judged: The judge's model calls made in this run, when it called its model.
     """
 
     case: Case
@@ -80,6 +83,8 @@ class CaseRun:
     misses: list[Miss]
     models: dict[str, str]
     tool_specs: dict[str, dict[str, Any]]
+    judge_live: bool = False
+    judged: list[CassetteEntry] = field(default_factory=list[CassetteEntry])
 
     @property
     def expect(self) -> Trace:
@@ -375,7 +380,17 @@ async def live_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
     For ``swarmcore eval run --live``: the evaluators then judge a live run.
     """
     result, error = await _run(_swarm(case, target, as_flow(target), replay=False), case)
-    return _case_run(case, target, result, error, [])
+    run = _case_run(case, target, result, error, [])
+    run.judge_live = True
+    return run
+
+
+def judge_model(case: Case, judge: Agent) -> tuple[str, Callable[[], list[Miss]]]:
+    """A model answering ``judge`` from ``case``'s judge cassette, and its misses so far."""
+    cassettes = _Cassettes(
+        case.model_copy(update={"model_cassette": case.judge_cassette, "conversations": {}})
+    )
+    return cassettes.model_for(judge), lambda: list(cassettes.misses)
 
 
 async def record_case(case: Case, target: Flow | Agent | Swarm) -> Case:

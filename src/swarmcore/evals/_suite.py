@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,7 +68,7 @@ class Suite:
     ) -> tuple[CaseReport, CaseRun]:
         """Replay one case against ``target`` and judge it: its report and the replay."""
         replay = await replay_case(case, target)
-        checks = [e.evaluate(replay) for e in [*default_evaluators(case), *self.evaluators]]
+        checks = await self._checks(case, replay)
         report = CaseReport(
             name=case.name,
             flow_version=case.flow_version,
@@ -115,7 +116,8 @@ class Suite:
         reports: list[CaseReport] = []
         for case in self.cases:
             runs = [await live_case(case, target) for _ in range(trials)]
-            reports.append(self._judged(case, runs))
+            verdicts = [await self._checks(case, run) for run in runs]
+            reports.append(self._judged(case, verdicts, runs))
         return SuiteReport(suite=self.name, cases=reports)
 
     async def record(
@@ -129,15 +131,29 @@ class Suite:
         Returns:
             The suite of the recorded cases, with this suite's name and evaluators.
         """
-        fresh = [await record_case(case, target) for case in self.cases]
+        fresh = [await self._recorded(case, target) for case in self.cases]
         if directory is not None:
             for case in fresh:
                 case.save(directory)
         return Suite(fresh, name=self.name, evaluators=self.evaluators)
 
-    def _judged(self, case: Case, runs: list[CaseRun]) -> CaseReport:
-        evaluators = [*default_evaluators(case), *self.evaluators]
-        verdicts = [[e.evaluate(run) for e in evaluators] for run in runs]
+    async def _checks(self, case: Case, run: CaseRun) -> list[Check]:
+        """Every evaluator's verdict on ``run``: the case's defaults, then the suite's."""
+        checks: list[Check] = []
+        for evaluator in [*default_evaluators(case), *self.evaluators]:
+            check = evaluator.evaluate(run)
+            checks.append(await check if inspect.isawaitable(check) else check)
+        return checks
+
+    async def _recorded(self, case: Case, target: Flow | Agent | Swarm) -> Case:
+        """``case`` recorded again, with its judges' rulings on the new output."""
+        fresh = await record_case(case, target)
+        replay = await replay_case(fresh, target)
+        replay.judge_live = True
+        await self._checks(fresh, replay)
+        return fresh.model_copy(update={"judge_cassette": replay.judged})
+
+    def _judged(self, case: Case, verdicts: list[list[Check]], runs: list[CaseRun]) -> CaseReport:
         checks: list[Check] = []
         for i, first in enumerate(verdicts[0]):
             failed = [v[i] for v in verdicts if not v[i].passed]
