@@ -640,3 +640,22 @@ async def test_a_judge_of_your_own_fails_with_its_reason(case: Case) -> None:
     run = await live_case(case, build())
     check = await judge.evaluate(run)
     assert (check.name, check.passed, check.detail) == ("judge", False, "the judge: too vague")
+
+
+async def test_a_tool_given_to_an_agent_that_had_none_is_flagged(case: Case) -> None:
+    def build_with_analyst_tool() -> Flow:
+        flow = build()
+        return flow.map_agents(
+            lambda node: (
+                node.clone(tools=[lookup])
+                if isinstance(node, Agent) and node.name == "analyst"
+                else node
+            )
+        )
+
+    report = await Suite([case]).run(build_with_analyst_tool())
+    failed = {c.name: c.detail for c in report.cases[0].failed}
+    assert failed["tool_schemas"] == "agent 'analyst' has a new tool 'lookup'"
+    unchecked = case.model_copy(update={"tool_specs": None})  # made without the flow
+    report = await Suite([unchecked]).run(build_with_analyst_tool())
+    assert "tool_schemas" not in {c.name for c in report.cases[0].failed}

@@ -162,9 +162,9 @@ class Case(BaseModel):
     tool_modes: dict[str, ToolMode] = Field(default_factory=dict[str, ToolMode])
     """Per tool the run called: ``replay`` (from the tool cassette) or ``live``. The
     context tools (``get_context``...) always run: they read the replay's own context."""
-    tool_specs: dict[str, dict[str, Any]] = Field(default_factory=dict[str, dict[str, Any]])
-    """Per agent, its tools' specs (name, description, parameters) when the case was
-    made with the flow at hand; empty otherwise (tool schemas are then not checked)."""
+    tool_specs: dict[str, dict[str, Any]] | None = None
+    """Per agent with tools, its tools' specs (name, description, parameters), when the
+    case was made with the flow at hand; None otherwise (tool schemas are then not checked)."""
     expect: Trace
     """The stored run's trace: what a replay must reproduce."""
     model_cassette: list[CassetteEntry] = Field(default_factory=list[CassetteEntry])
@@ -286,7 +286,7 @@ def case_from_record(
         context_mode=_MODES.get(str(record.settings.get("context_mode")), "pull"),
         context_budget=budget if isinstance(budget, int) else None,
         tool_modes=dict(sorted(modes.items())),
-        tool_specs=_tool_specs(flow) if flow is not None else {},
+        tool_specs=_tool_specs(flow) if flow is not None else None,
         expect=trace_of(shape, record.results, record.decisions, failures=record.failures),
         model_cassette=[e for r in sorted(results, key=_by_name) for e in _entries(r)],
         tool_cassette=tools,

@@ -115,8 +115,11 @@ class ToolSchemas(Evaluator):
     def evaluate(self, run: CaseRun) -> Check:
         """The verdict on ``run``."""
         problems: list[str] = []
-        for agent, recorded in run.case.tool_specs.items():
-            now = run.tool_specs.get(agent, {})
+        specs = run.case.tool_specs
+        if specs is None:  # made without the flow: nothing to compare with
+            return self.verdict(True)
+        for agent in sorted(specs.keys() | run.tool_specs.keys()):
+            recorded, now = specs.get(agent, {}), run.tool_specs.get(agent, {})
             for tool in sorted(recorded.keys() | now.keys()):
                 if tool not in now:
                     problems.append(f"agent {agent!r} no longer has tool {tool!r}")
