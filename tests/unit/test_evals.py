@@ -659,3 +659,35 @@ async def test_a_tool_given_to_an_agent_that_had_none_is_flagged(case: Case) -> 
     unchecked = case.model_copy(update={"tool_specs": None})  # made without the flow
     report = await Suite([unchecked]).run(build_with_analyst_tool())
     assert "tool_schemas" not in {c.name for c in report.cases[0].failed}
+
+
+def test_pytest_collects_a_suite_as_one_test_per_case(tmp_path: Path) -> None:
+    flows = tmp_path / "flows.py"
+    flows.write_text(FLOW_FILE.replace("{instructions}", "Research the task."))
+    store, suite = tmp_path / "runs.db", tmp_path / "tests" / "evals"
+    assert _cli("run", f"{flows}:flow", TASK, "--store", str(store), "--quiet") == 0
+    from swarmcore.store import SQLiteStore
+
+    run_id = SQLiteStore(store).list_runs()[0].run_id
+    assert (
+        _cli("eval", "add", run_id, "--store", str(store), "--suite", str(suite), "--name", "ok")
+        == 0
+    )
+    case = Case.load(suite / "ok.json")
+    expect = case.expect.model_copy(update={"output": "another answer"})
+    case.model_copy(update={"name": "changed", "expect": expect}).save(suite)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\nswarmcore_evals = ["tests/evals = flows.py:flow"]\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert "eval case 'changed' failed:" in done.stdout
+    assert "output: the output differs at character 1" in done.stdout
+    assert "tests/evals/changed.json::changed" in done.stdout
