@@ -1,9 +1,10 @@
 """Make the example suite: run the flow on a few tasks and turn each stored run into a case.
 
-    uv run python examples/evals/record.py
+    uv run python examples/evals/record.py [DIR]
 
-Writes ``suite/*.json`` beside this file (what is committed). The same in three
-commands per run::
+Writes ``DIR/*.json`` (by default ``suite/`` beside this file: what is committed;
+swarmcore's own prompt text is part of every request, so record it again after a
+change to it). The same in three commands per run::
 
     uv run swarmcore run examples/evals/flows.py:flow "Is green tea healthy?" --store runs.db
     uv run swarmcore eval add RUN_ID --store runs.db --suite examples/evals/suite \\
@@ -36,13 +37,14 @@ TASKS = {
 
 
 def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "suite"
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / "runs.db"
         swarm = Swarm(flow, store=store)
         for name, task in TASKS.items():
             result = swarm.run_sync(task)
-            path = case_from_run(store, result.run_id, flow=flow, name=name).save(HERE / "suite")
-            print(f"{path.relative_to(HERE)}: {task}")
+            path = case_from_run(store, result.run_id, flow=flow, name=name).save(out)
+            print(f"{path}: {task}")
 
 
 if __name__ == "__main__":

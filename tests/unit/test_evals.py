@@ -526,14 +526,18 @@ def test_a_case_of_a_newer_format_is_refused(tmp_path: Path, case: Case) -> None
         Case.load(path)
 
 
-def test_the_example_suite_replays_against_the_example_flow(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_the_example_suite_records_and_replays(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("SWARMCORE_MODEL", raising=False)
     examples = Path(__file__).parents[2] / "examples" / "evals"
-    status = _cli(
-        "eval", "run", f"{examples / 'flows.py'}:flow", "--suite", str(examples / "suite")
-    )
+    committed = Suite.from_dir(examples / "suite")  # the committed cases still read
+    record = [sys.executable, str(examples / "record.py"), str(tmp_path)]
+    subprocess.run(record, check=True, capture_output=True, timeout=120)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [
+        f"{c.name}.json" for c in committed.cases
+    ]
+    status = _cli("eval", "run", f"{examples / 'flows.py'}:flow", "--suite", str(tmp_path))
     assert status == 0, capsys.readouterr().out
     assert "3/3" in capsys.readouterr().out
 
