@@ -178,10 +178,8 @@ class Case(BaseModel):
     """Each agent's recorded conversation, to name the message where a replay departs."""
 
     def to_json(self) -> str:
-        """The case file's text: indented JSON ending in a newline."""
-        return (
-            self.model_dump_json(indent=2, exclude={"expect": {"tokens", "calls", "cost"}}) + "\n"
-        )
+        """The case file's text: indented JSON ending in a newline (totals shown, not read)."""
+        return self.model_dump_json(indent=2) + "\n"
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write the case to ``directory/NAME.json`` (creating the directory); its path."""
