@@ -282,6 +282,25 @@ class ReasoningDelta(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallDelta(Event):
+    """A piece of a tool call's arguments as they stream (``Swarm.stream(..., text=True)``).
+
+    Each piece names its call in full, so a consumer needs no state to show it;
+    a call's pieces, joined, are the arguments its ``ToolCallStarted`` carries,
+    and they all come before it.
+    """
+
+    agent_name: str
+    index: int
+    """The call's place among the reply's tool calls (0 for the first)."""
+    call_id: str
+    name: str
+    """The tool's name."""
+    arguments: str
+    """The piece of the arguments' JSON text that arrived."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RemoteStatus(Event):
     """A remote A2A agent's task changed state (``working``, ``completed``...)."""
 

@@ -53,6 +53,7 @@ from swarmcore._event_types import (
     StepFinished,
     StepStarted,
     TextDelta,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "StepFinished",
     "StepStarted",
     "TextDelta",
+    "ToolCallDelta",
     "ToolCallFinished",
     "ToolCallStarted",
     "publish",

@@ -32,7 +32,7 @@ from swarmcore.llm import _limits as limits
 from swarmcore.llm._errors import empty_answer, timed_out
 from swarmcore.llm._prechecks import check_key, check_model_name
 from swarmcore.llm._pricing import is_priced
-from swarmcore.llm._types import CallSpec, LLMReply, LLMRequest
+from swarmcore.llm._types import CallSpec, LLMReply, LLMRequest, ToolCall
 from swarmcore.llm.backends import backend_for
 from swarmcore.scope import RunScope
 
@@ -68,6 +68,7 @@ async def complete(request: LLMRequest, scope: RunScope | None = None) -> LLMRep
             request,
             on_text=_deltas(scope, events.TextDelta, call.agent_name),
             on_reasoning=_deltas(scope, events.ReasoningDelta, call.agent_name),
+            on_tool_call=_tool_call_deltas(scope, call.agent_name),
         )
     # One durable step (a checkpoint, under an engine that records steps); the budget
     # is charged outside it, so a replayed reply is charged again in the rebuilt meter.
@@ -104,6 +105,22 @@ def _deltas(
 
     def publish(text: str) -> None:
         scope.emit(kind, agent_name=agent_name, text=text)
+
+    return publish
+
+
+def _tool_call_deltas(scope: RunScope, agent_name: str) -> Callable[[int, ToolCall], None]:
+    """Where a streamed tool call's arguments go: the run's ``ToolCallDelta`` events."""
+
+    def publish(index: int, piece: ToolCall) -> None:
+        scope.emit(
+            events.ToolCallDelta,
+            agent_name=agent_name,
+            index=index,
+            call_id=piece.id,
+            name=piece.name,
+            arguments=piece.arguments,
+        )
 
     return publish
 

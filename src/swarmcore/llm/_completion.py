@@ -13,7 +13,7 @@ completion raises the ``EndpointError`` an error event in a stream does.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,7 +110,9 @@ class StreamedCompletion:
     (an HTML page, an empty body, another protocol's events).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_tool_call: Callable[[int, ToolCall], None] | None = None) -> None:
+        """Read a stream, handing each piece of a tool call's arguments to ``on_tool_call``."""
+        self._on_tool_call = on_tool_call
         self._texts: list[str] = []
         self._calls: dict[int, list[str]] = {}  # index: [id, name, arguments]
         self._finish: str | None = None
@@ -161,9 +163,10 @@ class StreamedCompletion:
         if function is not None:
             fields = json_object(function, f"{where}'s tool call {index} function")
             slot[1] += json_text(fields.get("name"), f"{where}'s tool call {index} name") or ""
-            slot[2] += (
-                json_text(fields.get("arguments"), f"{where}'s tool call {index} arguments") or ""
-            )
+            piece = json_text(fields.get("arguments"), f"{where}'s tool call {index} arguments")
+            slot[2] += piece or ""
+            if piece and self._on_tool_call is not None:
+                self._on_tool_call(index, ToolCall(id=slot[0], name=slot[1], arguments=piece))
 
     def whole(self, content_type: str | None) -> Completion:
         """The completion the chunks make.

@@ -231,20 +231,24 @@ _OURS = frozenset({"backend", "max_reply_bytes"})  # the latter bounds the nativ
 
 
 async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:
-    """Publish each text delta, then rebuild the whole response (usage included) from the chunks.
+    """Publish each text and tool-call delta, then rebuild the whole response from the chunks.
 
     Raises:
         MalformedReply: The stream ended before the provider gave a ``finish_reason``.
     """
     chunks: list[Any] = []
     texts = 0
+    calls: dict[int, ToolCall] = {}  # each call's id and name, from its first piece
     async for chunk in stream:
         chunks.append(chunk)
         choices: Any = getattr(chunk, "choices", None) or []
-        text = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
+        delta: Any = getattr(choices[0], "delta", None) if choices else None
+        text = getattr(delta, "content", None)
         if text:
             texts += 1
             request.deliver(text)
+        for part in getattr(delta, "tool_calls", None) or ():
+            _deliver_call_piece(request, part, calls)
     _check_finished(stream, texts)
     whole: Any = lit.stream_chunk_builder(chunks, messages=list(request.messages))
     choices: Any = getattr(whole, "choices", None) or []
@@ -253,6 +257,23 @@ async def _collect_stream(lit: Any, request: LLMRequest, stream: Any) -> Any:
         # backend reads it as no text, and sends the calls back without a content.
         choices[0].message.content = None
     return whole
+
+
+def _deliver_call_piece(request: LLMRequest, part: Any, calls: dict[int, ToolCall]) -> None:
+    """Hand on a streamed tool call's piece of arguments, named as ``stream_chunk_builder`` will.
+
+    A piece's id or name, when it has one, replaces the call's, as LiteLLM's builder does.
+    """
+    index: int = getattr(part, "index", None) or 0
+    function: Any = getattr(part, "function", None)
+    known = calls.get(index) or ToolCall(id="", name="", arguments="")
+    call = ToolCall(
+        id=getattr(part, "id", None) or known.id,
+        name=getattr(function, "name", None) or known.name,
+        arguments=getattr(function, "arguments", None) or "",
+    )
+    calls[index] = call
+    request.deliver_tool_call(index, call)
 
 
 def _check_finished(stream: Any, texts: int) -> None:

@@ -383,7 +383,7 @@ def _mapping(value: object) -> dict[str, Any]:
 async def _streamed(
     chunks: AsyncIterator[Any], request: LLMRequest, model: str, headers: Mapping[str, str]
 ) -> LLMReply:
-    """Publish each text delta, then build the whole reply (usage included) from the chunks.
+    """Publish each text and tool-call delta, then build the whole reply from the chunks.
 
     Chat-completion chunks, or the Responses API's events when the agent chose that API.
 
@@ -393,9 +393,9 @@ async def _streamed(
     """
     on_responses = responses.chosen(request.call, model)
     stream = (
-        responses.StreamedResponse(request.deliver_reasoning)
+        responses.StreamedResponse(request.deliver_reasoning, request.deliver_tool_call)
         if on_responses
-        else completion.StreamedCompletion()
+        else completion.StreamedCompletion(request.deliver_tool_call)
     )
     async for chunk in chunks:
         text = stream.add(chunk)
@@ -408,7 +408,7 @@ def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str,
     """A chat completion's JSON body as our reply.
 
     Also the answer to a streaming request from a server that ignored ``"stream"``:
-    its text is then published as one delta.
+    its text is then published as one delta, and each tool call's arguments as one.
 
     Raises:
         MalformedReply: The body is not a chat completion.
@@ -417,8 +417,11 @@ def _to_reply(request: LLMRequest, model: str, raw: bytes, headers: Mapping[str,
     on_responses = responses.chosen(request.call, model)
     read = responses.response if on_responses else completion.completion
     whole = read(completion.parsed(raw, "the reply's body"))
-    if request.stream and whole.text:
-        request.deliver(whole.text)
+    if request.stream:
+        if whole.text:
+            request.deliver(whole.text)
+        for index, call in enumerate(whole.tool_calls):
+            request.deliver_tool_call(index, call)
     return _reply(model, whole, headers, on_responses)
 
 

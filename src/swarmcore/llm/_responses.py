@@ -290,18 +290,31 @@ class StreamedResponse:
     """A streamed response, its semantic events added as they arrive, then read whole.
 
     Text deltas (``response.output_text.delta``) are published as they come, and
-    so are a reasoning summary's (``response.reasoning_summary_text.delta``);
-    the reply itself is the response the last event carries
+    so are a reasoning summary's (``response.reasoning_summary_text.delta``) and
+    a function call's arguments' (``response.function_call_arguments.delta``, the
+    call named when its item was added); the reply itself is the response the last event carries
     (``response.completed``, or ``response.incomplete``), read as a whole one
     is. A stream that ends without one was cut short; ``response.failed``
     raises its error.
     """
 
-    def __init__(self, on_reasoning: Callable[[str], None] | None = None) -> None:
-        """Read a stream, handing reasoning-summary deltas to ``on_reasoning`` as they come."""
+    def __init__(
+        self,
+        on_reasoning: Callable[[str], None] | None = None,
+        on_tool_call: Callable[[int, ToolCall], None] | None = None,
+    ) -> None:
+        """Read a stream, handing on reasoning-summary and tool-call argument deltas as they come.
+
+        Args:
+            on_reasoning: Where each piece of a reasoning summary goes.
+            on_tool_call: Where each piece of a function call's arguments goes, with the
+                call's index among the response's calls (its output index counts other items).
+        """
         self._final: Mapping[str, Any] | None = None
         self._events = 0
         self._on_reasoning = on_reasoning
+        self._on_tool_call = on_tool_call
+        self._calls: dict[int, tuple[int, ToolCall]] = {}  # output index: (call index, call)
 
     def add(self, event: object) -> str | None:
         """Add the next event; returns its text delta, to publish as it arrives.
@@ -321,11 +334,33 @@ class StreamedResponse:
             if summary:
                 self._on_reasoning(summary)
             return None
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
+        if kind in ("response.output_item.added", "response.function_call_arguments.delta"):
+            self._follow_call(kind, fields, where)
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = completion.json_object(fields.get("response"), f"{where}'s response")
             if kind == "response.failed":
                 response(self._final)  # raises the provider's error it carries
         return None
+
+    def _follow_call(self, kind: str, fields: Mapping[str, Any], where: str) -> None:
+        """Name a function call when its item is added; hand on each piece of its arguments.
+
+        Leniently: what the stream gets wrong here, the final response is checked for.
+        """
+        at = fields.get("output_index")
+        if self._on_tool_call is None or not isinstance(at, int):
+            return
+        if kind == "response.output_item.added":
+            item = _mapping(fields.get("item"))
+            if item.get("type") == "function_call":
+                call_id = completion.name_of(item.get("call_id")) or ""
+                name = completion.name_of(item.get("name")) or ""
+                self._calls[at] = (len(self._calls), ToolCall(id=call_id, name=name, arguments=""))
+        elif (known := self._calls.get(at)) is not None:
+            piece = completion.json_text(fields.get("delta"), f"{where}'s delta")
+            if piece:
+                index, call = known
+                self._on_tool_call(index, ToolCall(id=call.id, name=call.name, arguments=piece))
 
     def whole(self, content_type: str | None) -> completion.Completion:
         """The response the stream ended with.

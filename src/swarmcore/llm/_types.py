@@ -100,6 +100,9 @@ class LLMRequest:
     """Where a streamed reply's text goes as it arrives (the run's ``TextDelta`` events)."""
     on_reasoning: Callable[[str], None] | None = None
     """Where a streamed reasoning summary goes as it arrives (``ReasoningDelta`` events)."""
+    on_tool_call: Callable[[int, ToolCall], None] | None = None
+    """Where a streamed tool call's arguments go as they arrive (``ToolCallDelta`` events):
+    the call's index in the reply, and the call with the piece of its arguments that came."""
 
     def deliver(self, text: str) -> None:
         """Hand a piece of the streamed reply's text to ``on_text``, if set."""
@@ -110,6 +113,16 @@ class LLMRequest:
         """Hand a piece of the streamed reasoning summary to ``on_reasoning``, if set."""
         if self.on_reasoning is not None:
             self.on_reasoning(text)
+
+    def deliver_tool_call(self, index: int, piece: ToolCall) -> None:
+        """Hand a piece of a streamed tool call to ``on_tool_call``, if set and not empty.
+
+        Args:
+            index: The call's place among the reply's tool calls.
+            piece: The call's id and name, with the piece of its arguments that came.
+        """
+        if self.on_tool_call is not None and piece.arguments:
+            self.on_tool_call(index, piece)
 
 
 @dataclass(frozen=True, slots=True)

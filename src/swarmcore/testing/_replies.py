@@ -301,7 +301,10 @@ def completion_body(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
 def stream_chunks(
     request: RecordedRequest, reply: Reply, pieces: Iterable[str], *, include_usage: bool
 ) -> Iterator[dict[str, Any]]:
-    """The chunks of the reply streamed: ``pieces`` of its text, its tool calls, its usage."""
+    """The chunks of the reply streamed: ``pieces`` of its text, its tool calls, its usage.
+
+    A tool call comes as a model streams one: its id and name, then its arguments in pieces.
+    """
     base = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion.chunk",
@@ -323,12 +326,16 @@ def stream_chunks(
             "function": {"name": call.name, "arguments": ""},
         }
         yield chunk({"tool_calls": [head]})
-        yield chunk(
-            {"tool_calls": [{"index": index, "function": {"arguments": call.arguments_json}}]}
-        )
+        for piece in _pieces(call.arguments_json):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, reply.finish_reason)
     if include_usage:
         yield {**base, "choices": [], "usage": usage(request, reply)}
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` in the pieces a stream sends it in: eight characters each, as a model's tokens."""
+    return [text[start : start + 8] for start in range(0, len(text), 8)]
 
 
 def responses_body(
@@ -438,8 +445,8 @@ def responses_events(
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """The Responses API's stream of the reply: each semantic event's name and data.
 
-    Each output item is added, its text (in ``pieces``) or arguments sent as
-    deltas, and done; the stream ends with ``response.completed`` (or
+    Each output item is added, its text (in ``pieces``) or arguments (in eights)
+    sent as deltas, and done; the stream ends with ``response.completed`` (or
     ``response.incomplete``) carrying the whole response (``responses_body``'s,
     for the request's body ``sent``), usage included.
     """
@@ -471,14 +478,14 @@ def responses_events(
                 "response.output_item.added", output_index=index, item={**item, "arguments": ""}
             )
             arguments = item["arguments"]
-            yield event("response.function_call_arguments.delta", **at, delta=arguments)
+            for piece in _pieces(arguments):
+                yield event("response.function_call_arguments.delta", **at, delta=piece)
             yield event("response.function_call_arguments.done", **at, arguments=arguments)
         else:
             yield event("response.output_item.added", output_index=index, item=item)
             for number, part in enumerate(item.get("summary", [])):
                 text = part["text"]
-                for start in range(0, len(text), 8):
-                    piece = text[start : start + 8]
+                for piece in _pieces(text):
                     yield event(
                         "response.reasoning_summary_text.delta",
                         **at,
