@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
-from swarmcore.events import ModelCallFinished, RunFinished, TextDelta
+from swarmcore.events import (
+    ModelCallFinished,
+    RunFinished,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStarted,
+)
 from swarmcore.llm import _price_data as price_data
 from swarmcore.testing import Call, Fail, MockOpenAIServer, Reply
 from tests.helpers import http_server
@@ -60,6 +66,56 @@ async def test_streaming_publishes_text_and_tool_calls_with_usage(
     assert len(finished) == 2
     assert all(body["stream"] is True for body in server.raw_bodies)
     assert all(body["stream_options"] == {"include_usage": True} for body in server.raw_bodies)
+
+
+PARALLEL = (
+    Reply(
+        tool_calls=[
+            Call("lookup", {"term": "green tea"}, id="c1"),
+            Call("lookup", {"term": "oat"}, id="c2"),
+        ]
+    ),
+    Reply(text="Looked up."),
+)
+
+
+async def test_a_streamed_tool_call_publishes_its_arguments_in_pieces_before_it_starts(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    server = mock_openai_server
+    server.add(*PARALLEL)
+    agent = Agent("a", "You research.", tools=[lookup], **server.model_kwargs)
+    seen = [
+        event
+        async for event in Swarm(agent).stream("go", text=True)
+        if isinstance(event, ToolCallDelta | ToolCallStarted)
+    ]
+    deltas = [e for e in seen if isinstance(e, ToolCallDelta)]
+    started = [e for e in seen if isinstance(e, ToolCallStarted)]
+    assert seen == [*deltas, *started]  # every piece before the calls start
+    assert [(s.call_id, s.arguments) for s in started] == [
+        ("c1", '{"term": "green tea"}'),
+        ("c2", '{"term": "oat"}'),
+    ]
+    for index, call in enumerate(started):
+        pieces = [d for d in deltas if d.index == index]
+        assert len(pieces) > 1  # streamed in pieces, not whole
+        assert {(d.agent_name, d.call_id, d.name) for d in pieces} == {
+            ("a", call.call_id, "lookup")
+        }
+        assert "".join(d.arguments for d in pieces) == call.arguments
+
+
+async def test_a_run_that_does_not_stream_publishes_no_tool_call_pieces(
+    mock_openai_server: MockOpenAIServer,
+) -> None:
+    server = mock_openai_server
+    server.add(*PARALLEL)
+    agent = Agent("a", "You research.", tools=[lookup], **server.model_kwargs)
+    kinds = {type(event) async for event in Swarm(agent).stream("go")}
+    assert ToolCallStarted in kinds
+    assert ToolCallDelta not in kinds
+    assert not any(body.get("stream") for body in server.raw_bodies)
 
 
 async def test_settings_reach_the_endpoint_as_they_would_through_litellm(

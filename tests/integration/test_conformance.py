@@ -34,7 +34,13 @@ import pytest
 from pydantic import BaseModel
 
 from swarmcore import Agent, AgentResult, ModelError, RetryPolicy, Swarm
-from swarmcore.events import ModelCallFinished, ModelCallStarted, RunFinished, TextDelta
+from swarmcore.events import (
+    ModelCallFinished,
+    ModelCallStarted,
+    RunFinished,
+    TextDelta,
+    ToolCallDelta,
+)
 from swarmcore.llm import _price_data as price_data
 from swarmcore.llm.choice import CHAT_ONLY_SETTINGS
 from swarmcore.testing import Call, Fail, LiteLLMProxy, MockOpenAIServer, Reply
@@ -86,6 +92,8 @@ class Outcome:
     replies: tuple[tuple[str | None, int, int], ...] = ()
     """Per model call: the model the reply named, the attempts it took, its tool calls."""
     deltas: tuple[str, ...] = ()
+    tool_call_deltas: tuple[tuple[int, str, str, str], ...] = ()
+    """Each streamed piece of a tool call's arguments: its call's index, id, name, and the piece."""
     events: tuple[str, ...] = ()
     tool_calls: tuple[tuple[str, str, str, str], ...] = ()
     error: str | None = None
@@ -113,6 +121,9 @@ async def run(worker: Agent, *, stream: bool) -> tuple[AgentResult | None, list[
 
 def outcome_of(result: AgentResult | None, seen: list[object], error: ModelError | None) -> Outcome:
     deltas = tuple(e.text for e in seen if isinstance(e, TextDelta))
+    tool_call_deltas = tuple(
+        (e.index, e.call_id, e.name, e.arguments) for e in seen if isinstance(e, ToolCallDelta)
+    )
     first = next((e for e in seen if isinstance(e, TextDelta)), None)
     kinds = tuple(
         type(e).__name__
@@ -127,7 +138,13 @@ def outcome_of(result: AgentResult | None, seen: list[object], error: ModelError
             f"retry_after={error.retry_after}: {error}"
         )
         said = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", said)  # each run its own server
-        return Outcome(deltas=deltas, events=kinds, replies=replies, error=said)
+        return Outcome(
+            deltas=deltas,
+            tool_call_deltas=tool_call_deltas,
+            events=kinds,
+            replies=replies,
+            error=said,
+        )
     assert result is not None
     usage = result.token_usage
     return Outcome(
@@ -142,6 +159,7 @@ def outcome_of(result: AgentResult | None, seen: list[object], error: ModelError
         finish_reasons=tuple(c.finish_reason for c in result.llm_calls),
         replies=replies,
         deltas=deltas,
+        tool_call_deltas=tool_call_deltas,
         events=kinds,
         tool_calls=tuple(
             (t.call_id, t.tool_name, t.arguments, t.result) for t in result.tool_calls
@@ -548,6 +566,7 @@ TOOL_ROWS = {
             "output": "Tea.",
             "tool_calls": (("c1", "lookup", '{"term": "tea"}', "tea facts"),),
             "deltas": ("Looking ", "tea up.", "Tea."),
+            "tool_call_deltas": ((0, "c1", "lookup", '{"term":'), (0, "c1", "lookup", ' "tea"}')),
             "replies": (("gpt-4o-mini", 1, 1), ("gpt-4o-mini", 1, 0)),
         },
     ),
@@ -561,7 +580,8 @@ TOOL_ROWS = {
             "finish_reasons": ("tool_calls", "stop"),
         },
     ),
-    # The same, streamed: each call's arguments arrive in a later chunk than its name.
+    # The same, streamed: each call's arguments arrive in pieces, after its name; each
+    # piece is published naming its call.
     "parallel-tool-calls-streamed": Row(
         script=TOOLS,
         agent={"tools": [lookup]},
@@ -571,6 +591,12 @@ TOOL_ROWS = {
             "tool_calls": TOOL_CALLS,
             "finish_reasons": ("tool_calls", "stop"),
             "deltas": ("Tea and ", "oats."),
+            "tool_call_deltas": (
+                (0, "c1", "lookup", '{"term":'),
+                (0, "c1", "lookup", ' "tea"}'),
+                (1, "c2", "lookup", '{"term":'),
+                (1, "c2", "lookup", ' "oat"}'),
+            ),
             "events": (*WHOLE, *TEXT_THEN_DONE),
         },
     ),

@@ -22,6 +22,7 @@ from swarmcore.events import (
     ReasoningDelta,
     RunFinished,
     TextDelta,
+    ToolCallDelta,
     ToolCallStarted,
 )
 from swarmcore.testing import Call, Fail, MockOpenAIServer, RecordedRequest, Reply
@@ -290,11 +291,13 @@ async def test_an_openai_reasoning_model_with_tools_speaks_responses_unless_told
 
 
 async def test_a_streamed_tool_call_publishes_what_it_publishes_on_chat_completions() -> None:
-    # Chat completions publish no event for a tool call's streamed arguments (the call
-    # starts once whole, as ToolCallStarted); the Responses API's argument deltas match.
+    # Each piece of a call's arguments is a ToolCallDelta on either API, naming the call by
+    # its place among the reply's calls (on the Responses API, reasoning and text items
+    # come first in the output, and are not counted).
     async def seen(api: Any) -> tuple[list[tuple[str, str]], MockOpenAIServer]:
+        calls = (Call("add", {"a": 2, "b": 2}, id="c1"), Call("add", {"a": 1, "b": 10}, id="c2"))
         script = [
-            Reply(text="Adding them.", tool_calls=(Call("add", {"a": 2, "b": 2}, id="c1"),)),
+            Reply(text="Adding them.", tool_calls=calls, encrypted_reasoning="enc-1"),
             Reply(text="Four."),
         ]
         kinds: list[tuple[str, str]] = []
@@ -312,6 +315,16 @@ async def test_a_streamed_tool_call_publishes_what_it_publishes_on_chat_completi
     assert ("ToolCallStarted", '{"a": 2, "b": 2}') in on_responses
     deltas = "".join(text for kind, text in on_responses if kind == "TextDelta")
     assert deltas == "Adding them.Four."  # the arguments never stream as text
+    pieces = [text for kind, text in on_responses if kind == "ToolCallDelta"]
+    assert pieces == [
+        '0 c1 add {"a": 2,',
+        '0 c1 add  "b": 2}',
+        '1 c2 add {"a": 1,',
+        '1 c2 add  "b": 10',
+        "1 c2 add }",
+    ]
+    first_start = on_responses.index(("ToolCallStarted", '{"a": 2, "b": 2}'))
+    assert all(on_responses.index(("ToolCallDelta", p)) < first_start for p in pieces)
 
 
 def _shown(event: Event) -> tuple[str, str]:
@@ -321,6 +334,8 @@ def _shown(event: Event) -> tuple[str, str]:
             return type(event).__name__, text
         case ToolCallStarted(arguments=arguments):
             return "ToolCallStarted", arguments
+        case ToolCallDelta(index=index, call_id=call_id, name=name, arguments=arguments):
+            return "ToolCallDelta", f"{index} {call_id} {name} {arguments}"
         case _:
             return type(event).__name__, ""
 
