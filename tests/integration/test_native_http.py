@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, ModelError, RetryPolicy, Swarm
-from swarmcore.events import TextDelta
+from swarmcore.events import TextDelta, ToolCallDelta, ToolCallStarted
 from tests.helpers import http_server
 
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, max_delay=0.01)
@@ -132,6 +132,49 @@ async def test_a_stream_in_any_shape_the_protocol_allows() -> None:
     assert result["a"].output == "Hello"
     assert result["a"].llm_calls[1].token_usage.prompt_tokens == 40
     assert len(seen) == 2
+
+
+def lookup(term: str) -> str:
+    """Look a term up.
+
+    Args:
+        term: What to look up.
+    """
+    return f"{term} facts"
+
+
+async def test_a_tool_call_a_server_sends_whole_to_a_streaming_request_is_one_piece() -> None:
+    # A server that ignores "stream" answers JSON: what would have streamed is published
+    # whole, each call's arguments as one piece, before the call starts.
+    def respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        if body["messages"][-1]["role"] == "tool":
+            send(handler, 200, completion("Tea facts."), "application/json")
+            return
+        function = {"name": "lookup", "arguments": '{"term": "tea"}'}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": function}],
+        }
+        reply = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+        send(handler, 200, json.dumps(reply).encode(), "application/json")
+
+    with serving(respond) as (base, _):
+        worker = agent(base, tools=[lookup])
+        seen = [
+            event
+            async for event in Swarm(worker).stream("go", text=True)
+            if isinstance(event, ToolCallDelta | ToolCallStarted)
+        ]
+    assert [type(e) for e in seen] == [ToolCallDelta, ToolCallStarted]
+    delta = seen[0]
+    assert isinstance(delta, ToolCallDelta)
+    assert (delta.index, delta.call_id, delta.name, delta.arguments) == (
+        0,
+        "c1",
+        "lookup",
+        '{"term": "tea"}',
+    )
 
 
 async def test_an_error_inside_a_stream_is_the_provider_s_error() -> None:
