@@ -65,6 +65,7 @@ from swarmcore._semconv import (
     EVENT_REASONING_DELTA,
     EVENT_RETRY,
     EVENT_TEXT_DELTA,
+    EVENT_TOOL_CALL_DELTA,
     LATEST_EXPERIMENTAL,
     OP_CHAT,
     OP_EXECUTE_TOOL,
@@ -121,6 +122,7 @@ from swarmcore.events import (
     StepFinished,
     StepStarted,
     TextDelta,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -224,6 +226,7 @@ class OpenTelemetryTracer:
                 | ModelFallback()
                 | TextDelta()
                 | ReasoningDelta()
+                | ToolCallDelta()
                 | RouteChosen()
                 | LoopIteration()
                 | LoopFinished()
@@ -382,7 +385,7 @@ class OpenTelemetryTracer:
     # --- point events -----------------------------------------------------------------
 
     def _point(self, spans: dict[int, Span], event: _PointEvent) -> None:
-        """Retries, fallbacks, text and control-flow choices: span events on their span."""
+        """Retries, fallbacks, streamed pieces, control-flow choices: span events on their span."""
         span = spans.get(event.parent_id) if event.parent_id is not None else None
         if span is None:
             return
@@ -407,11 +410,10 @@ class OpenTelemetryTracer:
                     "swarmcore.fallback.error": event.error,
                 }
                 name = EVENT_FALLBACK
-            case TextDelta() | ReasoningDelta():  # a reasoning summary: as sensitive as text
-                if not self._capture_content:
+            case TextDelta() | ReasoningDelta() | ToolCallDelta():
+                if not self._capture_content:  # content, as sensitive as the answer
                     return
-                attributes = {AGENT_NAME: event.agent_name, "swarmcore.text": event.text}
-                name = _DELTA_EVENTS[type(event)]
+                name, attributes = _delta(event)
             case RouteChosen():
                 name = "swarmcore.route"
                 attributes = {
@@ -445,16 +447,35 @@ class OpenTelemetryTracer:
         span.add_event(name, attributes, timestamp=_ns(event.timestamp))
 
 
-_DELTA_EVENTS: dict[type[TextDelta | ReasoningDelta], str] = {
-    TextDelta: EVENT_TEXT_DELTA,
-    ReasoningDelta: EVENT_REASONING_DELTA,
-}
+def _delta(event: TextDelta | ReasoningDelta | ToolCallDelta) -> tuple[str, _Attributes]:
+    """A streamed piece's span event: its name and attributes.
+
+    A reasoning summary is as sensitive as text, a piece of a call's arguments as the whole.
+    """
+    match event:
+        case ToolCallDelta():
+            return EVENT_TOOL_CALL_DELTA, {
+                AGENT_NAME: event.agent_name,
+                TOOL_NAME: event.name,
+                TOOL_CALL_ID: event.call_id,
+                "swarmcore.tool_call.index": event.index,
+                TOOL_CALL_ARGUMENTS: event.arguments,
+            }
+        case TextDelta():
+            return EVENT_TEXT_DELTA, {AGENT_NAME: event.agent_name, "swarmcore.text": event.text}
+        case ReasoningDelta():
+            return EVENT_REASONING_DELTA, {
+                AGENT_NAME: event.agent_name,
+                "swarmcore.text": event.text,
+            }
+
 
 _PointEvent = (
     RetryScheduled
     | ModelFallback
     | TextDelta
     | ReasoningDelta
+    | ToolCallDelta
     | RouteChosen
     | LoopIteration
     | LoopFinished

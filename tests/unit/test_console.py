@@ -126,6 +126,7 @@ async def test_debug_adds_every_event_and_text_deltas() -> None:
     assert "d tool list_context started: " in out
     assert "step a started" in out
     assert "a text: '" in out
+    assert "d tool get_context arguments: '" in out  # the call's arguments as they stream
 
 
 async def test_detailed_shows_retries_and_fallbacks() -> None:

@@ -37,6 +37,7 @@ from swarmcore.events import (
     RunFinished,
     RunStarted,
     TextDelta,
+    ToolCallDelta,
 )
 from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from swarmcore.testing import offline_model as shared_offline_model
@@ -442,6 +443,19 @@ def test_spans_left_open_are_ended_with_the_run(
         )
     )
     tracer(
+        ToolCallDelta(
+            run_id="r",
+            span_id=4,
+            parent_id=3,
+            agent_name="a",
+            index=1,
+            call_id="c2",
+            name="search",
+            arguments='{"q": ',
+            timestamp=101.58,
+        )
+    )
+    tracer(
         ModelFallback(
             run_id="r",
             span_id=5,
@@ -467,15 +481,23 @@ def test_spans_left_open_are_ended_with_the_run(
     assert [e.name for e in chat.events] == [
         "swarmcore.text_delta",
         "swarmcore.reasoning_delta",
+        "swarmcore.tool_call_delta",
         "swarmcore.fallback",
     ]
     assert chat.events[0].attributes == {"gen_ai.agent.name": "a", "swarmcore.text": "Hel"}
     assert chat.events[1].attributes == {"gen_ai.agent.name": "a", "swarmcore.text": "Sum."}
-    assert chat.events[2].timestamp == 101_600_000_000
+    assert chat.events[2].attributes == {
+        "gen_ai.agent.name": "a",
+        "gen_ai.tool.name": "search",
+        "gen_ai.tool.call.id": "c2",
+        "swarmcore.tool_call.index": 1,
+        "gen_ai.tool.call.arguments": '{"q": ',
+    }
+    assert chat.events[3].timestamp == 101_600_000_000
     assert tracer._runs == {}  # pyright: ignore[reportPrivateUsage]
 
 
-def test_text_deltas_are_left_out_without_capture_content(
+def test_streamed_pieces_are_left_out_without_capture_content(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     tracer = OpenTelemetryTracer(provider)
@@ -492,6 +514,18 @@ def test_text_deltas_are_left_out_without_capture_content(
     )
     tracer(TextDelta(run_id="r", span_id=2, parent_id=1, agent_name="a", text="secret"))
     tracer(ReasoningDelta(run_id="r", span_id=2, parent_id=1, agent_name="a", text="secret"))
+    tracer(
+        ToolCallDelta(
+            run_id="r",
+            span_id=2,
+            parent_id=1,
+            agent_name="a",
+            index=0,
+            call_id="c1",
+            name="search",
+            arguments='{"q": "secret"}',
+        )
+    )
     tracer(RunFinished(run_id="r", span_id=1, parent_id=None, duration_seconds=0.1))
     (run,) = exporter.get_finished_spans()
     assert run.events == ()

@@ -26,6 +26,7 @@ from swarmcore.events import (
     StepFinished,
     StepStarted,
     TextDelta,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -152,6 +153,10 @@ def _call_line(event: Event) -> Line | None:
             return Line(DEBUG, f"{event.agent_name} text: {event.text!r}")
         case ReasoningDelta():
             return Line(DEBUG, f"{event.agent_name} reasoning summary: {event.text!r}")
+        case ToolCallDelta():
+            return Line(
+                DEBUG, f"{event.agent_name} tool {event.name} arguments: {event.arguments!r}"
+            )
         case RunFinished():  # handled by the caller; listed so it is not "unknown"
             return None
         case _:

@@ -24,7 +24,7 @@ from swarmcore.console._rows import RunState, close_rows
 from swarmcore.console._skeleton import skeleton
 from swarmcore.console._track import indent_of, track
 from swarmcore.errors import UserError
-from swarmcore.events import Event, RunFinished, RunStarted, TextDelta
+from swarmcore.events import Event, RunFinished, RunStarted, TextDelta, ToolCallDelta
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -206,7 +206,9 @@ class ConsoleProgress:
 
     def _live_line(self, state: RunState, event: Event, line: Line | None) -> Text | None:
         """A line to print above the live display, for what the tree does not show."""
-        if line is None or line.level > self._level or isinstance(event, TextDelta):
+        # Streamed pieces would scroll the display away: the tree shows the text's tail,
+        # and the tool once its call starts.
+        if line is None or line.level > self._level or isinstance(event, TextDelta | ToolCallDelta):
             return None
         if line.in_tree and self._level > MINIMAL:
             return None
