@@ -58,8 +58,8 @@ class ConsoleProgress:
         verbosity: ``"minimal"``: the run's start and end, and failures.
             ``"summary"`` (default): also each agent's start and end (plain),
             or the tree (live). ``"detailed"``: also model calls, tool calls,
-            retries and fallbacks. ``"debug"``: every event, text deltas
-            included.
+            retries and fallbacks. ``"debug"``: every event, text and
+            tool-call argument deltas included.
         file: Where to write; ``sys.stderr`` by default.
         live: True to force the live display, False to force plain lines;
             None (default) draws live when the output is a terminal. Without
