@@ -340,6 +340,41 @@ def test_a_streamed_reasoning_summary_goes_to_its_own_callback() -> None:
     assert summary == ["Sum ", "them."]
 
 
+def test_streamed_arguments_go_to_their_own_callback_naming_their_call() -> None:
+    pieces: list[tuple[int, ToolCall]] = []
+    stream = responses.StreamedResponse(on_tool_call=lambda i, call: pieces.append((i, call)))
+    call = {"type": "function_call", "call_id": "c1", "name": "add", "arguments": ""}
+
+    def arguments(at: object, delta: str) -> dict[str, Any]:
+        return {
+            "type": "response.function_call_arguments.delta",
+            "output_index": at,
+            "delta": delta,
+        }
+
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning"}},
+        {"type": "response.output_item.added", "output_index": 1, "item": call},
+        arguments(1, '{"a": '),
+        {
+            "type": "response.output_item.added",
+            "output_index": 2,
+            "item": {**call, "call_id": "c2"},
+        },
+        arguments(2, "{}"),
+        arguments(1, "1}"),
+        arguments(7, "?"),  # no call was added there: the final response is what counts
+        arguments([1], "?"),
+        arguments(1, ""),
+    ]
+    assert [stream.add(e) for e in events] == [None] * len(events)  # never the answer's text
+    assert pieces == [
+        (0, ToolCall("c1", "add", '{"a": ')),
+        (1, ToolCall("c2", "add", "{}")),
+        (0, ToolCall("c1", "add", "1}")),
+    ]
+
+
 def test_a_stream_cut_short_or_failed_says_so() -> None:
     stream = responses.StreamedResponse()
     stream.add({"type": "response.output_text.delta", "delta": "Add"})
