@@ -250,6 +250,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
                     _about(
                         setup.flow,
                         self._versions.get(id(setup.flow), ""),
+                        (setup.mode.name, setup.mode.budget),
                         self._resumed.pop(run.run_id, 0),
                     ),
                     run.run_id,
@@ -289,7 +290,7 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
             "app_version": flow_version(swarm),
             "application_name": self.app_name,
         }
-        about = _about(swarm.flow, flow_version(swarm))
+        about = _about(swarm.flow, flow_version(swarm), (swarm.context_mode, swarm.context_budget))
         await client.enqueue_async(options, about, run_id, task, dict(variables), dict(metadata))
         await same_run(client, run_id, task, variables)  # the id may hold an earlier run
         return RunHandle(run_id, client)
@@ -500,18 +501,25 @@ def _current() -> DBOSEngine:
     return _engine
 
 
-def _about(flow: Flow, version: str, generation: int = 0) -> dict[str, Any]:
+def _about(
+    flow: Flow, version: str, mode: tuple[str, int | None], generation: int = 0
+) -> dict[str, Any]:
     """What a run's workflow input says of its flow (version, expression, size, shape) and itself.
 
-    The shape (JSON) is what ``swarmcore ui`` draws an engine run's flow from.
+    The shape (JSON) is what ``swarmcore ui`` draws an engine run's flow from; the
+    context mode (and auto mode's budget) is what a case made of the run
+    (``swarmcore eval add``) replays with, as a stored run's settings say it.
     """
+    context_mode, context_budget = mode
     about = {
         "version": version,
         "flow": flow.expression(),
         "agents": len(flow.names),
         "shape": flow.shape().to_json(),
+        "context_mode": context_mode,
     }
-    return about | ({"generation": generation} if generation else {})
+    budget = {} if context_budget is None else {"context_budget": context_budget}
+    return about | budget | ({"generation": generation} if generation else {})
 
 
 @DBOS.workflow(name=RUN_WORKFLOW)

@@ -413,6 +413,10 @@ def _settings(run: WorkflowStatus) -> dict[str, Any]:
     settings: dict[str, Any] = {"engine": "dbos", "durable": True, "worker": run.executor_id}
     if len(args) >= 5:
         settings["variables"], settings["metadata"] = args[3], args[4]
+    about: object = args[0] if args else None
+    if isinstance(about, dict):  # runs started before the mode was kept have none
+        known = cast("dict[str, Any]", about)
+        settings |= {k: known[k] for k in ("context_mode", "context_budget") if k in known}
     return settings
 
 
