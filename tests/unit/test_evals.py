@@ -40,7 +40,7 @@ from swarmcore.evals import (
     live_case,
     replay_case,
 )
-from swarmcore.testing import FunctionModel, OfflineModel, RecordedRequest
+from swarmcore.testing import Fail, FunctionModel, OfflineModel, RecordedRequest
 
 MODEL = OfflineModel(name="evals-offline")
 OTHER = OfflineModel(name="evals-other")
@@ -695,3 +695,45 @@ def test_pytest_collects_a_suite_as_one_test_per_case(tmp_path: Path) -> None:
     assert "eval case 'changed' failed:" in done.stdout
     assert "output: the output differs at character 1" in done.stdout
     assert "tests/evals/changed.json::changed" in done.stdout
+
+
+DOWN = FunctionModel(lambda _request: Fail(503, "the primary model is down"))
+
+
+def _writer(model: str = DOWN.model, *fallbacks: str) -> Flow:
+    return chain(Agent("writer", "Write.", model=model, fallback_models=fallbacks, retry=0))
+
+
+async def test_an_answer_from_a_fallback_model_passes_and_a_swapped_model_is_flagged(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "runs.db"
+    result = await Swarm(_writer(DOWN.model, MODEL.model), store=store).run(TASK)
+    assert result["writer"].model == MODEL.model  # the primary failed: the fallback answered
+    made_with_flow = case_from_run(store, result.run_id, flow=_writer(DOWN.model, MODEL.model))
+    assert made_with_flow.models == {"writer": [DOWN.model, MODEL.model]}
+    without_flow = case_from_run(store, result.run_id)
+    assert without_flow.models is None
+
+    for case in (made_with_flow, without_flow):
+        report = await Suite([case]).run(_writer(DOWN.model, MODEL.model))
+        assert report.failed == 0, report.details()
+
+    assert await _models_detail(made_with_flow, _writer(OTHER.model)) == (
+        f"agent 'writer' runs on '{OTHER.model}', recorded on "
+        f"'{DOWN.model}' (fallbacks '{MODEL.model}')"
+    )
+    assert await _models_detail(made_with_flow, _writer(DOWN.model, OTHER.model)) == (
+        f"agent 'writer' runs on '{DOWN.model}' (fallbacks '{OTHER.model}'), recorded on "
+        f"'{DOWN.model}' (fallbacks '{MODEL.model}')"
+    )
+    assert await _models_detail(without_flow, _writer(OTHER.model)) == (
+        f"agent 'writer' runs on '{OTHER.model}'; its recorded answer came from '{MODEL.model}'"
+    )
+    assert await _models_detail(without_flow, _writer(OTHER.model, MODEL.model)) == ""
+
+
+async def _models_detail(case: Case, flow: Flow) -> str:
+    """What the ``models`` check says of ``case`` replayed against ``flow`` ("" if it passed)."""
+    report = await Suite([case]).run(flow)
+    return {c.name: c.detail for c in report.cases[0].failed}.get("models", "")

@@ -29,6 +29,7 @@ from swarmcore.testing._replay import request_key, unmarked
 
 if TYPE_CHECKING:
     from swarmcore._flow import Flow
+    from swarmcore.agent import Agent
     from swarmcore.store import RunReader, RunRecord, RunStore
 
 CASE_FORMAT = 1
@@ -165,6 +166,10 @@ class Case(BaseModel):
     tool_specs: dict[str, dict[str, Any]] | None = None
     """Per agent with tools, its tools' specs (name, description, parameters), when the
     case was made with the flow at hand; None otherwise (tool schemas are then not checked)."""
+    models: dict[str, list[str]] | None = None
+    """Per agent, the models it was configured with: its model, then its fallback models,
+    when the case was made with the flow at hand; None otherwise (the ``models`` check
+    then asks that the model that answered is one the agent is configured with)."""
     expect: Trace
     """The stored run's trace: what a replay must reproduce."""
     model_cassette: list[CassetteEntry] = Field(default_factory=list[CassetteEntry])
@@ -285,6 +290,7 @@ def case_from_record(
         context_budget=budget if isinstance(budget, int) else None,
         tool_modes=dict(sorted(modes.items())),
         tool_specs=_tool_specs(flow) if flow is not None else None,
+        models=_models(flow) if flow is not None else None,
         expect=trace_of(shape, record.results, record.decisions, failures=record.failures),
         model_cassette=[e for r in sorted(results, key=_by_name) for e in _entries(r)],
         tool_cassette=tools,
@@ -360,6 +366,18 @@ def _tool_specs(flow: Flow) -> dict[str, dict[str, Any]]:
             if found:
                 specs[node.name] = dict(sorted(found.items()))
     return dict(sorted(specs.items()))
+
+
+def _models(flow: Flow) -> dict[str, list[str]]:
+    from swarmcore.agent import Agent
+
+    found = {n.name: configured_models(n) for n in flow.agents if isinstance(n, Agent)}
+    return dict(sorted(found.items()))
+
+
+def configured_models(agent: Agent) -> list[str]:
+    """The models ``agent`` may answer on: its model, then its fallback models, in order."""
+    return [agent.model, *agent.fallback_models]
 
 
 def base_name(key: str) -> str:

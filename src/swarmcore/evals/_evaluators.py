@@ -90,17 +90,33 @@ class Replayed(Evaluator):
 
 
 class Models(Evaluator):
-    """Each agent runs on the model it was recorded with."""
+    """Each agent is configured with the models it was recorded with.
+
+    A case made with the flow at hand (``Case.models``) holds each agent's model
+    and fallback models: the current flow's must be the same, in the same order.
+    A case made without it holds only the model that answered each agent: that
+    model must be one the agent is configured with now (its model or a fallback),
+    so an answer a fallback model gave is never taken for a swapped model.
+    """
 
     name = "models"
 
     def evaluate(self, run: CaseRun) -> Check:
         """The verdict on ``run``."""
         problems: list[str] = []
+        configured = run.case.models or {}
         for key, recorded in _by_base(run.expect.agents).items():
             now = run.models.get(key)
-            if now is not None and now != recorded.model:
-                problems.append(f"agent {key!r} runs on {now!r}, recorded on {recorded.model!r}")
+            if now is None:  # the agent is gone: the path reports it
+                continue
+            was = configured.get(key)
+            if was is not None and now != was:
+                problems.append(f"agent {key!r} runs on {_models(now)}, recorded on {_models(was)}")
+            elif was is None and recorded.model not in now:
+                problems.append(
+                    f"agent {key!r} runs on {_models(now)}; its recorded answer came from "
+                    f"{recorded.model!r}"
+                )
         return self.failures(problems)
 
 
@@ -484,6 +500,12 @@ def _by_base(agents: dict[str, AgentTrace]) -> dict[str, AgentTrace]:
     from swarmcore.evals._case import base_name
 
     return {base_name(key): trace for key, trace in agents.items()}
+
+
+def _models(models: Sequence[str]) -> str:
+    """``'a'``, or ``'a' (fallbacks 'b', 'c')``."""
+    fallbacks = ", ".join(repr(m) for m in models[1:])
+    return repr(models[0]) + (f" (fallbacks {fallbacks})" if fallbacks else "")
 
 
 def _json(value: Any) -> str:

@@ -30,7 +30,14 @@ from swarmcore._tools import ApprovalRequest, Approver, Tool, ToolReportedError
 from swarmcore._walk import RunsItsStep
 from swarmcore.agent import Agent
 from swarmcore.errors import BudgetExceeded, SwarmError
-from swarmcore.evals._case import Case, CassetteEntry, CassetteReply, ToolEntry, base_name
+from swarmcore.evals._case import (
+    Case,
+    CassetteEntry,
+    CassetteReply,
+    ToolEntry,
+    base_name,
+    configured_models,
+)
 from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
 from swarmcore.results import SwarmResult
 from swarmcore.store import RunStore, SQLiteStore
@@ -69,7 +76,8 @@ class CaseRun:
         result: The replay's result (the partial one when the run failed).
         error: The error that ended the run, if any.
         misses: Requests and tool calls the cassettes did not hold, in order.
-        models: Each agent's model in the current flow, by name.
+        models: Each agent's models in the current flow, by name: its model, then
+            its fallback models.
         tool_specs: Each agent's tool specs in the current flow (as ``Case.tool_specs``).
         judge_live: Whether a judge may call its model (a live run, or ``--record``);
             in a replay it answers from the case's judge cassette.
@@ -81,7 +89,7 @@ class CaseRun:
     result: SwarmResult | None
     error: BaseException | None
     misses: list[Miss]
-    models: dict[str, str]
+    models: dict[str, list[str]]
     tool_specs: dict[str, dict[str, Any]]
     judge_live: bool = False
     judged: list[CassetteEntry] = field(default_factory=list[CassetteEntry])
@@ -263,14 +271,14 @@ def as_flow(target: Flow | Agent | Swarm) -> Flow:
     return chain(target) if isinstance(target, Agent) else target
 
 
-def current_setup(flow: Flow) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-    """Each agent's model, and its tools' specs, in ``flow``."""
-    models: dict[str, str] = {}
+def current_setup(flow: Flow) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """Each agent's models (its model, then its fallbacks), and its tools' specs, in ``flow``."""
+    models: dict[str, list[str]] = {}
     specs: dict[str, dict[str, Any]] = {}
 
     def look(node: FlowNode) -> FlowNode:
         if isinstance(node, Agent):
-            models[node.name] = node.model
+            models[node.name] = configured_models(node)
             found = {t.name: t.spec["function"] for t in node.tools if isinstance(t, Tool)}
             if found:
                 specs[node.name] = dict(sorted(found.items()))
@@ -361,7 +369,7 @@ def _case_run(
         result.history if result else [],
         result.decisions if result else [],
         failures=result.failures if result else [],
-        models=models,
+        models={name: configured[0] for name, configured in models.items()},
     )
     return CaseRun(
         case=case,
