@@ -166,8 +166,23 @@ def test_a_case_file_has_no_ids_or_times_and_two_adds_are_byte_identical(
     text = first.decode()
     assert run_id not in text
     assert "duration" not in text
-    assert "started_at" not in text
+    assert "started_at" not in text  # no timestamps; wall times are durations, from the record
     assert Case.load(tmp_path / "a" / f"run-{run_id[:8]}.json").to_json().encode() == first
+
+
+def test_a_case_keeps_the_recorded_wall_times_as_durations(
+    recorded: tuple[Path, str], case: Case
+) -> None:
+    from swarmcore.store import SQLiteStore
+
+    store, run_id = recorded
+    record = SQLiteStore(store).get_run(run_id)
+    assert record is not None
+    assert record.ended_at is not None
+    assert case.expect.wall_seconds == round(record.ended_at - record.started_at, 3)
+    assert {k: a.wall_seconds for k, a in case.expect.agents.items()} == {
+        r.agent_name: round(r.duration_seconds, 3) for r in record.results
+    }
 
 
 # Each row: a change to the flow, and the checks that must fail and name it.
@@ -243,6 +258,16 @@ async def test_reports_are_byte_identical_across_reruns(case: Case) -> None:
     data = json.loads(reports[0].to_json())
     assert data["pass_rate"] == 0.0
     assert data["cases"][0]["name"] == "paris"
+    assert data["cases"][0]["wall_seconds"] is None  # a replay's times are not a model's
+    assert "time" not in reports[0].table()
+
+
+async def test_a_replay_has_no_times_and_is_never_failed_on_them(case: Case) -> None:
+    run = await replay_case(_timed(case, agent=0.0, run=0.0, grace=0.0), build())
+    assert run.trace.wall_seconds is None
+    assert {a.wall_seconds for a in run.trace.agents.values()} == {None}
+    report = await Suite([_timed(case, agent=0.0, run=0.0, grace=0.0)]).run(build())
+    assert report.failed == 0, report.details()
 
 
 class _Polite(Evaluator):
@@ -430,6 +455,21 @@ def test_cli_adds_a_case_and_runs_the_suite_with_reports_and_a_baseline(
     assert "regression: c1: passed in the baseline, fails now (replay" in capsys.readouterr().err
     assert _cli(*args, "--baseline", str(report)) == 0  # the unchanged flow: no regression
     assert SuiteReport.load(report).passed == 1
+
+    live = tmp_path / "live.json"
+    assert _cli(*args, "--live", "--report", str(live)) == 0
+    timed = SuiteReport.load(live)
+    assert timed.cases[0].wall_seconds is not None  # a live run is timed
+    assert SuiteReport.load(report).cases[0].wall_seconds is None  # a replay is not
+    instant = timed.model_copy(
+        update={"cases": [timed.cases[0].model_copy(update={"wall_seconds": 0.0})]}
+    )
+    instant.save(live)  # a baseline that took no time: any live run is slower, by the grace
+    capsys.readouterr()
+    assert _cli(*args, "--live", "--baseline", str(live), "--wall-grace", "0") == 1
+    err = capsys.readouterr().err
+    assert "regression: c1: wall time " in err
+    assert "baseline 0.000 s (from 0, allowed x1.5 + 0 s)" in err
 
 
 def test_cli_eval_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -737,3 +777,74 @@ async def _models_detail(case: Case, flow: Flow) -> str:
     """What the ``models`` check says of ``case`` replayed against ``flow`` ("" if it passed)."""
     report = await Suite([case]).run(flow)
     return {c.name: c.detail for c in report.cases[0].failed}.get("models", "")
+
+
+class _Clock:
+    """A clock only a tool moves: the seconds a live run takes, with no real time spent."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.per_lookup = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+CLOCK = _Clock()
+
+
+def _slow_lookup(city: str) -> str:
+    """Look up a city's weather.
+
+    Args:
+        city: The city.
+    """
+    CLOCK.now += CLOCK.per_lookup  # the tool "takes" that long on the test's clock
+    return f"sunny in {city}"
+
+
+SLOW_LOOKUP = function_tool(_slow_lookup, name="lookup")  # the same schema as lookup's
+
+
+def _timed(case: Case, *, agent: float, run: float, grace: float = 1.0) -> Case:
+    """``case`` with round recorded wall times: ``agent`` s for each agent, ``run`` s in all."""
+    agents = {
+        k: a.model_copy(update={"wall_seconds": agent}) for k, a in case.expect.agents.items()
+    }
+    expect = case.expect.model_copy(update={"agents": agents, "wall_seconds": run})
+    checks = case.checks.model_copy(update={"wall_grace": grace})
+    return case.model_copy(update={"expect": expect, "checks": checks})
+
+
+async def test_a_live_run_slower_than_recorded_is_flagged_by_name(case: Case) -> None:
+    timed = _timed(case, agent=2.0, run=40.0)  # limits: x2 + 1 s, so 5 s an agent, 81 s in all
+    CLOCK.per_lookup = 4.0
+    report = await Suite([timed]).run_live(build(tool=SLOW_LOOKUP), clock=CLOCK)
+    assert report.failed == 0, report.details()  # 4 s where 2 s were recorded: within the limit
+    assert report.cases[0].wall_seconds == 4.0
+    assert "4.00s" in report.table()
+
+    CLOCK.per_lookup = 30.0
+    slow = await Suite([timed]).run_live(build(tool=SLOW_LOOKUP), trials=2, clock=CLOCK)
+    assert [c.name for c in slow.cases[0].failed] == ["budget"]
+    assert slow.cases[0].failed[0].detail == (
+        "agent 'researcher' took 30.000 s, recorded 2.000 s (limit x2 + 1 s) "
+        "(failed in 2 of 2 trials)"
+    )  # the run's 30 s is within its own limit
+    assert slow.cases[0].wall_seconds == 30.0
+    loose = timed.model_copy(
+        update={"checks": timed.checks.model_copy(update={"wall_tolerance": 15.0})}
+    )
+    assert (await Suite([loose]).run_live(build(tool=SLOW_LOOKUP), clock=CLOCK)).failed == 0
+
+    assert slow.regressions(report) == [
+        "paris: passed in the baseline, fails now (budget)",
+        "paris: wall time 30.000 s, baseline 4.000 s (x7.50, allowed x1.5 + 1 s)",
+        "suite: pass rate 0.0%, baseline 100.0% (allowed drop 0.0%)",
+    ]
+    assert slow.regressions(report, Thresholds(wall_ratio=8.0, pass_rate_drop=1.0)) == [
+        "paris: passed in the baseline, fails now (budget)"
+    ]
+    replayed = await Suite([timed]).run(build())  # no times: never a wall-time regression
+    assert replayed.regressions(slow) == []
+    assert not [line for line in slow.regressions(replayed) if "wall time" in line]

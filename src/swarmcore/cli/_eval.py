@@ -110,6 +110,21 @@ def add_eval_parser(commands: Any) -> None:
         help="with --baseline: a case may spend R times its baseline cost (default 1.1)",
     )
     run.add_argument(
+        "--wall-ratio",
+        type=float,
+        default=1.5,
+        metavar="R",
+        help="with --baseline, between --live reports: a case may take R times its baseline "
+        "wall time, plus --wall-grace (default 1.5); replay reports have no times",
+    )
+    run.add_argument(
+        "--wall-grace",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="with --baseline: seconds added to the wall-time limit (default 1)",
+    )
+    run.add_argument(
         "--pass-rate-drop",
         type=float,
         default=0.0,
@@ -200,6 +215,8 @@ def command_eval_run(args: argparse.Namespace) -> int:
         pass_rate_drop=args.pass_rate_drop,
         token_ratio=args.token_ratio,
         cost_ratio=args.cost_ratio,
+        wall_ratio=args.wall_ratio,
+        wall_grace=args.wall_grace,
     )
     regressions = report.regressions(baseline, thresholds)
     for line in regressions:
@@ -226,12 +243,18 @@ def _rich_table(report: SuiteReport) -> bool:
     except ImportError:
         return False
     table = Table(title=f"eval {report.suite}")
-    for column in ("case", "result", "failed checks", "tokens", "calls"):
-        table.add_column(column, justify="right" if column in ("tokens", "calls") else "left")
+    timed = any(c.wall_seconds is not None for c in report.cases)  # a live run's
+    columns = ("case", "result", "failed checks", "tokens", "calls") + (("time",) if timed else ())
+    for column in columns:
+        right = column in ("tokens", "calls", "time")
+        table.add_column(column, justify="right" if right else "left")
     for case in report.cases:
         failed = ", ".join(c.name for c in case.failed)
         result = "[green]pass[/]" if case.passed else "[red]FAIL[/]"
-        table.add_row(case.name, result, failed, f"{case.tokens:,}", str(case.calls))
+        row = [case.name, result, failed, f"{case.tokens:,}", str(case.calls)]
+        if timed:
+            row.append("-" if case.wall_seconds is None else f"{case.wall_seconds:.2f}s")
+        table.add_row(*row)
     console = Console()
     console.print(table)
     for line in report.details().splitlines():

@@ -6,8 +6,9 @@ a tool cassette (tool name and canonical arguments to the result, each tool
 replayed or run live), each agent's recorded conversation (to say where a
 replay departs from it), and the expectations: the stored run's
 :class:`~swarmcore.evals.Trace`. Nothing in it changes between two ``add``
-commands for one run: ids of the run, times and durations are left out, and every
-collection is written in a fixed order.
+commands for one run: ids and timestamps are left out, wall times are the
+record's durations (seconds, to the millisecond), and every collection is
+written in a fixed order.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swarmcore._flow.shape import FlowShape
 from swarmcore.errors import UserError
-from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
+from swarmcore.evals._trace import Trace, WallTimes, arguments_key, digest, trace_of
 from swarmcore.modes import CONTEXT_TOOL_NAMES, ContextMode
 from swarmcore.results import AgentKey, AgentResult, TokenUsage
 from swarmcore.testing._replay import request_key, unmarked
@@ -122,6 +123,13 @@ class CheckOptions(BaseModel):
     tolerance: float = Field(default=1.1, gt=0)
     """Tokens, cost and calls may reach the expectation times this before ``budget`` fails
     (a replay spends exactly what was recorded; live runs vary)."""
+    wall_tolerance: float = Field(default=2.0, gt=0)
+    """Under ``--live``, an agent's and the run's wall time may reach the recorded one
+    times this, plus ``wall_grace``, before ``budget`` fails (an offline replay has no
+    times and is not checked on them)."""
+    wall_grace: float = Field(default=1.0, ge=0)
+    """Seconds added to the wall-time limit, so that the jitter of a fast call (a few
+    milliseconds recorded) is not taken for a regression."""
     output_contains: list[str] = Field(default_factory=list[str])
     """Text the final output must contain (beside equalling the recorded one)."""
     output_regex: str | None = None
@@ -291,11 +299,25 @@ def case_from_record(
         tool_modes=dict(sorted(modes.items())),
         tool_specs=_tool_specs(flow) if flow is not None else None,
         models=_models(flow) if flow is not None else None,
-        expect=trace_of(shape, record.results, record.decisions, failures=record.failures),
+        expect=trace_of(
+            shape,
+            record.results,
+            record.decisions,
+            failures=record.failures,
+            wall=_wall_times(record),
+        ),
         model_cassette=[e for r in sorted(results, key=_by_name) for e in _entries(r)],
         tool_cassette=tools,
         conversations={r.agent_name: unmarked(r.messages) for r in sorted(results, key=_by_name)},
     )
+
+
+def _wall_times(record: RunRecord) -> WallTimes:
+    """The stored run's wall time and each agent's (their last attempt's), as durations."""
+    ended = record.ended_at
+    # a resumed run's start and end span the time it lay stopped: no run time then
+    run = ended - record.started_at if ended is not None and not record.earlier else None
+    return WallTimes(run, {r.agent_name: r.duration_seconds for r in record.results})
 
 
 def _by_name(result: AgentResult) -> str:

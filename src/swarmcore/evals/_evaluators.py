@@ -328,12 +328,25 @@ class Budget(Evaluator):
     """Tokens, cost and model calls per agent and per run within the recorded ones x ``tolerance``.
 
     Also fails when the run's own budget (``max_tokens``, ``max_cost``) stopped it.
+    Wall time is checked where the run has one, a live run's: each agent's and the
+    run's must stay within the recorded one x ``wall_tolerance`` + ``wall_grace``
+    seconds. An offline replay has no times (its answers take no model's time),
+    so it is never failed on them.
+
+    Args:
+        tolerance: How many times the recorded tokens, calls and cost may be spent.
+        wall_tolerance: How many times the recorded wall time may be taken.
+        wall_grace: Seconds added to the wall-time limit (fast calls jitter).
     """
 
     name = "budget"
 
-    def __init__(self, tolerance: float = 1.1) -> None:
+    def __init__(
+        self, tolerance: float = 1.1, *, wall_tolerance: float = 2.0, wall_grace: float = 1.0
+    ) -> None:
         self.tolerance = tolerance
+        self.wall_tolerance = wall_tolerance
+        self.wall_grace = wall_grace
 
     def evaluate(self, run: CaseRun) -> Check:
         """The verdict on ``run``."""
@@ -360,7 +373,16 @@ class Budget(Evaluator):
                 found.append(
                     f"{who} spent {shown} {what}, recorded {limit} (tolerance x{self.tolerance:g})"
                 )
-        return found
+        return found + self._slow(who, now.wall_seconds, was.wall_seconds)
+
+    def _slow(self, who: str, now: float | None, was: float | None) -> list[str]:
+        """Over the wall-time limit; never where a time is missing (an offline replay's)."""
+        if now is None or was is None or now <= was * self.wall_tolerance + self.wall_grace + 1e-9:
+            return []
+        return [
+            f"{who} took {now:.3f} s, recorded {was:.3f} s "
+            f"(limit x{self.wall_tolerance:g} + {self.wall_grace:g} s)"
+        ]
 
 
 class ContextGiven(Evaluator):
@@ -486,7 +508,11 @@ def default_evaluators(case: Case) -> list[Evaluator]:
         Path(),
         Branches(),
         ToolCalls(options.tool_calls, options.ignore_arguments),
-        Budget(options.tolerance),
+        Budget(
+            options.tolerance,
+            wall_tolerance=options.wall_tolerance,
+            wall_grace=options.wall_grace,
+        ),
         ContextGiven(),
     ]
     found += [ContextGiven(agent, fact) for agent, facts in options.facts.items() for fact in facts]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,8 @@ from swarmcore.evals._case import (
     base_name,
     configured_models,
 )
-from swarmcore.evals._trace import Trace, arguments_key, digest, trace_of
+from swarmcore.evals._trace import Trace, WallTimes, arguments_key, digest, trace_of
+from swarmcore.events import AgentFinished, AgentStarted, Event, Hook
 from swarmcore.results import SwarmResult
 from swarmcore.store import RunStore, SQLiteStore
 from swarmcore.testing._endpoint import model_string
@@ -313,11 +315,13 @@ def _swarm(
     *,
     replay: bool,
     store: RunStore | None = None,
+    hooks: Sequence[Hook] = (),
 ) -> Swarm:
     """A Swarm of ``flow`` with the target Swarm's settings, else the case's context mode.
 
     A replay allows every approval (the recorded calls were decided when recorded)
     and unpriced calls; a live run keeps the target's approval callback and budget.
+    ``hooks`` are the eval's own (a live run's stopwatch), not the target's.
     """
     approve: Approver | None = _allow if replay else None
     if isinstance(target, Swarm):
@@ -333,6 +337,7 @@ def _swarm(
             allow_unpriced=replay or budget.allow_unpriced,
             approve=approve or target.approve,
             store=store,
+            hooks=hooks,
         )
     mode = case.context_mode
     return Swarm(
@@ -341,6 +346,7 @@ def _swarm(
         context_budget=case.context_budget if mode == "auto" else None,
         approve=approve,
         store=store,
+        hooks=hooks,
     )
 
 
@@ -361,6 +367,7 @@ def _case_run(
     result: SwarmResult | None,
     error: BaseException | None,
     misses: list[Miss],
+    wall: WallTimes | None = None,
 ) -> CaseRun:
     flow = as_flow(target)
     models, specs = current_setup(flow)
@@ -370,6 +377,7 @@ def _case_run(
         result.decisions if result else [],
         failures=result.failures if result else [],
         models={name: configured[0] for name, configured in models.items()},
+        wall=wall,
     )
     return CaseRun(
         case=case,
@@ -382,13 +390,47 @@ def _case_run(
     )
 
 
-async def live_case(case: Case, target: Flow | Agent | Swarm) -> CaseRun:
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock (``time.perf_counter``); a test may pass its own."""
+
+
+@dataclass
+class _Stopwatch:
+    """Each agent's wall time in a live run: ``clock`` read as its start and end events arrive.
+
+    Events reach a sync hook inline, as they happen, so the times are the
+    agents' own; an agent run again (a step retry) is timed on its last attempt,
+    as a stored run's ``duration_seconds`` is.
+    """
+
+    clock: Clock
+    seconds: dict[str, float] = field(default_factory=dict[str, float])
+    _started: dict[str, float] = field(default_factory=dict[str, float])
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case AgentStarted(agent_name=name):
+                self._started[name] = self.clock()
+            case AgentFinished(agent_name=name) if name in self._started:
+                self.seconds[name] = self.clock() - self._started.pop(name)
+            case _:
+                pass
+
+
+async def live_case(
+    case: Case, target: Flow | Agent | Swarm, *, clock: Clock = time.perf_counter
+) -> CaseRun:
     """Run ``case``'s task against ``target`` for real: its models and tools, no cassette.
 
-    For ``swarmcore eval run --live``: the evaluators then judge a live run.
+    For ``swarmcore eval run --live``: the evaluators then judge a live run,
+    its wall times included (the run's and each agent's, measured on ``clock``).
     """
-    result, error = await _run(_swarm(case, target, as_flow(target), replay=False), case)
-    run = _case_run(case, target, result, error, [])
+    watch = _Stopwatch(clock)
+    swarm = _swarm(case, target, as_flow(target), replay=False, hooks=[watch])
+    began = clock()
+    result, error = await _run(swarm, case)
+    wall = WallTimes(clock() - began, watch.seconds)
+    run = _case_run(case, target, result, error, [], wall)
     run.judge_live = True
     return run
 

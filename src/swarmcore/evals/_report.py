@@ -1,8 +1,10 @@
 """Reports of a suite's replay: a table, JSON, JUnit XML, and the diff against a baseline.
 
-A report holds no times and no paths, and lists cases by name and checks in
-evaluator order, so the same suite replayed against the same code gives the
-same bytes; a baseline diff can then be trusted to show what the code changed.
+A replay's report holds no times and no paths, and lists cases by name and
+checks in evaluator order, so the same suite replayed against the same code
+gives the same bytes; a baseline diff can then be trusted to show what the code
+changed. A live run's report (``--live``) adds each case's wall time, which a
+baseline diff between live reports compares too.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ class CaseReport(BaseModel):
     cost: float | None = None
     live: LiveResult | None = None
     """Over live trials: how many passed; None for a replay."""
+    wall_seconds: float | None = None
+    """A live run's wall time in seconds (the mean over its trials); None for an
+    offline replay, whose time is not a model's."""
 
     @computed_field
     @property
@@ -95,6 +100,11 @@ class Thresholds(BaseModel):
     """How many times its baseline tokens a case (and the suite) may spend."""
     cost_ratio: float = Field(default=1.1, gt=0)
     """How many times its baseline cost a case (and the suite) may spend."""
+    wall_ratio: float = Field(default=1.5, gt=0)
+    """How many times its baseline wall time a case may take (plus ``wall_grace``);
+    compared where both reports have times: live runs (``--live``)."""
+    wall_grace: float = Field(default=1.0, ge=0)
+    """Seconds added to the wall-time limit, so that fast cases' jitter is no regression."""
 
 
 class SuiteReport(BaseModel):
@@ -166,7 +176,11 @@ class SuiteReport(BaseModel):
             ) from None
 
     def table(self) -> str:
-        """One row per case: passed or which checks failed, tokens, calls, cost; then totals."""
+        """One row per case: passed or which checks failed, tokens, calls, cost; then totals.
+
+        A live run's report adds a ``time`` column: each case's wall time.
+        """
+        timed = any(c.wall_seconds is not None for c in self.cases)
         rows = [
             (
                 c.name,
@@ -175,9 +189,12 @@ class SuiteReport(BaseModel):
                 f"{c.tokens:,}",
                 str(c.calls),
                 format_cost(c.cost),
+                *([_time(c.wall_seconds)] if timed else []),
             )
             for c in self.cases
         ]
+        times = [c.wall_seconds for c in self.cases]
+        total = None if any(t is None for t in times) else sum(t or 0.0 for t in times)
         rows.append(
             (
                 "total",
@@ -186,10 +203,13 @@ class SuiteReport(BaseModel):
                 f"{self.tokens:,}",
                 str(sum(c.calls for c in self.cases)),
                 format_cost(self.cost),
+                *([_time(total)] if timed else []),
             )
         )
         header = ("case", "result", "failed checks", "tokens", "calls", "cost")
-        return text_table(header, rows, right={3, 4, 5}, rule_before_last=True)
+        header += ("time",) if timed else ()
+        right = {3, 4, 5, 6} if timed else {3, 4, 5}
+        return text_table(header, rows, right=right, rule_before_last=True)
 
     def details(self) -> str:
         """Each failed check of each case, one per line: ``case: check: what differs``."""
@@ -217,8 +237,9 @@ class SuiteReport(BaseModel):
         """What got worse since ``baseline``: each line names the case (or the suite) and how.
 
         A case that passed and now fails, or spends more tokens or cost than its
-        baseline times the thresholds' ratio; the suite's pass rate falling more
-        than ``pass_rate_drop``.
+        baseline times the thresholds' ratio, or (both reports live) takes more
+        wall time than its baseline's x ``wall_ratio`` + ``wall_grace``; the
+        suite's pass rate falling more than ``pass_rate_drop``.
         """
         limits = thresholds or Thresholds()
         before = {c.name: c for c in baseline.cases}
@@ -232,6 +253,7 @@ class SuiteReport(BaseModel):
                 found.append(f"{case.name}: passed in the baseline, fails now ({failed})")
             found += _ratio(case.name, "tokens", case.tokens, was.tokens, limits.token_ratio)
             found += _ratio(case.name, "cost", case.cost, was.cost, limits.cost_ratio)
+            found += _slower(case.name, case.wall_seconds, was.wall_seconds, limits)
         drop = baseline.pass_rate - self.pass_rate
         if drop > limits.pass_rate_drop + 1e-9:
             found.append(
@@ -247,6 +269,21 @@ def _result(case: CaseReport) -> str:
     low, high = case.live.interval
     rate = f"{case.live.passes}/{case.live.trials} {case.live.pass_rate:.0%}"
     return f"{rate} (95% CI {low:.0%}-{high:.0%})"
+
+
+def _time(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f}s"
+
+
+def _slower(name: str, now: float | None, was: float | None, limits: Thresholds) -> list[str]:
+    """A case slower than its baseline x the ratio + the grace (a replay has no times)."""
+    if now is None or was is None or now <= was * limits.wall_ratio + limits.wall_grace + 1e-9:
+        return []
+    ratio = f"x{now / was:.2f}" if was else "from 0"
+    return [
+        f"{name}: wall time {now:.3f} s, baseline {was:.3f} s ({ratio}, allowed "
+        f"x{limits.wall_ratio:g} + {limits.wall_grace:g} s)"
+    ]
 
 
 def _ratio(name: str, what: str, now: float | None, was: float | None, limit: float) -> list[str]:

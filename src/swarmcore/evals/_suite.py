@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from swarmcore.agent import Agent, run_sync
 from swarmcore.errors import UserError
 from swarmcore.evals._case import Case
 from swarmcore.evals._evaluators import Check, Evaluator, default_evaluators
-from swarmcore.evals._replay import CaseRun, live_case, record_case, replay_case
+from swarmcore.evals._replay import CaseRun, Clock, live_case, record_case, replay_case
 from swarmcore.evals._report import CaseReport, LiveResult, SuiteReport
 
 
@@ -101,12 +102,16 @@ class Suite:
             raise AssertionError(f"eval case {case.name!r} failed:\n{lines}")
         return report
 
-    async def run_live(self, target: Flow | Agent | Swarm, *, trials: int = 1) -> SuiteReport:
+    async def run_live(
+        self, target: Flow | Agent | Swarm, *, trials: int = 1, clock: Clock = time.perf_counter
+    ) -> SuiteReport:
         """Run every case's task against ``target`` for real, ``trials`` times each, and judge it.
 
         Models and tools are the target's own: nothing comes from the cassettes,
         and the runs cost what they cost. A check passes when it passed in every
-        trial; each case reports its passes, pass rate and 95 % interval.
+        trial; each case reports its passes, pass rate and 95 % interval, and its
+        wall time (the mean over its trials, measured on ``clock``), which
+        ``budget`` checks against the recorded one.
 
         Raises:
             UserError: ``trials`` is not a whole number above 0.
@@ -115,7 +120,7 @@ class Suite:
             raise UserError(f"trials must be a whole number above 0, got {trials!r}.")
         reports: list[CaseReport] = []
         for case in self.cases:
-            runs = [await live_case(case, target) for _ in range(trials)]
+            runs = [await live_case(case, target, clock=clock) for _ in range(trials)]
             verdicts = [await self._checks(case, run) for run in runs]
             reports.append(self._judged(case, verdicts, runs))
         return SuiteReport(suite=self.name, cases=reports)
@@ -163,6 +168,7 @@ class Suite:
             detail = f"{failed[0].detail} (failed in {len(failed)} of {len(runs)} trials)"
             checks.append(first.model_copy(update={"passed": False, "detail": detail}))
         costs = [r.trace.cost for r in runs]
+        times = [r.trace.wall_seconds for r in runs]
         return CaseReport(
             name=case.name,
             flow_version=case.flow_version,
@@ -172,6 +178,9 @@ class Suite:
             cost=None
             if any(c is None for c in costs)
             else sum(c or 0.0 for c in costs) / len(runs),
+            wall_seconds=None
+            if any(t is None for t in times)
+            else round(sum(t or 0.0 for t in times) / len(runs), 3),
             live=LiveResult(
                 trials=len(runs), passes=sum(all(c.passed for c in v) for v in verdicts)
             ),

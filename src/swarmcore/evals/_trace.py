@@ -1,11 +1,17 @@
 """A run's trace: what an eval compares, made the same way from a stored run and a replay.
 
 A trace keeps what a run did and leaves out what changes between two runs that
-did the same thing (ids, times, durations): the final output, the agents that
-ran step by step (a parallel group's as a set), the decisions at routes, loops
-and plans, and per agent its model, calls, tokens, cost, tool calls, a digest
-of its prompt and which other agents' outputs it was given. The stored run's
-trace is a case's expectation; the replay's is what the evaluators check.
+did the same thing (ids, timestamps): the final output, the agents that ran
+step by step (a parallel group's as a set), the decisions at routes, loops and
+plans, and per agent its model, calls, tokens, cost, tool calls, a digest of its
+prompt and which other agents' outputs it was given. The stored run's trace is
+a case's expectation; the replay's is what the evaluators check.
+
+Wall time is a duration (seconds, to the millisecond), never a timestamp: the
+recorded run's comes from its record, and a live run's is measured
+(``swarmcore eval run --live``). An offline replay has none: its answers come
+from a cassette, so its durations are not a model's, and leaving them out keeps
+its reports the same bytes on every rerun.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic_core
@@ -79,6 +86,9 @@ class AgentTrace(BaseModel):
     """SHA-256 (first 16 hex digits) of the messages the agent started from."""
     given: list[str] = Field(default_factory=list[str])
     """Other agents whose output (or summary) appears in what this agent was given."""
+    wall_seconds: float | None = None
+    """The agent's wall time in seconds (its last attempt): as recorded, or as a live
+    run measured it; None in an offline replay."""
 
     @computed_field
     @property
@@ -101,6 +111,10 @@ class Trace(BaseModel):
     """Decisions at routes, loops and plans, sorted by step."""
     agents: dict[str, AgentTrace] = Field(default_factory=dict[str, AgentTrace])
     """Each agent that finished, by its key (``writer``, ``writer#2``), in step order."""
+    wall_seconds: float | None = None
+    """The run's wall time in seconds, from its start to its end: as recorded (None for
+    a run that was resumed: its time spans the pause), or as a live run measured it;
+    None in an offline replay."""
 
     @computed_field
     @property
@@ -121,6 +135,16 @@ class Trace(BaseModel):
         return sum_cost([a.cost for a in self.agents.values()])
 
 
+@dataclass(frozen=True, slots=True)
+class WallTimes:
+    """A run's wall time and its agents', in seconds (durations, never timestamps)."""
+
+    run: float | None
+    """From the run's start to its end; None when unknown."""
+    agents: Mapping[str, float] = field(default_factory=dict[str, float])
+    """By agent key (``writer#2`` in a loop); an agent missing has no time."""
+
+
 def trace_of(
     shape: FlowShape,
     results: Sequence[AgentResult],
@@ -128,6 +152,7 @@ def trace_of(
     *,
     failures: Sequence[AgentFailure] = (),
     models: Mapping[str, str] | None = None,
+    wall: WallTimes | None = None,
 ) -> Trace:
     """The trace of a run of a flow of ``shape`` that finished ``results``.
 
@@ -139,6 +164,7 @@ def trace_of(
             (those cancelled or never run are not).
         models: Each agent's model by name, to report instead of the model that
             answered (a replay runs every agent on its cassette).
+        wall: The run's and its agents' wall times; None for a replay (no times).
     """
     ran = {r.agent_name: r for r in results}
     started = set(ran) | {f.agent_name for f in failures if not f.cancelled}
@@ -148,14 +174,23 @@ def trace_of(
     if rest:  # agents the shape does not name (a plan's): one last step
         steps.append(rest)
     order = [key for step in steps for key in step if key in ran]
-    agents = {key: _agent_trace(ran[key], ran, models) for key in order}
+    agents = {key: _agent_trace(ran[key], ran, models, wall) for key in order}
     chosen = sorted(
         (DecisionTrace(kind=d.kind, step=d.step, value=d.value) for d in decisions),
         key=lambda d: (d.step, d.kind),
     )
     return Trace(
-        output=_output(shape, ran, decisions), steps=steps, decisions=chosen, agents=agents
+        output=_output(shape, ran, decisions),
+        steps=steps,
+        decisions=chosen,
+        agents=agents,
+        wall_seconds=_seconds(wall.run if wall else None),
     )
+
+
+def _seconds(value: float | None) -> float | None:
+    """Seconds to the millisecond: a case file shows no clock noise below that."""
+    return None if value is None else round(value, 3)
 
 
 def digest(text: str) -> str:
@@ -260,7 +295,10 @@ def _calls(result: AgentResult) -> int:
 
 
 def _agent_trace(
-    result: AgentResult, ran: Mapping[str, AgentResult], models: Mapping[str, str] | None
+    result: AgentResult,
+    ran: Mapping[str, AgentResult],
+    models: Mapping[str, str] | None,
+    wall: WallTimes | None,
 ) -> AgentTrace:
     messages = unmarked(result.messages)
     first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
@@ -281,6 +319,7 @@ def _agent_trace(
         ],
         prompt_digest=digest(request_key(messages[:first])),
         given=given,
+        wall_seconds=_seconds(wall.agents.get(result.agent_name) if wall else None),
     )
 
 
