@@ -31,8 +31,8 @@ def add_eval_parser(commands: Any) -> None:
         "add",
         help="make a case of a stored run",
         description="Write SUITE/NAME.json: the run's task, variables, flow version, model and "
-        "tool cassettes and expectations (no ids, no times: adding a run twice writes the "
-        "same bytes).",
+        "tool cassettes and expectations (no ids, no timestamps, wall times as durations: "
+        "adding a run twice writes the same bytes).",
     )
     add.add_argument("run_id", metavar="RUN_ID", help="the run's id or a unique prefix of it")
     add.add_argument("--suite", type=Path, required=True, metavar="DIR", help="the suite directory")
@@ -42,7 +42,8 @@ def add_eval_parser(commands: Any) -> None:
     add.add_argument(
         "--target",
         metavar="FILE_OR_MODULE:NAME",
-        help="the flow the run was made with: its tools' schemas are recorded and checked",
+        help="the flow the run was made with: its tools' schemas and its agents' models "
+        "(and fallback models) are recorded and checked",
     )
     add.add_argument(
         "--live-tool",

@@ -62,7 +62,7 @@ from swarmcore.evals._replay import (
 )
 from swarmcore.evals._report import CaseReport, LiveResult, SuiteReport, Thresholds
 from swarmcore.evals._suite import Suite
-from swarmcore.evals._trace import AgentTrace, DecisionTrace, ToolUse, Trace, trace_of
+from swarmcore.evals._trace import AgentTrace, DecisionTrace, ToolUse, Trace, WallTimes, trace_of
 
 __all__ = [
     "CASE_FORMAT",
@@ -103,6 +103,7 @@ __all__ = [
     "ToolSchemas",
     "ToolUse",
     "Trace",
+    "WallTimes",
     "case_from_record",
     "case_from_run",
     "default_evaluators",
