@@ -182,6 +182,9 @@ class ToolCallFinished(Event):
     """The MCP server that ran the tool; None for a Python tool."""
     approval: str | None = None
     """``allowed``, ``denied`` or ``edited`` for a tool that requires approval; else None."""
+    result: str | None = None
+    """The text the model was sent: the tool's result (secrets masked, truncated as the
+    model saw it), or ``error``; None when the call was cancelled."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -466,6 +466,7 @@ class RunState:
                 error=record.error,
                 truncated_from=record.truncated_from,
                 approval=record.approval,
+                result=record.result,
             )
         return record
 

@@ -510,6 +510,12 @@ class Swarm:
 
         return to_a2a(self, **kwargs)
 
+    def to_ag_ui(self, **kwargs: Any) -> Any:
+        """This Swarm served to AG-UI front ends: see :func:`swarmcore.ag_ui.to_ag_ui`."""
+        from swarmcore.ag_ui._server import to_ag_ui  # ag-ui-protocol is loaded only for serving
+
+        return to_ag_ui(self, **kwargs)
+
     async def dry_run(
         self, task: str, *, variables: Mapping[str, object] | None = None
     ) -> DryRunReport:

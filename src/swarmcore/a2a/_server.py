@@ -80,12 +80,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from swarmcore import events
 from swarmcore._checks import check_number, no_limit
 from swarmcore._hosts import HostGuard, Hosts
+from swarmcore._shown_errors import error_message
 from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.a2a._bounds import BodyLimit, ExpiringTaskStore
 from swarmcore.a2a._card import agent_card
 from swarmcore.a2a._dialects import Answers
 from swarmcore.errors import UserError
-from swarmcore.llm._redaction import env_secrets, redact
 
 if TYPE_CHECKING:
     from a2a.server.events import EventQueue
@@ -102,9 +102,6 @@ MAX_REQUEST_BYTES = 10 * 2**20
 """The largest request body :func:`to_a2a` takes by default (10 MiB)."""
 KEEP_TASKS = 3600.0
 """Seconds a finished task stays in memory by default (its run stays in the store)."""
-
-_MAX_MESSAGE = 500
-"""The most characters of an error's message a failed task carries."""
 
 _YES = frozenset({"approve", "approved", "allow", "yes", "y", "ok"})
 _NO = frozenset({"deny", "denied", "reject", "no", "n"})
@@ -536,13 +533,3 @@ def output_parts(result: SwarmResult) -> list[Part]:
     if last is not None and last.parsed is not None and last.output == result.output:
         parts.append(new_data_part(to_jsonable_python(last.parsed, fallback=str)))
     return parts
-
-
-def error_message(error: BaseException | None) -> str:
-    """An error's first line, credentials in the environment masked: what the client sees."""
-    # Redacted whole, then cut: a key cut in two at the limit would no longer be found.
-    text = redact(str(error), *env_secrets()).strip() or type(error).__name__
-    line = text.splitlines()[0]
-    if len(line) > _MAX_MESSAGE:
-        line = line[: _MAX_MESSAGE - 1] + "…"
-    return line

@@ -1,0 +1,467 @@
+"""Serving a Swarm to AG-UI front ends: an ASGI app that streams a run as AG-UI events.
+
+One endpoint, ``POST /``: its body is a ``RunAgentInput``, its answer a
+server-sent event stream (the ``ag-ui-protocol`` package's ``EventEncoder``).
+
+* **A run per thread.** A ``RunAgentInput`` without ``resume`` starts a run of
+  the flow on the last user message; its variables come from
+  ``forwardedProps.variables``, else ``state.variables``. The first AG-UI run's
+  id is the swarmcore run's id when it can be one (``swarm.resume`` and the
+  store find it by that id).
+* **Approvals are interrupts.** A tool marked ``requires_approval`` (and no
+  ``approve`` on the Swarm) ends the AG-UI run with ``RUN_FINISHED`` whose
+  outcome is an interrupt: its id is the tool call's id, its reason
+  ``tool_approval``, its ``responseSchema`` the answer expected. The swarmcore
+  run waits, in this process. The client answers with a new ``RunAgentInput``
+  on the same thread whose ``resume`` holds ``{"interruptId": <id>, "status":
+  "resolved", "payload": {"approved": true}}`` (or ``false`` with a
+  ``"reason"``; or ``"arguments"`` to run the call with others); ``"status":
+  "cancelled"`` denies the call. That run streams the rest.
+* **Cancelling.** A client that disconnects while its run streams (``abortRun``)
+  cancels the swarmcore run; so does stopping the server.
+* **Failure** is ``RUN_ERROR`` with the error's first line (credentials in the
+  environment masked, never a traceback), after what the run finished was
+  streamed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from ag_ui.core import BaseEvent, RunAgentInput, UserMessage
+from ag_ui.encoder import EventEncoder
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from swarmcore import events
+from swarmcore._checks import check_number, check_run_id
+from swarmcore._hosts import HostGuard, Hosts
+from swarmcore._shown_errors import error_message
+from swarmcore._tools import Approval, ApprovalRequest
+from swarmcore.ag_ui._translate import Translator
+from swarmcore.errors import SwarmError, UserError
+
+if TYPE_CHECKING:
+    from swarmcore._swarm import Swarm
+    from swarmcore.results import SwarmResult
+
+logger = logging.getLogger("swarmcore.ag_ui")
+
+MAX_REQUEST_BYTES = 10 * 2**20
+"""The largest request body :func:`to_ag_ui` takes by default (10 MiB)."""
+
+
+def to_ag_ui(
+    swarm: Swarm,
+    *,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
+) -> Starlette:
+    """Serve ``swarm`` to AG-UI front ends: an ASGI app to run with any ASGI server.
+
+    ``POST /`` with a ``RunAgentInput`` runs the flow on its last user message
+    and streams the run as AG-UI events (server-sent events). See the module
+    docstring for approvals (AG-UI interrupts), cancellation and failure, and
+    :mod:`swarmcore.ag_ui._translate` for how each event maps.
+
+    ```python
+    app = swarm.to_ag_ui()
+    uvicorn.run(app, port=8000)
+    ```
+
+    Args:
+        swarm: The Swarm to serve.
+        token: When set, every request needs the header
+            ``Authorization: Bearer <token>`` (401 otherwise).
+        allowed_hosts: Host names (or addresses) the server answers besides
+            ``127.0.0.1``, ``localhost`` and ``[::1]``: the one it listens on,
+            and any name it is reached by. Other ``Host`` headers get a 421
+            (DNS rebinding), and a POST from a browser page of another origin
+            a 403.
+        max_request_bytes: The largest request body taken; a larger one gets
+            HTTP 413.
+
+    Returns:
+        A Starlette app.
+
+    Raises:
+        UserError: ``token`` is empty, a host name is no host name, or the
+            limit is not a positive whole number.
+    """
+    if token is not None and not token.strip():
+        raise UserError("to_ag_ui(token=...) must be a non-empty string, or None for no token.")
+    check_number("to_ag_ui", "max_request_bytes", max_request_bytes, whole=True)
+    hosts = Hosts.of([*(allowed_hosts or ())], who="to_ag_ui")
+    endpoint = AGUIEndpoint(swarm, max_request_bytes=max_request_bytes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        try:
+            yield
+        finally:  # no run outlives the server
+            await endpoint.aclose()
+
+    middleware = [
+        Middleware(HostGuard, hosts=hosts, as_json=True),
+        Middleware(_TokenGuard, token=token),
+    ]
+    routes = [Route("/", endpoint, methods=["POST"])]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+class _TokenGuard:
+    """ASGI middleware: the bearer token check."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self._app = app
+        # Bytes against the header's raw bytes: any token, any header value, never an error.
+        self._token = None if token is None else f"Bearer {token}".encode("utf-8", "surrogatepass")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self._token is not None:
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._token):
+                await _refuse(
+                    send,
+                    401,
+                    "This agent needs the header 'Authorization: Bearer <token>'.",
+                    [(b"www-authenticate", b"Bearer")],
+                )
+                return
+        await self._app(scope, receive, send)
+
+
+async def _refuse(
+    send: Send, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Gone(Exception):
+    """The client disconnected before its request's body was read."""
+
+
+@dataclass
+class _Ask:
+    """The run waits for a decision on ``request``."""
+
+    request: ApprovalRequest
+    answer: asyncio.Future[Approval]
+
+
+@dataclass
+class _Done:
+    result: SwarmResult
+
+
+@dataclass
+class _Failed:
+    message: str
+    code: str
+    partial: SwarmResult | None
+
+
+_Item = events.Event | _Ask | _Done | _Failed
+
+
+@dataclass
+class _Job:
+    """One thread's swarmcore run: its asyncio task, what it has to say, what it waits for."""
+
+    thread_id: str
+    translator: Translator
+    runner: asyncio.Task[None] | None = None
+    outbox: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue[_Item])
+    asking: _Ask | None = None
+    streaming: bool = False
+    """An AG-UI run is streaming this job's events now."""
+
+    async def approve(self, request: ApprovalRequest) -> Approval:
+        """The run's approval callback: wait for the client's resume entry."""
+        answer = asyncio.get_running_loop().create_future()
+        self.outbox.put_nowait(_Ask(request, answer))
+        return await answer
+
+
+class AGUIEndpoint:
+    """The ASGI endpoint: a ``RunAgentInput`` in, the run's AG-UI events out."""
+
+    def __init__(self, swarm: Swarm, *, max_request_bytes: int) -> None:
+        self._swarm = swarm
+        self._limit = max_request_bytes
+        self._jobs: dict[str, _Job] = {}
+        self._encoder = EventEncoder()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Read the request, then stream until the run ends, pauses, or the client leaves."""
+        try:
+            body = await self._body(receive)
+        except _TooLarge:
+            await _refuse(send, 413, f"The request body is over {self._limit} bytes.")
+            return
+        except _Gone:
+            return
+        try:
+            given = RunAgentInput.model_validate_json(body)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+                for e in error.errors()[:5]
+            )
+            await _refuse(send, 422, f"The body is no AG-UI RunAgentInput: {problems}")
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", self._encoder.get_content_type().encode()),
+                    (b"cache-control", b"no-store"),
+                    (b"x-accel-buffering", b"no"),
+                ],
+            }
+        )
+        streaming = asyncio.ensure_future(self._send_all(self.run(given), send))
+        leaving = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({streaming, leaving}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # The client left (or this handler was cancelled): cancelling the stream cancels
+            # the run it pumps, unless that run is paused on an interrupt.
+            for task in (streaming, leaving):
+                task.cancel()
+            await asyncio.gather(streaming, leaving, return_exceptions=True)
+        if streaming.done() and not streaming.cancelled() and streaming.exception() is None:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _send_all(self, stream: AsyncGenerator[BaseEvent], send: Send) -> None:
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                encoded = self._encoder.encode(event).encode()
+                await send({"type": "http.response.body", "body": encoded, "more_body": True})
+
+    async def _body(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message: Message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Gone
+            chunk = cast("bytes", message.get("body", b""))
+            size += len(chunk)
+            if size > self._limit:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def run(self, given: RunAgentInput) -> AsyncGenerator[BaseEvent]:
+        """The AG-UI events of one ``RunAgentInput``: a new run, or one resumed."""
+        job = self._jobs.get(given.thread_id)
+        if given.resume:
+            if job is None or job.asking is None:
+                why = "no run of this thread waits for an answer; start a new run (no resume)"
+                for event in _refused(given, why, "no_interrupt"):
+                    yield event
+                return
+            decision = read_resume(given, job.asking.request.call_id)
+            if isinstance(decision, str):
+                for event in _refused(given, decision, "invalid_resume"):
+                    yield event
+                return
+            job.asking.answer.set_result(decision)
+            job.asking = None
+        elif job is not None:
+            why = (
+                f"this thread's run waits for an answer to interrupt "
+                f"{job.asking.request.call_id!r}: send it in 'resume'"
+                if job.asking is not None
+                else "this thread's run is streaming to another request; wait for it to end"
+            )
+            for event in _refused(given, why, "thread_busy"):
+                yield event
+            return
+        else:
+            started = self._start(given)
+            if isinstance(started, str):
+                for event in _refused(given, started, "invalid_input"):
+                    yield event
+                return
+            job = started
+        async for event in self._pump(job, given):
+            yield event
+
+    def _start(self, given: RunAgentInput) -> _Job | str:
+        """A new job for ``given``'s thread, its run started; or why it cannot start."""
+        task = last_user_text(given)
+        if not task.strip():
+            return "the input has no user message with text to run"
+        variables = read_variables(given)
+        if isinstance(variables, str):
+            return variables
+        try:
+            check_run_id(given.run_id)
+            run_id: str | None = given.run_id
+        except UserError:
+            run_id = None  # an AG-UI run id that is no swarmcore one: the run gets its own
+        job = _Job(given.thread_id, Translator(given.thread_id, task, variables))
+        self._jobs[given.thread_id] = job
+        job.runner = asyncio.create_task(self._run(job, task, variables, run_id))
+        return job
+
+    async def _pump(self, job: _Job, given: RunAgentInput) -> AsyncGenerator[BaseEvent]:
+        """Pass the run's events on until it ends or asks; a cancelled pump cancels the run."""
+        translator = job.translator
+        job.streaming = True
+        paused = False
+        try:
+            for event in translator.begin(given.run_id, given):
+                yield event
+            while True:
+                item = await job.outbox.get()
+                match item:
+                    case _Ask():
+                        job.asking, paused = item, True
+                        for event in translator.ask(item.request):
+                            yield event
+                        return
+                    case _Done(result=result):
+                        for event in translator.finish(result):
+                            yield event
+                        return
+                    case _Failed(message=message, code=code, partial=partial):
+                        for event in translator.fail(message, code, partial):
+                            yield event
+                        return
+                    case _:
+                        for event in translator.translate(item):
+                            yield event
+        finally:
+            job.streaming = False
+            if not paused:
+                self._jobs.pop(job.thread_id, None)
+                if job.runner is not None and not job.runner.done():
+                    job.runner.cancel()  # the client left mid-run: so does the run
+                    await asyncio.gather(job.runner, return_exceptions=True)
+
+    async def _run(
+        self, job: _Job, task: str, variables: Mapping[str, object], run_id: str | None
+    ) -> None:
+        try:
+            # The Swarm's own approval callback, if it has one; else the client decides.
+            approve = None if self._swarm.approve is not None else job.approve
+            stream = self._swarm.stream(
+                task, text=True, variables=variables, run_id=run_id, approve=approve
+            )
+            async for event in stream:  # cancelling the runner cancels the run inside it
+                if isinstance(event, events.RunFinished) and event.result is not None:
+                    job.outbox.put_nowait(_Done(event.result))
+                elif not isinstance(event, events.RunFinished):
+                    job.outbox.put_nowait(event)
+        except Exception as error:  # the client gets its message, never its traceback
+            logger.info("AG-UI run on thread %s failed", job.thread_id, exc_info=True)
+            partial = error.partial if isinstance(error, SwarmError) else None
+            job.outbox.put_nowait(_Failed(error_message(error), type(error).__name__, partial))
+
+    async def aclose(self) -> None:
+        """Cancel every run still going or waiting (the server is stopping)."""
+        runners = [job.runner for job in self._jobs.values() if job.runner is not None]
+        self._jobs.clear()
+        for runner in runners:
+            runner.cancel()
+        await asyncio.gather(*runners, return_exceptions=True)
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client disconnects."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _refused(given: RunAgentInput, message: str, code: str) -> list[BaseEvent]:
+    translator = Translator(given.thread_id, "", {})
+    return translator.refuse(given.run_id, given, message, code)
+
+
+def last_user_text(given: RunAgentInput) -> str:
+    """The text of the input's last user message (its text parts joined, for a list)."""
+    for message in reversed(given.messages):
+        if isinstance(message, UserMessage):
+            content = message.content
+            if isinstance(content, str):
+                return content
+            return "\n".join(getattr(part, "text", "") for part in content if part.type == "text")
+    return ""
+
+
+def read_variables(given: RunAgentInput) -> dict[str, object] | str:
+    """The run's prompt variables: ``forwardedProps.variables``, else ``state.variables``.
+
+    Returns:
+        The variables, or what is wrong with them.
+    """
+    for where, holder in (("forwardedProps", given.forwarded_props), ("state", given.state)):
+        if isinstance(holder, dict) and "variables" in holder:
+            value = cast("dict[str, Any]", holder)["variables"]
+            if not isinstance(value, dict):
+                return f"{where}.variables must be an object of names to values"
+            return dict(cast("dict[str, object]", value))
+    return {}
+
+
+def read_resume(given: RunAgentInput, interrupt_id: str) -> Approval | str:
+    """The decision ``given``'s resume entries make on the approval ``interrupt_id``.
+
+    Returns:
+        The decision, or what is wrong with the entries.
+    """
+    entries = {entry.interrupt_id: entry for entry in given.resume or ()}
+    entry = entries.get(interrupt_id)
+    if entry is None:
+        named = ", ".join(repr(k) for k in entries) or "none"
+        return f"resume answers {named}, not the pending interrupt {interrupt_id!r}"
+    if entry.status == "cancelled":
+        return Approval.deny("The user cancelled the request.")
+    payload = entry.payload
+    if isinstance(payload, bool):
+        return Approval.allow() if payload else Approval.deny()
+    fields = cast("dict[str, Any]", payload) if isinstance(payload, dict) else {}
+    approved = fields.get("approved", fields.get("approve"))
+    if not isinstance(approved, bool):
+        return (
+            f"the answer to interrupt {interrupt_id!r} must be a payload "
+            '{"approved": true} or {"approved": false, "reason": "..."}'
+        )
+    if not approved:
+        return Approval.deny(str(fields.get("reason") or ""))
+    arguments = fields.get("arguments")
+    if isinstance(arguments, dict):
+        return Approval.edit(cast("dict[str, Any]", arguments))
+    return Approval.allow()
