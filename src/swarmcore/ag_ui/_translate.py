@@ -11,8 +11,9 @@ The mapping:
 
 * a flow step and an agent are each a step (``STEP_STARTED``/``STEP_FINISHED``);
   an agent's step is named after the agent, a flow step ``step: <expression>``;
-* an agent's model text is a text message (``TEXT_MESSAGE_*``), named after the
-  agent, so parallel agents stream as separate messages at once;
+* each model reply's text is a text message (``TEXT_MESSAGE_*``), named after the
+  agent, so parallel agents stream as separate messages at once; the tool calls
+  the reply made name it as their parent message;
 * a tool call is ``TOOL_CALL_START``/``ARGS``/``END``, then ``TOOL_CALL_RESULT``;
 * the state is the shared context: ``{"task", "variables", "context", "failures"}``,
   a ``STATE_SNAPSHOT`` when a run begins and a ``STATE_DELTA`` (JSON Patch) as
@@ -128,10 +129,10 @@ class Translator:
     """Open steps by span id: an agent's or a flow step's."""
     _messages: dict[str, str] = field(default_factory=dict[str, str])
     """The open text message of each agent speaking now."""
+    _said: dict[str, str] = field(default_factory=dict[str, str])
+    """Each agent's last text message: the parent of the tool calls its reply made."""
     _spoke: set[str] = field(default_factory=set[str])
     """Agents whose text was streamed in their current run."""
-    _announced: set[str] = field(default_factory=set[str])
-    """Tool calls whose start, arguments and end were sent (for an approval)."""
 
     def __post_init__(self) -> None:
         self.state = {
@@ -158,12 +159,13 @@ class Translator:
                 return [self._open_step(span, f"step: {step}")]
             case events.AgentStarted(agent_name=agent, span_id=span):
                 self._spoke.discard(agent)
+                self._said.pop(agent, None)
                 return [self._open_step(span, agent)]
             case events.TextDelta(agent_name=agent, text=text):
                 return self._say(agent, text)
             case events.ToolCallStarted(call_id=call, tool_name=tool, arguments=arguments):
-                if call in self._announced:
-                    return []
+                # Also for a call sent with its interrupt: that run has ended, and a result
+                # answers a call started in its own run.
                 return self._tool_call(event.agent_name, call, tool, arguments)
             case events.ToolCallFinished():
                 return [self._tool_result(event)]
@@ -171,8 +173,9 @@ class Translator:
                 return self._agent_finished(event)
             case events.StepFinished(span_id=span):
                 return self._close_step(span)
-            case events.ModelCallFinished():
-                return [_usage_event(event)]
+            case events.ModelCallFinished(agent_name=agent):
+                # One message per model reply: the next turn (after its tool calls) is another.
+                return [*self._end_message(agent), _usage_event(event)]
             case _ if isinstance(event, _NOTED):
                 return [_noted(event)]
             case _:
@@ -186,7 +189,6 @@ class Translator:
             request.tool_name,
             json.dumps(_jsonable(request.arguments), ensure_ascii=False),
         )
-        self._announced.add(request.call_id)
         out += self._close_all()
         arguments = json.dumps(_jsonable(request.arguments), ensure_ascii=False, default=str)
         interrupt = Interrupt(
@@ -262,7 +264,7 @@ class Translator:
         out: list[BaseEvent] = []
         message = self._messages.get(agent)
         if message is None:
-            message = self._messages[agent] = str(uuid.uuid4())
+            message = self._messages[agent] = self._said[agent] = str(uuid.uuid4())
             out.append(
                 TextMessageStartEvent(
                     message_id=message, role="assistant", name=agent, timestamp=_now()
@@ -275,14 +277,16 @@ class Translator:
 
     def _end_message(self, agent: str) -> list[BaseEvent]:
         message = self._messages.pop(agent, None)
-        return [] if message is None else [TextMessageEndEvent(message_id=message)]
+        return (
+            [] if message is None else [TextMessageEndEvent(message_id=message, timestamp=_now())]
+        )
 
     def _tool_call(self, agent: str, call: str, tool: str, arguments: str) -> list[BaseEvent]:
         out: list[BaseEvent] = [
             ToolCallStartEvent(
                 tool_call_id=call,
                 tool_call_name=tool,
-                parent_message_id=self._messages.get(agent),
+                parent_message_id=self._said.get(agent),
                 metadata={"swarmcore": {"agent": agent}},
                 timestamp=_now(),
             )
@@ -293,7 +297,6 @@ class Translator:
         return out
 
     def _tool_result(self, event: events.ToolCallFinished) -> BaseEvent:
-        self._announced.discard(event.call_id)
         content = event.result if event.result is not None else (event.error or "")
         return ToolCallResultEvent(
             message_id=str(uuid.uuid4()),
