@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 from typing import Any
 
 import httpx
@@ -41,7 +41,12 @@ async def test_a_diamond_with_a_tool_streams_steps_messages_tool_calls_state_and
     flow = (
         Agent("planner", "Planner. Plan.", model=model.model)
         >> (
-            Agent("researcher", "Researcher. Research.", model=model.model, tools=[function_tool(lookup)])
+            Agent(
+                "researcher",
+                "Researcher. Research.",
+                model=model.model,
+                tools=[function_tool(lookup)],
+            )
             | Agent("writer", "Writer. Write.", model=model.model)
         )
         >> Agent("editor", "Editor. Edit.", model=model.model)
@@ -50,8 +55,10 @@ async def test_a_diamond_with_a_tool_streams_steps_messages_tool_calls_state_and
         driven = await drive(node, url, "Tell me about bees.")
     [run] = driven["runs"]
     events = run["events"]
-    assert "error" not in run and "failed" not in run
-    assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] == "RUN_FINISHED"
+    assert "error" not in run
+    assert "failed" not in run
+    assert events[0]["type"] == "RUN_STARTED"
+    assert events[-1]["type"] == "RUN_FINISHED"
     assert events[1]["snapshot"] == {
         "task": "Tell me about bees.",
         "variables": {},
@@ -80,7 +87,8 @@ async def test_a_diamond_with_a_tool_streams_steps_messages_tool_calls_state_and
     assert starts[start["parentMessageId"]] == "researcher"
     # State: a delta per agent as it finishes; the client's state is the whole shared context.
     paths = [op["path"] for e in named(events, "STATE_DELTA") for op in e["delta"]]
-    assert sorted(paths) == sorted(f"/context/{a}" for a in ("planner", "researcher", "writer", "editor"))
+    agents = ("planner", "researcher", "writer", "editor")
+    assert sorted(paths) == sorted(f"/context/{agent}" for agent in agents)
     assert driven["state"]["context"]["editor"]["output"] == "Editor done."
     # Usage: one custom event per model call, then the run's totals; and on RUN_FINISHED.
     usage = [e["value"] for e in named(events, "CUSTOM") if e["name"] == "swarmcore.usage"]
@@ -219,16 +227,21 @@ async def test_a_denied_or_cancelled_interrupt_never_runs_the_tool(
 async def test_a_client_that_aborts_cancels_the_run(node: str) -> None:
     model = FunctionModel(lambda _: Reply(text="too late", delay=60))
     seen: list[Event] = []
+    ended = threading.Event()  # the run ends in the server's thread
+
+    def watch(event: Event) -> None:
+        seen.append(event)
+        if isinstance(event, RunFinished):
+            ended.set()
+
     swarm = Swarm(
         Agent("slow", "Take your time.", model=model.model)
         >> Agent("after", "Never reached.", model=model.model),
-        hooks=[seen.append],
+        hooks=[watch],
     )
     with serve(swarm.to_ag_ui()) as url:
         driven = await drive(node, url, "go", abortOn="STEP_STARTED")
-        deadline = time.monotonic() + 30
-        while not any(isinstance(e, RunFinished) for e in seen) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(ended.wait, 30)
     assert driven["runs"][0]["aborted"]
     [finished] = [e for e in seen if isinstance(e, RunFinished)]
     assert isinstance(finished.error, asyncio.CancelledError)
@@ -254,7 +267,8 @@ async def test_a_failing_agent_is_a_run_error_after_the_finished_results(
     events = driven["runs"][0]["events"]
     error = events[-1]
     assert error["type"] == "RUN_ERROR"
-    assert "invalid request" in error["message"] and "was refused" in error["message"]
+    assert "invalid request" in error["message"]
+    assert "was refused" in error["message"]
     assert "\n" not in error["message"]
     assert SECRET not in str(driven)
     paths = [op["path"] for e in named(events, "STATE_DELTA") for op in e["delta"]]
