@@ -133,6 +133,7 @@ def test_flow_never_imports_agent() -> None:
 PUBLIC = {
     "swarmcore",
     "swarmcore.a2a",
+    "swarmcore.ag_ui",
     "swarmcore.agent",
     "swarmcore.cli",
     "swarmcore.console",

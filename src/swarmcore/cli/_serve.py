@@ -1,4 +1,8 @@
-"""``swarmcore serve TARGET --a2a``: a flow served as an Agent2Agent agent over HTTP."""
+"""``swarmcore serve TARGET --a2a`` or ``--ag-ui``: a flow served over HTTP.
+
+``--a2a`` serves it to other agents (Agent2Agent), ``--ag-ui`` to AG-UI front
+ends; both listen by the same rules (``swarmcore.cli._listen``).
+"""
 
 from __future__ import annotations
 
@@ -21,21 +25,26 @@ from swarmcore.cli._targets import as_flow, load_target
 
 DEFAULT_PORT = 9000
 TOKEN_VARIABLE = "SWARMCORE_A2A_TOKEN"
+AG_UI_TOKEN_VARIABLE = "SWARMCORE_AG_UI_TOKEN"
 
 
 def add_serve_parser(commands: Any) -> None:
     """The ``serve`` subcommand."""
     serve: argparse.ArgumentParser = commands.add_parser(
         "serve",
-        help="serve a flow to other agents (Agent2Agent protocol)",
-        description="Serve the target flow as an A2A agent: its agent card at "
+        help="serve a flow to other agents (A2A) or to AG-UI front ends",
+        description="Serve the target flow. --a2a: as an A2A agent: its agent card at "
         "/.well-known/agent-card.json, a run per A2A task (the task id is the run id), progress "
-        "streamed, tools that need approval asking the client. Needs the [a2a] extra: "
-        "pip install 'swarmcore[a2a]'.",
+        "streamed, tools that need approval asking the client (the [a2a] extra: pip install "
+        "'swarmcore[a2a]'). --ag-ui: as an AG-UI agent at POST /: a run per RunAgentInput, "
+        "streamed as AG-UI events, tools that need approval as interrupts (the [ag-ui] extra: "
+        "pip install 'swarmcore[ag-ui]').",
     )
     serve.add_argument("target", help="the flow: path/to/file.py:NAME or package.module:NAME")
-    serve.add_argument(
-        "--a2a", action="store_true", help="speak the Agent2Agent protocol (the one served today)"
+    protocol = serve.add_mutually_exclusive_group()
+    protocol.add_argument("--a2a", action="store_true", help="speak the Agent2Agent protocol")
+    protocol.add_argument(
+        "--ag-ui", action="store_true", help="speak AG-UI, to agent front ends (CopilotKit...)"
     )
     serve.add_argument(
         "--host",
@@ -51,7 +60,7 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument(
         "--token",
         help="the bearer token every request but the card's must carry "
-        f"(default: ${TOKEN_VARIABLE}); "
+        f"(default: ${TOKEN_VARIABLE}, or ${AG_UI_TOKEN_VARIABLE} with --ag-ui); "
         "required with --allow-remote",
     )
     serve.add_argument(
@@ -92,10 +101,12 @@ def add_serve_parser(commands: Any) -> None:
 
 def command_serve(args: argparse.Namespace) -> int:
     """``swarmcore serve``: serve the target until interrupted."""
+    if args.ag_ui:
+        return _serve_ag_ui(args)
     if not args.a2a:
-        raise CLIError("name the protocol to serve: --a2a (Agent2Agent)")
+        raise CLIError("name the protocol to serve: --a2a (Agent2Agent) or --ag-ui (AG-UI)")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport] -- for the hint
 
         from swarmcore.a2a._server import to_a2a
     except ImportError as exc:
@@ -104,12 +115,7 @@ def command_serve(args: argparse.Namespace) -> int:
             "pip install 'swarmcore[a2a]'"
         ) from exc
     token, remote = check_access(args, TOKEN_VARIABLE)
-    target = load_target(args.target)
-    if isinstance(target, Swarm):
-        swarm = target  # its own store, hooks, budget and approval callback
-    else:
-        store = None if args.no_store else store_location(args)
-        swarm = Swarm(as_flow(target), store=store)
+    swarm = _swarm(args)
     bounds: dict[str, Any] = {}
     if args.max_request_bytes is not None:
         bounds["max_request_bytes"] = args.max_request_bytes
@@ -123,6 +129,53 @@ def command_serve(args: argparse.Namespace) -> int:
         allowed_hosts=allowed_hosts(args),
         **bounds,
     )
+    return _listen(args, app, swarm, remote, "A2A", card=".well-known/agent-card.json")
+
+
+def _swarm(args: argparse.Namespace) -> Swarm:
+    """The Swarm to serve: the target's own, or one over its flow."""
+    target = load_target(args.target)
+    if isinstance(target, Swarm):
+        return target  # its own store, hooks, budget and approval callback
+    store = None if args.no_store else store_location(args)
+    return Swarm(as_flow(target), store=store)
+
+
+def _serve_ag_ui(args: argparse.Namespace) -> int:
+    """``swarmcore serve TARGET --ag-ui``: the flow to AG-UI front ends, until interrupted."""
+    try:
+        import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport] -- for the hint
+
+        from swarmcore.ag_ui._server import to_ag_ui
+    except ImportError as exc:
+        raise CLIError(
+            f"swarmcore serve --ag-ui needs the [ag-ui] extra ({exc.name} is missing): "
+            "pip install 'swarmcore[ag-ui]'"
+        ) from exc
+    for option, given in (("--keep-tasks", args.keep_tasks), ("--name", args.name)):
+        if given is not None:
+            raise CLIError(f"{option} is an A2A option; --ag-ui has none such")
+    token, remote = check_access(args, AG_UI_TOKEN_VARIABLE)
+    swarm = _swarm(args)
+    bounds: dict[str, Any] = {}
+    if args.max_request_bytes is not None:
+        bounds["max_request_bytes"] = args.max_request_bytes
+    app = to_ag_ui(swarm, token=token, allowed_hosts=allowed_hosts(args), **bounds)
+    return _listen(args, app, swarm, remote, "AG-UI")
+
+
+def _listen(
+    args: argparse.Namespace,
+    app: Any,
+    swarm: Swarm,
+    remote: bool,
+    protocol: str,
+    *,
+    card: str | None = None,
+) -> int:
+    """Serve ``app`` on the socket ``args`` name until interrupted, saying where first."""
+    import uvicorn
+
     sock = bind_socket(args.host, args.port)
     try:
         url = url_of(args.host, sock)
@@ -134,8 +187,9 @@ def command_serve(args: argparse.Namespace) -> int:
             )
         stored = getattr(swarm.store, "path", None)
         where = f", runs stored in {stored}" if stored is not None else ""
-        print(f"swarmcore serve: A2A agent {args.target} at {url}{where}", flush=True)
-        print(f"its card: {url}.well-known/agent-card.json", flush=True)
+        print(f"swarmcore serve: {protocol} agent {args.target} at {url}{where}", flush=True)
+        if card is not None:
+            print(f"its card: {url}{card}", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
         server.run(sockets=[sock])
     finally:
