@@ -169,7 +169,12 @@ def approval_flow() -> tuple[Swarm, list[str], ScriptedModel]:
         wiped.append(path)
         return f"wiped {path}"
 
-    model = ScriptedModel([Reply.tool("wipe", path="/tmp/old"), Reply(text="all clean")])
+    model = ScriptedModel(
+        [
+            Reply(text="Wiping.", tool_calls=Reply.tool("wipe", path="/tmp/old").tool_calls),
+            Reply(text="all clean"),
+        ]
+    )
     agent = Agent(
         "janitor",
         "Tidy up.",
@@ -193,6 +198,16 @@ async def test_an_approval_is_an_interrupt_and_the_clients_resume_runs_the_tool(
     assert interrupt["reason"] == "tool_approval"
     assert interrupt["responseSchema"]["required"] == ["approved"]
     assert "janitor wants to call wipe" in interrupt["message"]
+    # Everything the run did before it asked comes first, in the paused run: its steps,
+    # the words of the reply that made the call; the steps go on in the run that resumes.
+    kinds = types(asked["events"])
+    assert kinds.index("STEP_STARTED") < kinds.index("TEXT_MESSAGE_CONTENT")
+    assert kinds.index("TEXT_MESSAGE_END") < kinds.index("TOOL_CALL_START")
+    assert [e["delta"] for e in named(asked["events"], "TEXT_MESSAGE_CONTENT")] == ["Wiping."]
+    assert [e["stepName"] for e in named(resumed["events"], "STEP_STARTED")] == [
+        "step: janitor",
+        "janitor",
+    ]
     # The call is in the paused run, its result in the one that resumed it.
     [start] = named(asked["events"], "TOOL_CALL_START")
     assert start["toolCallId"] == interrupt["toolCallId"] == interrupt["id"]

@@ -31,6 +31,7 @@ import contextlib
 import hmac
 import json
 import logging
+import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -196,6 +197,8 @@ class _Job:
     """One thread's swarmcore run: its asyncio task, what it has to say, what it waits for."""
 
     thread_id: str
+    run_id: str
+    """The swarmcore run's id."""
     translator: Translator
     runner: asyncio.Task[None] | None = None
     outbox: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue[_Item])
@@ -217,7 +220,19 @@ class AGUIEndpoint:
         self._swarm = swarm
         self._limit = max_request_bytes
         self._jobs: dict[str, _Job] = {}
+        """Jobs by thread id."""
+        self._runs: dict[str, _Job] = {}
+        """The same jobs by their swarmcore run's id."""
         self._encoder = EventEncoder()
+        # The events come through a hook, not through the stream's queue: a hook is called as
+        # each event is published, so an approval request (asked from inside the run) lands in
+        # the job's outbox after every event published before it, never ahead of them.
+        swarm.on()(self._deliver)
+
+    def _deliver(self, event: events.Event) -> None:
+        job = self._runs.get(event.run_id)
+        if job is not None and not isinstance(event, events.RunFinished):
+            job.outbox.put_nowait(event)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Read the request, then stream until the run ends, pauses, or the client leaves."""
@@ -326,14 +341,16 @@ class AGUIEndpoint:
         variables = read_variables(given)
         if isinstance(variables, str):
             return variables
+        run_id = given.run_id
         try:
-            check_run_id(given.run_id)
-            run_id: str | None = given.run_id
+            check_run_id(run_id)
         except UserError:
-            run_id = None  # an AG-UI run id that is no swarmcore one: the run gets its own
-        job = _Job(given.thread_id, Translator(given.thread_id, task, variables))
-        self._jobs[given.thread_id] = job
-        job.runner = asyncio.create_task(self._run(job, task, variables, run_id))
+            run_id = ""  # an AG-UI run id that is no swarmcore one: the run gets its own
+        if not run_id or run_id in self._runs:
+            run_id = uuid.uuid4().hex
+        job = _Job(given.thread_id, run_id, Translator(given.thread_id, task, variables))
+        self._jobs[given.thread_id] = self._runs[run_id] = job
+        job.runner = asyncio.create_task(self._run(job, task, variables))
         return job
 
     async def _pump(self, job: _Job, given: RunAgentInput) -> AsyncGenerator[BaseEvent]:
@@ -371,29 +388,28 @@ class AGUIEndpoint:
                     job.runner.cancel()  # the client left mid-run: so does the run
                     await asyncio.gather(job.runner, return_exceptions=True)
 
-    async def _run(
-        self, job: _Job, task: str, variables: Mapping[str, object], run_id: str | None
-    ) -> None:
+    async def _run(self, job: _Job, task: str, variables: Mapping[str, object]) -> None:
         try:
             # The Swarm's own approval callback, if it has one; else the client decides.
             approve = None if self._swarm.approve is not None else job.approve
             stream = self._swarm.stream(
-                task, text=True, variables=variables, run_id=run_id, approve=approve
+                task, text=True, variables=variables, run_id=job.run_id, approve=approve
             )
             async for event in stream:  # cancelling the runner cancels the run inside it
                 if isinstance(event, events.RunFinished) and event.result is not None:
                     job.outbox.put_nowait(_Done(event.result))
-                elif not isinstance(event, events.RunFinished):
-                    job.outbox.put_nowait(event)
         except Exception as error:  # the client gets its message, never its traceback
             logger.info("AG-UI run on thread %s failed", job.thread_id, exc_info=True)
             partial = error.partial if isinstance(error, SwarmError) else None
             job.outbox.put_nowait(_Failed(error_message(error), type(error).__name__, partial))
+        finally:
+            self._runs.pop(job.run_id, None)
 
     async def aclose(self) -> None:
         """Cancel every run still going or waiting (the server is stopping)."""
         runners = [job.runner for job in self._jobs.values() if job.runner is not None]
         self._jobs.clear()
+        self._runs.clear()
         for runner in runners:
             runner.cancel()
         await asyncio.gather(*runners, return_exceptions=True)
