@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -309,3 +310,58 @@ async def test_bad_input_is_refused_with_a_clear_message() -> None:
             resume = {**empty, "resume": [{"interruptId": "x", "status": "resolved"}]}
             answered = await http.post(f"{url}/", json=resume, headers=headers)
             assert "no run of this thread waits" in answered.text
+
+
+def sse_events(text: str) -> list[dict[str, Any]]:
+    """The events of a server-sent event stream's text."""
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+async def test_a_malformed_answer_is_refused_and_the_run_still_waits_for_a_good_one() -> None:
+    swarm, wiped, _model = approval_flow()
+    message = {"id": "m1", "role": "user", "content": "tidy /tmp"}
+    with serve(swarm.to_ag_ui()) as url:
+        async with httpx.AsyncClient(timeout=30) as http:
+
+            async def post(run_id: str, **more: Any) -> list[dict[str, Any]]:
+                body = {"threadId": "t", "runId": run_id, "messages": [message], **more}
+                return sse_events((await http.post(f"{url}/", json=body)).text)
+
+            asked = await post("r1")
+            [interrupt] = asked[-1]["outcome"]["interrupts"]
+            busy = await post("r2")
+            assert busy[-1]["code"] == "thread_busy"
+            assert interrupt["id"] in busy[-1]["message"]
+            entry = {"interruptId": interrupt["id"], "status": "resolved"}
+            bad = await post("r3", resume=[{**entry, "payload": {"ok": "sure"}}])
+            assert bad[-1]["code"] == "invalid_resume"
+            assert '{"approved": true}' in bad[-1]["message"]
+            other = await post("r4", resume=[{**entry, "interruptId": "nope"}])
+            assert "not the pending interrupt" in other[-1]["message"]
+            assert wiped == []
+            edited = {"approved": True, "arguments": {"path": "/tmp/older"}}
+            done = await post("r5", resume=[{**entry, "payload": edited}])
+    assert done[-1]["outcome"] == {"type": "success"}
+    assert wiped == ["/tmp/older"]
+
+
+async def test_variables_that_are_no_object_are_refused_before_the_run() -> None:
+    model = ScriptedModel([])
+    swarm = Swarm(Agent("city", "You find cities in {country}.", model=model.model))
+    with serve(swarm.to_ag_ui()) as url:
+        async with httpx.AsyncClient(timeout=30) as http:
+            body = {
+                "threadId": "t",
+                "runId": "r",
+                "messages": [{"id": "m1", "role": "user", "content": "a city"}],
+                "forwardedProps": {"variables": ["France"]},
+            }
+            bad = sse_events((await http.post(f"{url}/", json=body)).text)
+            missing = sse_events(
+                (await http.post(f"{url}/", json={**body, "forwardedProps": {}})).text
+            )
+    assert types(bad) == ["RUN_STARTED", "RUN_ERROR"]
+    assert "forwardedProps.variables must be an object" in bad[-1]["message"]
+    assert missing[-1]["type"] == "RUN_ERROR"
+    assert "country" in missing[-1]["message"]
+    assert model.requests == []
