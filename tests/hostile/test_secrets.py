@@ -50,8 +50,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
-from swarmcore.a2a import RemoteAgent
 from swarmcore._shown_errors import error_message
+from swarmcore.a2a import RemoteAgent
 from swarmcore.cli import main
 from swarmcore.llm._errors import classify
 from swarmcore.llm._redaction import env_secrets, is_secret_name, redact
