@@ -14,7 +14,8 @@ The mapping:
 * each model reply's text is a text message (``TEXT_MESSAGE_*``), named after the
   agent, so parallel agents stream as separate messages at once; the tool calls
   the reply made name it as their parent message;
-* a tool call is ``TOOL_CALL_START``/``ARGS``/``END``, then ``TOOL_CALL_RESULT``;
+* a tool call is ``TOOL_CALL_START``/``ARGS``/``END`` (its arguments in pieces as
+  the model streams them), then ``TOOL_CALL_RESULT``;
 * the state is the shared context: ``{"task", "variables", "context", "failures"}``,
   a ``STATE_SNAPSHOT`` when a run begins and a ``STATE_DELTA`` (JSON Patch) as
   each agent finishes (``/context/<agent>``: output, summary and structured data)
@@ -131,6 +132,10 @@ class Translator:
     """The open text message of each agent speaking now."""
     _said: dict[str, str] = field(default_factory=dict[str, str])
     """Each agent's last text message: the parent of the tool calls its reply made."""
+    _calls: dict[str, str] = field(default_factory=dict[str, str])
+    """Calls whose arguments stream now (started, not ended), and the agent of each."""
+    _sent: set[str] = field(default_factory=set[str])
+    """Tool calls started in the AG-UI run streaming now."""
     _spoke: set[str] = field(default_factory=set[str])
     """Agents whose text was streamed in their current run."""
 
@@ -145,6 +150,7 @@ class Translator:
     def begin(self, run_id: str, given: RunAgentInput) -> list[BaseEvent]:
         """An AG-UI run begins: its start, the state, and the steps still open."""
         self.run_id = run_id
+        self._sent.clear()
         out: list[BaseEvent] = [
             RunStartedEvent(thread_id=self.thread_id, run_id=run_id, input=given, timestamp=_now()),
             StateSnapshotEvent(snapshot=self.state, timestamp=_now()),
@@ -163,9 +169,13 @@ class Translator:
                 return [self._open_step(span, agent)]
             case events.TextDelta(agent_name=agent, text=text):
                 return self._say(agent, text)
+            case events.ToolCallDelta(agent_name=agent, call_id=call, name=tool, arguments=piece):
+                return self._tool_call_piece(agent, call, tool, piece)
             case events.ToolCallStarted(call_id=call, tool_name=tool, arguments=arguments):
-                # Also for a call sent with its interrupt: that run has ended, and a result
-                # answers a call started in its own run.
+                if call in self._sent:
+                    return []  # its arguments streamed, whole, in this AG-UI run
+                # Sent whole: a model that did not stream it, or a call sent with its
+                # interrupt (a result answers a call started in its own run).
                 return self._tool_call(event.agent_name, call, tool, arguments)
             case events.ToolCallFinished():
                 return [self._tool_result(event)]
@@ -174,8 +184,9 @@ class Translator:
             case events.StepFinished(span_id=span):
                 return self._close_step(span)
             case events.ModelCallFinished(agent_name=agent):
-                # One message per model reply: the next turn (after its tool calls) is another.
-                return [*self._end_message(agent), _usage_event(event)]
+                # One message per model reply: the next turn (after its tool calls) is another;
+                # the reply is whole, and so are the arguments of the calls it streamed.
+                return [*self._end_message(agent), *self._end_calls(agent), _usage_event(event)]
             case _ if isinstance(event, _NOTED):
                 return [_noted(event)]
             case _:
@@ -183,12 +194,12 @@ class Translator:
 
     def ask(self, request: ApprovalRequest) -> list[BaseEvent]:
         """A tool waits for approval: its call, the open things closed, the interrupt."""
-        out = self._tool_call(
-            request.agent_name,
-            request.call_id,
-            request.tool_name,
-            json.dumps(_jsonable(request.arguments), ensure_ascii=False),
-        )
+        out: list[BaseEvent] = []
+        if request.call_id not in self._sent:
+            arguments = json.dumps(_jsonable(request.arguments), ensure_ascii=False)
+            out += self._tool_call(
+                request.agent_name, request.call_id, request.tool_name, arguments
+            )
         out += self._close_all()
         arguments = json.dumps(_jsonable(request.arguments), ensure_ascii=False, default=str)
         interrupt = Interrupt(
@@ -282,19 +293,37 @@ class Translator:
         )
 
     def _tool_call(self, agent: str, call: str, tool: str, arguments: str) -> list[BaseEvent]:
-        out: list[BaseEvent] = [
-            ToolCallStartEvent(
-                tool_call_id=call,
-                tool_call_name=tool,
-                parent_message_id=self._said.get(agent),
-                metadata={"swarmcore": {"agent": agent}},
-                timestamp=_now(),
-            )
-        ]
-        if arguments:
-            out.append(ToolCallArgsEvent(tool_call_id=call, delta=arguments, timestamp=_now()))
+        """A whole tool call: its start, its arguments in one piece, its end."""
+        out = self._tool_call_piece(agent, call, tool, arguments)
+        del self._calls[call]
         out.append(ToolCallEndEvent(tool_call_id=call, timestamp=_now()))
         return out
+
+    def _tool_call_piece(self, agent: str, call: str, tool: str, piece: str) -> list[BaseEvent]:
+        """A piece of a call's arguments, after the call's start if it is the first."""
+        out: list[BaseEvent] = []
+        if call not in self._calls:
+            self._calls[call] = agent
+            self._sent.add(call)
+            out.append(
+                ToolCallStartEvent(
+                    tool_call_id=call,
+                    tool_call_name=tool,
+                    parent_message_id=self._said.get(agent),
+                    metadata={"swarmcore": {"agent": agent}},
+                    timestamp=_now(),
+                )
+            )
+        if piece:
+            out.append(ToolCallArgsEvent(tool_call_id=call, delta=piece, timestamp=_now()))
+        return out
+
+    def _end_calls(self, agent: str | None = None) -> list[BaseEvent]:
+        """End the streaming calls of ``agent`` (of every agent when None)."""
+        ended = [c for c, a in self._calls.items() if agent is None or a == agent]
+        for call in ended:
+            del self._calls[call]
+        return [ToolCallEndEvent(tool_call_id=call, timestamp=_now()) for call in ended]
 
     def _tool_result(self, event: events.ToolCallFinished) -> BaseEvent:
         content = event.result if event.result is not None else (event.error or "")
@@ -331,6 +360,7 @@ class Translator:
         out: list[BaseEvent] = []
         for agent in list(self._messages):
             out += self._end_message(agent)
+        out += self._end_calls()
         out += [
             StepFinishedEvent(step_name=name, timestamp=_now()) for name in self._steps.values()
         ]
