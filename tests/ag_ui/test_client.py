@@ -14,7 +14,14 @@ from pydantic import BaseModel
 from swarmcore import Agent, Swarm
 from swarmcore._tools import function_tool
 from swarmcore.events import AgentStarted, Event, RunFinished
-from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
+from swarmcore.testing import (
+    Fail,
+    FunctionModel,
+    MockOpenAIServer,
+    RecordedRequest,
+    Reply,
+    ScriptedModel,
+)
 from tests.ag_ui.conftest import drive, named, types
 from tests.serving import serve
 
@@ -367,3 +374,19 @@ async def test_variables_that_are_no_object_are_refused_before_the_run() -> None
     assert missing[-1]["type"] == "RUN_ERROR"
     assert "country" in missing[-1]["message"]
     assert model.requests == []
+
+
+async def test_a_reasoning_summary_streams_as_a_reasoning_message(node: str) -> None:
+    reply = Reply(
+        text="Four.", reasoning_summary="Two and two.", encrypted_reasoning="gAAA-never-shown"
+    )
+    with MockOpenAIServer([reply]) as server:
+        agent = Agent("adder", "Add.", api="responses", **server.model_kwargs)
+        with serve(Swarm(agent).to_ag_ui()) as url:
+            driven = await drive(node, url, "2 + 2?")
+    events = driven["runs"][0]["events"]
+    thought = "".join(e["delta"] for e in named(events, "REASONING_MESSAGE_CONTENT"))
+    assert thought == "Two and two."
+    kinds = types(events)
+    assert kinds.index("REASONING_END") < kinds.index("TEXT_MESSAGE_START")
+    assert "gAAA-never-shown" not in str(driven)

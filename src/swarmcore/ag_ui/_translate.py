@@ -14,6 +14,8 @@ The mapping:
 * each model reply's text is a text message (``TEXT_MESSAGE_*``), named after the
   agent, so parallel agents stream as separate messages at once; the tool calls
   the reply made name it as their parent message;
+* a reasoning model's summary of its reasoning (``ReasoningDelta``) is a
+  reasoning message (``REASONING_START``, ``REASONING_MESSAGE_*``, ``REASONING_END``);
 * a tool call is ``TOOL_CALL_START``/``ARGS``/``END`` (its arguments in pieces as
   the model streams them), then ``TOOL_CALL_RESULT``;
 * the state is the shared context: ``{"task", "variables", "context", "failures"}``,
@@ -38,6 +40,11 @@ from ag_ui.core import (
     BaseEvent,
     CustomEvent,
     Interrupt,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
@@ -132,6 +139,8 @@ class Translator:
     """The open text message of each agent speaking now."""
     _said: dict[str, str] = field(default_factory=dict[str, str])
     """Each agent's last text message: the parent of the tool calls its reply made."""
+    _thinking: dict[str, str] = field(default_factory=dict[str, str])
+    """The open reasoning message of each agent whose reasoning summary streams now."""
     _calls: dict[str, str] = field(default_factory=dict[str, str])
     """Calls whose arguments stream now (started, not ended), and the agent of each."""
     _sent: set[str] = field(default_factory=set[str])
@@ -167,10 +176,8 @@ class Translator:
                 self._spoke.discard(agent)
                 self._said.pop(agent, None)
                 return [self._open_step(span, agent)]
-            case events.TextDelta(agent_name=agent, text=text):
-                return self._say(agent, text)
-            case events.ToolCallDelta(agent_name=agent, call_id=call, name=tool, arguments=piece):
-                return self._tool_call_piece(agent, call, tool, piece)
+            case events.TextDelta() | events.ReasoningDelta() | events.ToolCallDelta():
+                return self._piece(event)
             case events.ToolCallStarted(call_id=call, tool_name=tool, arguments=arguments):
                 if call in self._sent:
                     return []  # its arguments streamed, whole, in this AG-UI run
@@ -186,11 +193,28 @@ class Translator:
             case events.ModelCallFinished(agent_name=agent):
                 # One message per model reply: the next turn (after its tool calls) is another;
                 # the reply is whole, and so are the arguments of the calls it streamed.
-                return [*self._end_message(agent), *self._end_calls(agent), _usage_event(event)]
+                return [
+                    *self._end_thinking(agent),
+                    *self._end_message(agent),
+                    *self._end_calls(agent),
+                    _usage_event(event),
+                ]
             case _ if isinstance(event, _NOTED):
                 return [_noted(event)]
             case _:
                 return []
+
+    def _piece(
+        self, event: events.TextDelta | events.ReasoningDelta | events.ToolCallDelta
+    ) -> list[BaseEvent]:
+        """A piece of a reply as the model streams it."""
+        match event:
+            case events.TextDelta(agent_name=agent, text=text):
+                return [*self._end_thinking(agent), *self._say(agent, text)]  # thought over
+            case events.ReasoningDelta(agent_name=agent, text=text):
+                return self._think(agent, text)
+            case events.ToolCallDelta(agent_name=agent, call_id=call, name=tool, arguments=piece):
+                return self._tool_call_piece(agent, call, tool, piece)
 
     def ask(self, request: ApprovalRequest) -> list[BaseEvent]:
         """A tool waits for approval: its call, the open things closed, the interrupt."""
@@ -286,6 +310,30 @@ class Translator:
             out.append(TextMessageContentEvent(message_id=message, delta=text, timestamp=_now()))
         return out
 
+    def _think(self, agent: str, text: str) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        message = self._thinking.get(agent)
+        if message is None:
+            message = self._thinking[agent] = str(uuid.uuid4())
+            out += [
+                ReasoningStartEvent(message_id=message, timestamp=_now()),
+                ReasoningMessageStartEvent(message_id=message, timestamp=_now()),
+            ]
+        if text:
+            out.append(
+                ReasoningMessageContentEvent(message_id=message, delta=text, timestamp=_now())
+            )
+        return out
+
+    def _end_thinking(self, agent: str) -> list[BaseEvent]:
+        message = self._thinking.pop(agent, None)
+        if message is None:
+            return []
+        return [
+            ReasoningMessageEndEvent(message_id=message, timestamp=_now()),
+            ReasoningEndEvent(message_id=message, timestamp=_now()),
+        ]
+
     def _end_message(self, agent: str) -> list[BaseEvent]:
         message = self._messages.pop(agent, None)
         return (
@@ -358,6 +406,8 @@ class Translator:
     def _close_all(self) -> list[BaseEvent]:
         """End every open message and step: an AG-UI run ends with nothing open."""
         out: list[BaseEvent] = []
+        for agent in list(self._thinking):
+            out += self._end_thinking(agent)
         for agent in list(self._messages):
             out += self._end_message(agent)
         out += self._end_calls()
