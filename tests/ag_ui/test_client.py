@@ -390,3 +390,28 @@ async def test_a_reasoning_summary_streams_as_a_reasoning_message(node: str) -> 
     kinds = types(events)
     assert kinds.index("REASONING_END") < kinds.index("TEXT_MESSAGE_START")
     assert "gAAA-never-shown" not in str(driven)
+
+
+async def test_a_run_whose_interrupt_gets_no_answer_in_time_is_cancelled() -> None:
+    swarm, wiped, _model = approval_flow()
+    ended = threading.Event()
+    finished: list[RunFinished] = []
+
+    @swarm.on(RunFinished)
+    def watch(event: RunFinished) -> None:
+        finished.append(event)
+        ended.set()
+
+    message = {"id": "m1", "role": "user", "content": "tidy /tmp"}
+    with serve(swarm.to_ag_ui(answer_within=0.2)) as url:
+        async with httpx.AsyncClient(timeout=30) as http:
+            body = {"threadId": "t", "runId": "r1", "messages": [message]}
+            asked = sse_events((await http.post(f"{url}/", json=body)).text)
+            [interrupt] = asked[-1]["outcome"]["interrupts"]
+            assert await asyncio.to_thread(ended.wait, 30)
+            entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": True}
+            late = {**body, "runId": "r2", "resume": [entry]}
+            refused = sse_events((await http.post(f"{url}/", json=late)).text)
+    assert isinstance(finished[0].error, asyncio.CancelledError)
+    assert refused[-1]["code"] == "no_interrupt"
+    assert wiped == []

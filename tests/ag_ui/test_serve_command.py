@@ -55,6 +55,8 @@ async def test_serve_ag_ui_runs_the_flow_for_the_client_and_stores_the_run(
         (["--ag-ui", "--host", "0.0.0.0"], "--allow-remote"),
         (["--ag-ui", "--host", "0.0.0.0", "--allow-remote"], "SWARMCORE_AG_UI_TOKEN"),
         (["--ag-ui", "--keep-tasks", "5"], "--keep-tasks is an A2A option"),
+        (["--ag-ui", "--answer-within", "0"], "answer_within"),
+        (["--a2a", "--answer-within", "5"], "--answer-within is an AG-UI option"),
     ],
 )
 def test_serve_ag_ui_listens_by_the_same_rules(

@@ -9,7 +9,13 @@ Needs the extra: ``pip install 'swarmcore[ag-ui]'``. Importing ``swarmcore``
 does not import this package (nor the protocol's package).
 """
 
-from swarmcore.ag_ui._server import MAX_REQUEST_BYTES, to_ag_ui
+from swarmcore.ag_ui._server import ANSWER_WITHIN, MAX_REQUEST_BYTES, to_ag_ui
 from swarmcore.ag_ui._translate import APPROVAL_REASON, APPROVAL_SCHEMA
 
-__all__ = ["APPROVAL_REASON", "APPROVAL_SCHEMA", "MAX_REQUEST_BYTES", "to_ag_ui"]
+__all__ = [
+    "ANSWER_WITHIN",
+    "APPROVAL_REASON",
+    "APPROVAL_SCHEMA",
+    "MAX_REQUEST_BYTES",
+    "to_ag_ui",
+]

@@ -17,6 +17,8 @@ server-sent event stream (the ``ag-ui-protocol`` package's ``EventEncoder``).
   "resolved", "payload": {"approved": true}}`` (or ``false`` with a
   ``"reason"``; or ``"arguments"`` to run the call with others); ``"status":
   "cancelled"`` denies the call. That run streams the rest.
+* **A run waits** ``answer_within`` seconds (an hour by default) for the
+  answer; then it is cancelled.
 * **Cancelling.** A client that disconnects while its run streams (``abortRun``)
   cancels the swarmcore run; so does stopping the server.
 * **Failure** is ``RUN_ERROR`` with the error's first line (credentials in the
@@ -60,6 +62,8 @@ logger = logging.getLogger("swarmcore.ag_ui")
 
 MAX_REQUEST_BYTES = 10 * 2**20
 """The largest request body :func:`to_ag_ui` takes by default (10 MiB)."""
+ANSWER_WITHIN = 3600.0
+"""Seconds a run waits for the answer to its interrupt by default before it is cancelled."""
 
 
 def to_ag_ui(
@@ -68,6 +72,7 @@ def to_ag_ui(
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     max_request_bytes: int = MAX_REQUEST_BYTES,
+    answer_within: float | None = ANSWER_WITHIN,
 ) -> Starlette:
     """Serve ``swarm`` to AG-UI front ends: an ASGI app to run with any ASGI server.
 
@@ -92,19 +97,24 @@ def to_ag_ui(
             a 403.
         max_request_bytes: The largest request body taken; a larger one gets
             HTTP 413.
+        answer_within: Seconds a run that asked for approval (an interrupt)
+            waits for the client's answer; then it is cancelled, so a client
+            that never comes back holds nothing. None waits as long as the
+            server runs.
 
     Returns:
         A Starlette app.
 
     Raises:
-        UserError: ``token`` is empty, a host name is no host name, or the
-            limit is not a positive whole number.
+        UserError: ``token`` is empty, a host name is no host name, or a
+            limit is not a positive number.
     """
     if token is not None and not token.strip():
         raise UserError("to_ag_ui(token=...) must be a non-empty string, or None for no token.")
     check_number("to_ag_ui", "max_request_bytes", max_request_bytes, whole=True)
+    check_number("to_ag_ui", "answer_within", answer_within, none="no limit")
     hosts = Hosts.of([*(allowed_hosts or ())], who="to_ag_ui")
-    endpoint = AGUIEndpoint(swarm, max_request_bytes=max_request_bytes)
+    endpoint = AGUIEndpoint(swarm, max_request_bytes=max_request_bytes, answer_within=answer_within)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
@@ -203,6 +213,8 @@ class _Job:
     runner: asyncio.Task[None] | None = None
     outbox: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue[_Item])
     asking: _Ask | None = None
+    expiry: asyncio.TimerHandle | None = None
+    """Cancels the run if the answer to its interrupt does not come in time."""
     streaming: bool = False
     """An AG-UI run is streaming this job's events now."""
 
@@ -216,9 +228,12 @@ class _Job:
 class AGUIEndpoint:
     """The ASGI endpoint: a ``RunAgentInput`` in, the run's AG-UI events out."""
 
-    def __init__(self, swarm: Swarm, *, max_request_bytes: int) -> None:
+    def __init__(
+        self, swarm: Swarm, *, max_request_bytes: int, answer_within: float | None
+    ) -> None:
         self._swarm = swarm
         self._limit = max_request_bytes
+        self._answer_within = answer_within
         self._jobs: dict[str, _Job] = {}
         """Jobs by thread id."""
         self._runs: dict[str, _Job] = {}
@@ -313,6 +328,8 @@ class AGUIEndpoint:
                 return
             job.asking.answer.set_result(decision)
             job.asking = None
+            if job.expiry is not None:
+                job.expiry.cancel()
         elif job is not None:
             why = (
                 f"this thread's run waits for an answer to interrupt "
@@ -363,23 +380,16 @@ class AGUIEndpoint:
                 yield event
             while True:
                 item = await job.outbox.get()
-                match item:
-                    case _Ask():
-                        job.asking, paused = item, True
-                        for event in translator.ask(item.request):
-                            yield event
-                        return
-                    case _Done(result=result):
-                        for event in translator.finish(result):
-                            yield event
-                        return
-                    case _Failed(message=message, code=code, partial=partial):
-                        for event in translator.fail(message, code, partial):
-                            yield event
-                        return
-                    case _:
-                        for event in translator.translate(item):
-                            yield event
+                if isinstance(item, events.Event):
+                    for event in translator.translate(item):
+                        yield event
+                    continue
+                if isinstance(item, _Ask):
+                    paused = True
+                    self._pause(job, item)
+                for event in _last_words(translator, item):
+                    yield event
+                return
         finally:
             job.streaming = False
             if not paused:
@@ -387,6 +397,21 @@ class AGUIEndpoint:
                 if job.runner is not None and not job.runner.done():
                     job.runner.cancel()  # the client left mid-run: so does the run
                     await asyncio.gather(job.runner, return_exceptions=True)
+
+    def _pause(self, job: _Job, ask: _Ask) -> None:
+        """The run waits for ``ask``'s answer, for ``answer_within`` seconds at most."""
+        job.asking = ask
+        if self._answer_within is not None:
+            loop = asyncio.get_running_loop()
+            job.expiry = loop.call_later(self._answer_within, self._expire, job)
+
+    def _expire(self, job: _Job) -> None:
+        """No answer came in time: the waiting run is cancelled and forgotten."""
+        if self._jobs.get(job.thread_id) is job and job.asking is not None:
+            logger.info("AG-UI run on thread %s got no answer in time", job.thread_id)
+            del self._jobs[job.thread_id]
+            if job.runner is not None:
+                job.runner.cancel()
 
     async def _run(self, job: _Job, task: str, variables: Mapping[str, object]) -> None:
         try:
@@ -407,6 +432,9 @@ class AGUIEndpoint:
 
     async def aclose(self) -> None:
         """Cancel every run still going or waiting (the server is stopping)."""
+        for job in self._jobs.values():
+            if job.expiry is not None:
+                job.expiry.cancel()
         runners = [job.runner for job in self._jobs.values() if job.runner is not None]
         self._jobs.clear()
         self._runs.clear()
@@ -419,6 +447,17 @@ async def _disconnected(receive: Receive) -> None:
     """Return when the client disconnects."""
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+def _last_words(translator: Translator, item: _Ask | _Done | _Failed) -> list[BaseEvent]:
+    """The events that end an AG-UI run: on an interrupt, a result or a failure."""
+    match item:
+        case _Ask(request=request):
+            return translator.ask(request)
+        case _Done(result=result):
+            return translator.finish(result)
+        case _Failed(message=message, code=code, partial=partial):
+            return translator.fail(message, code, partial)
 
 
 def _refused(given: RunAgentInput, message: str, code: str) -> list[BaseEvent]:

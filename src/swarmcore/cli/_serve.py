@@ -85,6 +85,14 @@ def add_serve_parser(commands: Any) -> None:
         help="how long a finished task stays readable (GetTask) before it is dropped from memory "
         "(default: 3600); its run stays in the store",
     )
+    serve.add_argument(
+        "--answer-within",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="--ag-ui: how long a run that asked for approval waits for the answer before it "
+        "is cancelled (default: 3600)",
+    )
     serve.add_argument("--name", help="the agent's name on its card (default: the flow)")
     serve.add_argument("--description", help="what the agent does, for its card")
     where = serve.add_mutually_exclusive_group()
@@ -114,6 +122,8 @@ def command_serve(args: argparse.Namespace) -> int:
             f"swarmcore serve --a2a needs the [a2a] extra ({exc.name} is missing): "
             "pip install 'swarmcore[a2a]'"
         ) from exc
+    if args.answer_within is not None:
+        raise CLIError("--answer-within is an AG-UI option: add --ag-ui, or leave it out")
     token, remote = check_access(args, TOKEN_VARIABLE)
     swarm = _swarm(args)
     bounds: dict[str, Any] = {}
@@ -152,7 +162,12 @@ def _serve_ag_ui(args: argparse.Namespace) -> int:
             f"swarmcore serve --ag-ui needs the [ag-ui] extra ({exc.name} is missing): "
             "pip install 'swarmcore[ag-ui]'"
         ) from exc
-    for option, given in (("--keep-tasks", args.keep_tasks), ("--name", args.name)):
+    a2a_only = (
+        ("--keep-tasks", args.keep_tasks),
+        ("--name", args.name),
+        ("--description", args.description),
+    )
+    for option, given in a2a_only:
         if given is not None:
             raise CLIError(f"{option} is an A2A option; --ag-ui has none such")
     token, remote = check_access(args, AG_UI_TOKEN_VARIABLE)
@@ -160,6 +175,8 @@ def _serve_ag_ui(args: argparse.Namespace) -> int:
     bounds: dict[str, Any] = {}
     if args.max_request_bytes is not None:
         bounds["max_request_bytes"] = args.max_request_bytes
+    if args.answer_within is not None:
+        bounds["answer_within"] = args.answer_within
     app = to_ag_ui(swarm, token=token, allowed_hosts=allowed_hosts(args), **bounds)
     return _listen(args, app, swarm, remote, "AG-UI")
 
