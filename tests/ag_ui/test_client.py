@@ -11,7 +11,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from swarmcore import Agent, Swarm
+from swarmcore import Agent, ApprovalRequest, Swarm
 from swarmcore._tools import function_tool
 from swarmcore.events import AgentStarted, Event, RunFinished
 from swarmcore.testing import (
@@ -415,3 +415,22 @@ async def test_a_run_whose_interrupt_gets_no_answer_in_time_is_cancelled() -> No
     assert isinstance(finished[0].error, asyncio.CancelledError)
     assert refused[-1]["code"] == "no_interrupt"
     assert wiped == []
+
+
+async def test_a_swarms_own_approval_callback_decides_without_an_interrupt() -> None:
+    swarm, wiped, _model = approval_flow()
+    asked: list[str] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        asked.append(request.tool_name)
+        return True
+
+    swarm = Swarm(swarm.flow, approve=approve)
+    message = {"id": "m1", "role": "user", "content": "tidy /tmp"}
+    with serve(swarm.to_ag_ui()) as url:
+        async with httpx.AsyncClient(timeout=30) as http:
+            body = {"threadId": "t", "runId": "r1", "messages": [message]}
+            events = sse_events((await http.post(f"{url}/", json=body)).text)
+    assert events[-1]["outcome"] == {"type": "success"}
+    assert asked == ["wipe"]
+    assert wiped == ["/tmp/old"]
