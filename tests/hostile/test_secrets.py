@@ -50,7 +50,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from swarmcore import Agent, Flow, RetryPolicy, Swarm, SwarmError
-from swarmcore._shown_errors import error_message
+from swarmcore._serving import error_message
 from swarmcore.a2a import RemoteAgent
 from swarmcore.cli import main
 from swarmcore.llm._errors import classify

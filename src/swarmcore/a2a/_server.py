@@ -80,7 +80,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from swarmcore import events
 from swarmcore._checks import check_number, no_limit
 from swarmcore._hosts import HostGuard, Hosts
-from swarmcore._shown_errors import error_message
+from swarmcore._serving import Ask, Done, error_message
 from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.a2a._bounds import BodyLimit, ExpiringTaskStore
 from swarmcore.a2a._card import agent_card
@@ -256,24 +256,11 @@ class _Guard:
 
 
 @dataclass
-class _Ask:
-    """The run waits for a decision on ``request``."""
-
-    request: ApprovalRequest
-    answer: asyncio.Future[Approval]
-
-
-@dataclass
-class _Done:
-    result: SwarmResult
-
-
-@dataclass
 class _Failed:
     message: str
 
 
-_Item = events.Event | _Ask | _Done | _Failed
+_Item = events.Event | Ask | Done | _Failed
 
 
 @dataclass
@@ -284,7 +271,7 @@ class _Job:
     context_id: str
     runner: asyncio.Task[None] | None = None
     outbox: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue[_Item])
-    asking: _Ask | None = None
+    asking: Ask | None = None
     streaming: str | None = None
     """The agent whose text the output artifact holds while the run streams."""
     over: bool = False
@@ -293,7 +280,7 @@ class _Job:
     async def approve(self, request: ApprovalRequest) -> Approval:
         """The run's approval callback: wait for the client's next message."""
         answer = asyncio.get_running_loop().create_future()
-        self.outbox.put_nowait(_Ask(request, answer))
+        self.outbox.put_nowait(Ask(request, answer))
         return await answer
 
 
@@ -374,7 +361,7 @@ class SwarmExecutor(AgentExecutor):
             stream = self._swarm.stream(text, text=streaming, run_id=job.task_id, approve=approve)
             async for event in stream:  # cancelling the runner cancels the run inside it
                 if isinstance(event, events.RunFinished) and event.result is not None:
-                    job.outbox.put_nowait(_Done(event.result))
+                    job.outbox.put_nowait(Done(event.result))
                 elif not isinstance(event, events.RunFinished):
                     job.outbox.put_nowait(event)
         except Exception as error:  # the other side gets its message, never its traceback
@@ -387,11 +374,11 @@ class SwarmExecutor(AgentExecutor):
             item = await job.outbox.get()
             if job.over:
                 return
-            if isinstance(item, _Ask):
+            if isinstance(item, Ask):
                 job.asking = item
                 await _ask(updater, item.request)
                 return
-            if isinstance(item, _Done | _Failed):
+            if isinstance(item, Done | _Failed):
                 job.over = True
                 self._jobs.pop(job.task_id, None)
                 if isinstance(item, _Failed):

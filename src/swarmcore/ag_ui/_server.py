@@ -49,7 +49,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from swarmcore import events
 from swarmcore._checks import check_number, check_run_id
 from swarmcore._hosts import HostGuard, Hosts
-from swarmcore._shown_errors import error_message
+from swarmcore._serving import Ask, Done, error_message
 from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.ag_ui._translate import Translator
 from swarmcore.errors import SwarmError, UserError
@@ -180,26 +180,13 @@ class _Gone(Exception):
 
 
 @dataclass
-class _Ask:
-    """The run waits for a decision on ``request``."""
-
-    request: ApprovalRequest
-    answer: asyncio.Future[Approval]
-
-
-@dataclass
-class _Done:
-    result: SwarmResult
-
-
-@dataclass
 class _Failed:
     message: str
     code: str
     partial: SwarmResult | None
 
 
-_Item = events.Event | _Ask | _Done | _Failed
+_Item = events.Event | Ask | Done | _Failed
 
 
 @dataclass
@@ -212,7 +199,7 @@ class _Job:
     translator: Translator
     runner: asyncio.Task[None] | None = None
     outbox: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue[_Item])
-    asking: _Ask | None = None
+    asking: Ask | None = None
     expiry: asyncio.TimerHandle | None = None
     """Cancels the run if the answer to its interrupt does not come in time."""
     streaming: bool = False
@@ -221,7 +208,7 @@ class _Job:
     async def approve(self, request: ApprovalRequest) -> Approval:
         """The run's approval callback: wait for the client's resume entry."""
         answer = asyncio.get_running_loop().create_future()
-        self.outbox.put_nowait(_Ask(request, answer))
+        self.outbox.put_nowait(Ask(request, answer))
         return await answer
 
 
@@ -384,7 +371,7 @@ class AGUIEndpoint:
                     for event in translator.translate(item):
                         yield event
                     continue
-                if isinstance(item, _Ask):
+                if isinstance(item, Ask):
                     paused = True
                     self._pause(job, item)
                 for event in _last_words(translator, item):
@@ -398,7 +385,7 @@ class AGUIEndpoint:
                     job.runner.cancel()  # the client left mid-run: so does the run
                     await asyncio.gather(job.runner, return_exceptions=True)
 
-    def _pause(self, job: _Job, ask: _Ask) -> None:
+    def _pause(self, job: _Job, ask: Ask) -> None:
         """The run waits for ``ask``'s answer, for ``answer_within`` seconds at most."""
         job.asking = ask
         if self._answer_within is not None:
@@ -422,7 +409,7 @@ class AGUIEndpoint:
             )
             async for event in stream:  # cancelling the runner cancels the run inside it
                 if isinstance(event, events.RunFinished) and event.result is not None:
-                    job.outbox.put_nowait(_Done(event.result))
+                    job.outbox.put_nowait(Done(event.result))
         except Exception as error:  # the client gets its message, never its traceback
             logger.info("AG-UI run on thread %s failed", job.thread_id, exc_info=True)
             partial = error.partial if isinstance(error, SwarmError) else None
@@ -449,12 +436,12 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-def _last_words(translator: Translator, item: _Ask | _Done | _Failed) -> list[BaseEvent]:
+def _last_words(translator: Translator, item: Ask | Done | _Failed) -> list[BaseEvent]:
     """The events that end an AG-UI run: on an interrupt, a result or a failure."""
     match item:
-        case _Ask(request=request):
+        case Ask(request=request):
             return translator.ask(request)
-        case _Done(result=result):
+        case Done(result=result):
             return translator.finish(result)
         case _Failed(message=message, code=code, partial=partial):
             return translator.fail(message, code, partial)

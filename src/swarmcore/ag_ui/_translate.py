@@ -67,7 +67,7 @@ from ag_ui.core import (
 from pydantic_core import to_jsonable_python
 
 from swarmcore import events
-from swarmcore._shown_errors import error_message
+from swarmcore._serving import error_message
 
 if TYPE_CHECKING:
     from swarmcore._tools import ApprovalRequest
