@@ -188,6 +188,36 @@ class ToolCallFinished(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ElicitationRequested(Event):
+    """An MCP server asked a question while its tool ran: a form to fill or a URL to open.
+
+    A URL request is for a person to open (to log in, pay, consent): show it.
+    """
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    server: str
+    mode: Literal["form", "url"]
+    message: str
+    url: str | None = None
+    """For a URL request: the page to open."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElicitationAnswered(Event):
+    """A server's question was answered (see ``ToolCallRecord.elicitations``)."""
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    server: str
+    action: Literal["accept", "decline", "cancel"]
+    answered_by: Literal["elicit", "approve", "nobody"]
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RetryScheduled(Event):
     """A transient failure will be retried after ``delay_seconds``."""
 

@@ -42,7 +42,13 @@ from swarmcore.errors import (
 )
 from swarmcore.llm._redaction import secret_values
 from swarmcore.llm._target import target
-from swarmcore.results import AgentResult, LLMCallRecord, ToolCallRecord, sum_usage
+from swarmcore.results import (
+    AgentResult,
+    ElicitationRecord,
+    LLMCallRecord,
+    ToolCallRecord,
+    sum_usage,
+)
 from swarmcore.scope import CallInProgress, ConnectionScope, RunOptions, RunScope, in_call
 
 if TYPE_CHECKING:
@@ -442,7 +448,10 @@ class RunState:
             # What the tool reads of its run (current_call): set for the call alone, not
             # around the whole run, since litellm's logging tasks copy the model call's
             # context and would keep the run alive until they finish.
-            running = CallInProgress(scope=scope, caller=self, position=position)
+            asked: list[ElicitationRecord] = []  # an MCP server's questions during the call
+            running = CallInProgress(
+                scope=scope, caller=self, position=position, call_id=call.id, elicitations=asked
+            )
             record = await in_call(
                 running,
                 lambda: scope.step(
@@ -457,6 +466,7 @@ class RunState:
                         agent_name=self.agent.name,
                         decided=decided,
                         secrets=self.secrets,
+                        elicitations=asked,
                     ),
                 ),
             )

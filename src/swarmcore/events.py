@@ -37,6 +37,8 @@ from typing import Any, TypeAlias, TypedDict
 from swarmcore._event_types import (
     AgentFinished,
     AgentStarted,
+    ElicitationAnswered,
+    ElicitationRequested,
     Event,
     LoopFinished,
     LoopIteration,
@@ -62,6 +64,8 @@ from swarmcore.errors import UserError
 __all__ = [
     "AgentFinished",
     "AgentStarted",
+    "ElicitationAnswered",
+    "ElicitationRequested",
     "Event",
     "EventBus",
     "Hook",

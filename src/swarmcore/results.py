@@ -15,6 +15,7 @@ __all__ = [
     "AgentFailure",
     "AgentResult",
     "Decision",
+    "ElicitationRecord",
     "LLMCallRecord",
     "SwarmResult",
     "TokenUsage",
@@ -76,6 +77,30 @@ def sum_cost(costs: list[float | None]) -> float | None:
     return sum(c for c in costs if c is not None)
 
 
+class ElicitationRecord(BaseModel):
+    """A question an MCP server asked while its tool ran, and who answered what."""
+
+    model_config = _FROZEN
+
+    server: str
+    """The MCP server that asked."""
+    mode: Literal["form", "url"]
+    """``form`` (values fitting a schema) or ``url`` (a page to open)."""
+    message: str
+    """What the server asked."""
+    url: str | None = None
+    """For a URL request: the page."""
+    action: Literal["accept", "decline", "cancel"]
+    """What went back to the server."""
+    answered_by: Literal["elicit", "approve", "nobody"]
+    """``elicit``: the server's ``elicit`` callback; ``approve``: the run's approval
+    callback; ``nobody``: no one could be asked, so swarmcore declined."""
+    content: str | None = None
+    """For an accepted form: the values sent, as JSON (redacted like every tool record)."""
+    reason: str = ""
+    """Why it was declined or cancelled, as the server was told."""
+
+
 class ToolCallRecord(BaseModel):
     """One tool call the model asked for, and what came back."""
 
@@ -103,6 +128,8 @@ class ToolCallRecord(BaseModel):
     started_at: float | None = None
     """When the call started, in ``time.time()`` seconds; None in records made before
     swarmcore kept start times."""
+    elicitations: list[ElicitationRecord] = Field(default_factory=list[ElicitationRecord])
+    """The questions an MCP server asked while the call ran (MCP elicitation), in order."""
 
     @property
     def parsed_arguments(self) -> dict[str, Any]:

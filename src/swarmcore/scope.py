@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from swarmcore.llm._limits import Limiter, SharedLimits
     from swarmcore.llm._types import CallSpec, Message
     from swarmcore.llm.backends import Backend
-    from swarmcore.results import AgentResult
+    from swarmcore.results import AgentResult, ElicitationRecord
 
 __all__ = [
     "CallInProgress",
@@ -225,6 +225,11 @@ class CallInProgress:
     """The call's place in its agent's run, so delegations keep call order."""
     key: str | None = None
     """The recorded step's idempotency key (under a durable engine)."""
+    call_id: str = ""
+    """The provider's ``tool_call_id`` of the call; empty outside an agent's tool call."""
+    elicitations: list[ElicitationRecord] | None = None
+    """Where an MCP tool leaves the questions its server asked during the call (the
+    call's record takes them); None outside an agent's tool call."""
 
 
 _call: contextvars.ContextVar[CallInProgress | None] = contextvars.ContextVar(

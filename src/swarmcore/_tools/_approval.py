@@ -23,7 +23,42 @@ class ApprovalRequest:
     arguments: dict[str, Any]
     """The arguments the model sent (already validated against the tool's schema)."""
     call_id: str
-    """The provider's ``tool_call_id``."""
+    """The provider's ``tool_call_id`` (for an elicitation, the call's id and the question's
+    number: ``call_1#elicitation1``)."""
+    elicitation: Elicitation | None = None
+    """Set when an MCP server asks a question in the middle of the call (see
+    :class:`Elicitation`) rather than the call asking to run: :meth:`Approval.edit`
+    answers a form with its values, :meth:`Approval.allow` accepts (a URL, or a form with
+    nothing to fill), :meth:`Approval.deny` declines."""
+
+
+@dataclass(frozen=True, slots=True)
+class Elicitation:
+    """A question an MCP server asks while one of its tools runs (MCP *elicitation*).
+
+    A ``form`` asks for values fitting ``requested_schema`` (a flat JSON schema); a
+    ``url`` asks the person to open ``url`` (to log in, pay, consent) and say whether
+    they did.
+    """
+
+    server: str
+    """The MCP server that asks."""
+    agent_name: str
+    """The agent whose tool call is waiting."""
+    tool_name: str
+    """The tool being called, as the model knows it."""
+    call_id: str
+    """The tool call's ``tool_call_id``."""
+    mode: Literal["form", "url"]
+    """``form`` (fill in values) or ``url`` (open a page)."""
+    message: str
+    """What the server says it needs, for the person."""
+    requested_schema: Mapping[str, Any] | None = None
+    """For a form: the JSON schema the answer must fit."""
+    url: str | None = None
+    """For a URL request: the page to open."""
+    elicitation_id: str | None = None
+    """For a URL request: the server's id for it."""
 
 
 @dataclass(frozen=True, slots=True)

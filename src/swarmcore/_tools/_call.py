@@ -19,7 +19,7 @@ from swarmcore._tools._approval import Approver, Decided, ask
 from swarmcore._tools._tool import Tool, ToolArgumentsError, ToolReportedError
 from swarmcore.errors import SwarmError
 from swarmcore.llm._redaction import env_secrets, redact
-from swarmcore.results import ToolCallRecord
+from swarmcore.results import ElicitationRecord, ToolCallRecord
 
 
 async def run_tool_call(
@@ -34,6 +34,7 @@ async def run_tool_call(
     agent_name: str = "",
     decided: Decided | None = None,
     secrets: Sequence[str] = (),
+    elicitations: Sequence[ElicitationRecord] = (),
 ) -> ToolCallRecord:
     """Run one tool call; every failure becomes an error result the model can act on.
 
@@ -55,6 +56,8 @@ async def run_tool_call(
             ``approve`` is not called.
         secrets: Credentials to redact from an error (the agent's key and
             secret settings); those in the environment always are.
+        elicitations: Where the tool leaves the questions an MCP server asked while
+            it ran (``CallInProgress.elicitations``); read once the call is over.
 
     Returns:
         The record of the call, its result (or error) included.
@@ -93,6 +96,7 @@ async def run_tool_call(
         truncated_from=full_length,
         server=getattr(tool, "server", None),  # MCP tools name their server
         approval=approval,
+        elicitations=list(elicitations),
     )
 
 

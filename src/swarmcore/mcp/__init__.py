@@ -27,12 +27,15 @@ The package, by concern:
 * ``_server``: :class:`MCPServer` (stdio, HTTP, in-process; select) and :class:`MCPTool`.
 * ``_connection``: one connection, its task, its transports and its restart; :class:`MCPError`.
 * ``_scope``: the connections of the run in progress (:class:`ConnectionScope`).
+* ``_elicit``: answering a server's questions (:class:`Elicitation`, :class:`ElicitationAnswer`).
 * ``_results``: checking arguments against a tool's schema; its result as text.
 """
 
+from swarmcore._tools._approval import Elicitation
 from swarmcore.mcp._connection import MCPError
+from swarmcore.mcp._elicit import ElicitationAnswer, Elicitor
 from swarmcore.mcp._server import MCPServer, MCPTool
 from swarmcore.mcp._server import gather_tools as gather_tools
 from swarmcore.scope import ConnectionScope as ConnectionScope
 
-__all__ = ["MCPError", "MCPServer", "MCPTool"]
+__all__ = ["Elicitation", "ElicitationAnswer", "Elicitor", "MCPError", "MCPServer", "MCPTool"]

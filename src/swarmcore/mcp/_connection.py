@@ -23,6 +23,7 @@ from typing import Any, TypeVar, cast
 from swarmcore._tools import ToolReportedError
 from swarmcore.errors import AgentError, UserError
 from swarmcore.llm._redaction import carries_secret, env_secrets, redact
+from swarmcore.mcp._elicit import Asker, decline_unasked
 
 logger = logging.getLogger("swarmcore.mcp")
 
@@ -32,6 +33,12 @@ _INSTALL_HINT = (
 )
 
 _E = TypeVar("_E", bound=BaseException)
+
+_asking: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(
+    "swarmcore_mcp_asking", default=None
+)
+"""The call in progress in this task, for the SDK's elicitation callback: the SDK calls
+it in a child task of the call, with no argument naming the call."""
 
 _MAX_PAGES = 100
 """The most pages of a paginated tool list followed (a cursor that never ends stops here)."""
@@ -85,6 +92,7 @@ class Connection:
         # Calls abandoned (timed out, cancelled) and not known to be over: a server that
         # ignores the cancellation is still running them, and later calls wait behind them.
         self._abandoned: list[str] = []
+        self._askers: list[Asker] = []  # the calls in progress, oldest first
         self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
         self._transport: Any = None
         # Closed for good (its run or `async with` block ended): a tool listed over it
@@ -188,7 +196,8 @@ class Connection:
                 client_type = _client_class()
                 target = self._transport = self._target()
                 async with AsyncExitStack() as stack:
-                    self._client = await stack.enter_async_context(client_type(target))
+                    client = client_type(target, elicitation_callback=self._on_elicit)
+                    self._client = await stack.enter_async_context(client)
                     self._ready.set()
                     await self._stop.wait()
         except Exception as exc:  # reported to whoever waits for the connection
@@ -260,13 +269,30 @@ class Connection:
             raise MCPError(f"MCP server {self.name!r} is not connected.")
         return self._client
 
-    async def call(self, remote: str, arguments: dict[str, Any], shown: str) -> Any:
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """The SDK's elicitation callback: the asking call's :class:`Asker` answers.
+
+        On the 2026-07-28 protocol the question comes back as the call's own result and
+        is answered in (a child task of) the caller's task, where :data:`_asking` says
+        which call it is. An older server sends it as a request of its own, answered in
+        the session's task: then the oldest call in progress answers, since such a
+        request over stdio does not say which call it belongs to.
+        """
+        asker = _asking.get() or (self._askers[0] if self._askers else None)
+        if asker is None:
+            return await decline_unasked(context, params)
+        return await asker.answer(params)
+
+    async def call(
+        self, remote: str, arguments: dict[str, Any], shown: str, asker: Asker | None = None
+    ) -> Any:
         """Call the server's tool ``remote``, restarting a server that stopped since.
 
         Args:
             remote: The tool's name on the server.
             arguments: Its validated arguments.
             shown: The tool's name as the model knows it, for errors.
+            asker: Answers the questions the server asks during the call.
 
         Returns:
             The SDK's ``CallToolResult``.
@@ -286,6 +312,9 @@ class Connection:
             if self._broken or self._client is None:
                 await self._restart(shown)
             client: Any = self._client
+        token = _asking.set(asker)
+        if asker is not None:
+            self._askers.append(asker)
         try:
             result = await client.call_tool(remote, arguments)
         except asyncio.CancelledError:
@@ -306,6 +335,10 @@ class Connection:
         else:
             self._abandoned.clear()  # the server answered: it is not stuck on earlier calls
             return result
+        finally:
+            _asking.reset(token)
+            if asker is not None:
+                self._askers.remove(asker)
         raise error  # outside the except block: the SDK's error is no __context__ of ours
 
     def busy_note(self, shown: str) -> str:

@@ -19,8 +19,10 @@ from swarmcore._tools import Tool, ToolArgumentsError, Toolset, validate_name
 from swarmcore.errors import UserError
 from swarmcore.llm._redaction import secret_values
 from swarmcore.mcp._connection import Connection, StreamableTransport
+from swarmcore.mcp._elicit import Asker, Elicitor
 from swarmcore.mcp._results import render_result, schema_validator
 from swarmcore.mcp._scope import current_scope
+from swarmcore.scope import current_call
 
 if TYPE_CHECKING:
     from typing import Self
@@ -41,6 +43,10 @@ class MCPServer:
         prefix: Prepended to every tool name (``files_`` -> ``files_read_file``),
             to avoid clashes with other tools.
         timeout: Seconds to connect and list tools; a positive finite number.
+        elicit: Answers the questions the server asks while its tools run (MCP
+            elicitation: a form to fill, a URL to open). Without it the run's approval
+            callback answers, and with neither swarmcore declines and tells the server
+            why. See :mod:`swarmcore.mcp._elicit`.
 
     Raises:
         UserError: An invalid name or ``timeout``.
@@ -56,6 +62,7 @@ class MCPServer:
         predicate: Callable[[str, str], bool] | None = None,
         prefix: str = "",
         timeout: float = 30.0,
+        elicit: Elicitor | None = None,
         _origin: MCPServer | None = None,
         _secrets: Sequence[str] = (),
     ) -> None:
@@ -69,6 +76,7 @@ class MCPServer:
         self._predicate = predicate
         self._prefix = prefix
         self.timeout = timeout
+        self.elicit = elicit
         # Credentials the server is given (headers, environment), redacted from its errors.
         self._secrets = tuple(_secrets)
         self._shared: Connection | None = None
@@ -99,7 +107,8 @@ class MCPServer:
             env: Environment for the process (the SDK's safe default when None).
             cwd: Its working directory.
             name: The server's name; defaults to the command's base name.
-            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``.
+            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``,
+                ``elicit``.
 
         Returns:
             The server, not yet started.
@@ -140,7 +149,8 @@ class MCPServer:
             name: The server's name; defaults to the URL's host and port as one
                 identifier (``localhost:8931`` -> ``localhost_8931``; an IP address
                 gets ``mcp_`` before it: ``127.0.0.1:8931`` -> ``mcp_127_0_0_1_8931``).
-            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``.
+            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``,
+                ``elicit``.
 
         Returns:
             The server, not yet connected.
@@ -165,7 +175,8 @@ class MCPServer:
         Args:
             server: The SDK server instance.
             name: The server's name; defaults to the server's own.
-            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``.
+            **options: ``include``, ``exclude``, ``predicate``, ``prefix``, ``timeout``,
+                ``elicit``.
 
         Returns:
             The server, not yet connected.
@@ -191,6 +202,7 @@ class MCPServer:
             predicate=self._predicate,
             prefix=self._prefix if prefix is None else prefix,
             timeout=self.timeout,
+            elicit=self.elicit,
             _origin=self._origin_server(),
             _secrets=self._secrets,
         )
@@ -268,7 +280,13 @@ class MCPServer:
         connection = await self._origin_server()._connection()
         listed = await connection.list_tools()
         chosen: list[Tool] = [
-            MCPTool.build(spec, server=self.name, prefix=self._prefix, connection=connection)
+            MCPTool.build(
+                spec,
+                server=self.name,
+                prefix=self._prefix,
+                connection=connection,
+                elicit=self.elicit,
+            )
             for spec in listed
             if self._offers(str(spec.name), str(spec.description or ""))
         ]
@@ -297,9 +315,18 @@ class MCPTool(Tool):
     _remote_name: str = field(repr=False)
     _connection: Connection = field(repr=False)
     _validator: Callable[[dict[str, Any]], str | None] = field(repr=False)
+    _elicit: Elicitor | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, spec: Any, *, server: str, prefix: str, connection: Connection) -> MCPTool:
+    def build(
+        cls,
+        spec: Any,
+        *,
+        server: str,
+        prefix: str,
+        connection: Connection,
+        elicit: Elicitor | None = None,
+    ) -> MCPTool:
         """A Tool for the MCP tool ``spec``.
 
         Args:
@@ -307,6 +334,7 @@ class MCPTool(Tool):
             server: The server's name.
             prefix: Prepended to the tool's name.
             connection: The connection calls go through.
+            elicit: The server's ``elicit`` callback, if any.
 
         Returns:
             The tool.
@@ -336,6 +364,7 @@ class MCPTool(Tool):
             _remote_name=remote,
             _connection=connection,
             _validator=schema_validator(schema),
+            _elicit=elicit,
         )
 
     async def invoke(self, arguments: str) -> str:
@@ -354,8 +383,12 @@ class MCPTool(Tool):
             MCPError: The server stopped and could not be restarted.
         """
         values = self.validate_arguments(arguments)
-        result = await self._connection.call(self._remote_name, values, self.name)
-        return render_result(result, self.name, self.server, self._connection.redact)
+        connection = self._connection
+        asker = Asker(self.server, self.name, self._elicit, current_call(), connection.redact)
+        result = await connection.call(self._remote_name, values, self.name, asker)
+        if asker.failure is not None:  # a callback's mistake: the agent stops and says so
+            raise asker.failure
+        return render_result(result, self.name, self.server, connection.redact)
 
     def timeout_note(self) -> str:
         """Which earlier calls that ran out of time the server may still be busy with."""

@@ -1,0 +1,256 @@
+"""Answering an MCP server's questions (elicitation) while one of its tools runs.
+
+A server may stop in the middle of a tool call to ask for a form's values or
+for a person to open a URL. Who answers, in order:
+
+1. the server's own ``elicit`` callback (``MCPServer.stdio(..., elicit=callback)``);
+2. else the run's approval callback (``approve=``), given an
+   :class:`~swarmcore.ApprovalRequest` whose ``elicitation`` is the question;
+3. else nobody: swarmcore declines, and tells the server why (in the answer's
+   ``_meta``), so a server never waits on a question no one will see.
+
+A form's values are checked against the server's schema before they go back;
+values that do not fit are declined with the problem as the reason. Every
+question and its answer are recorded on the tool call
+(``ToolCallRecord.elicitations``), redacted like the rest of the record, and
+published as :class:`~swarmcore.events.ElicitationRequested` /
+:class:`~swarmcore.events.ElicitationAnswered` events.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, cast
+
+from swarmcore import events
+from swarmcore._tools import Approval, ApprovalRequest
+from swarmcore._tools._approval import Elicitation
+from swarmcore._tools._approval import decide as decide_approval
+from swarmcore.errors import UserError
+from swarmcore.mcp._results import schema_validator
+from swarmcore.results import ElicitationRecord
+from swarmcore.scope import CallInProgress
+
+logger = logging.getLogger("swarmcore.mcp")
+
+REASON_KEY = "dev.swarmcore/reason"
+"""Where a declined or cancelled answer tells the server why (its ``_meta``)."""
+
+Action = Literal["accept", "decline", "cancel"]
+AnsweredBy = Literal["elicit", "approve", "nobody"]
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationAnswer:
+    """An answer to an MCP server's question: :meth:`accept`, :meth:`decline` or :meth:`cancel`."""
+
+    action: Action
+    content: Mapping[str, Any] | None = None
+    """For an accepted form: the values, which must fit its ``requested_schema``."""
+    reason: str = ""
+    """Why it was declined or cancelled; the server is told."""
+
+    @classmethod
+    def accept(cls, content: Mapping[str, Any] | None = None) -> ElicitationAnswer:
+        """Answer a form with ``content``, or say a URL was opened (no content)."""
+        return cls("accept", None if content is None else dict(content))
+
+    @classmethod
+    def decline(cls, reason: str = "") -> ElicitationAnswer:
+        """Refuse to answer; the server is told ``reason``."""
+        return cls("decline", reason=reason)
+
+    @classmethod
+    def cancel(cls, reason: str = "") -> ElicitationAnswer:
+        """Dismiss the question without choosing; the server is told ``reason``."""
+        return cls("cancel", reason=reason)
+
+
+class Elicitor(Protocol):
+    """An ``elicit`` callback: answers an MCP server's question, sync or async."""
+
+    def __call__(self, request: Elicitation, /) -> ElicitationAnswer | Awaitable[ElicitationAnswer]:
+        """Answer ``request`` (a form to fill or a URL to open)."""
+        ...
+
+
+@dataclass(slots=True)
+class Asker:
+    """One tool call's way to answer the questions its server asks while it runs.
+
+    Args:
+        server: The server's name.
+        tool_name: The tool, as the model knows it.
+        elicit: The server's ``elicit`` callback, if any.
+        call: The tool call in progress (its run's scope, its agent run and where
+            its record collects the questions); None outside a run.
+        redact: Cleans what is recorded of the server's credentials.
+    """
+
+    server: str
+    tool_name: str
+    elicit: Elicitor | None
+    call: CallInProgress | None
+    redact: Callable[[str], str] = str
+    failure: UserError | None = None
+    """A callback's mistake, raised once the call is over (the SDK would swallow it)."""
+    _asked: int = field(default=0)
+
+    async def answer(self, params: Any) -> Any:
+        """Answer the SDK's ``ElicitRequestParams`` with an SDK ``ElicitResult``."""
+        self._asked += 1
+        request = self._request(params)
+        call = self.call
+        fields = {
+            "agent_name": request.agent_name,
+            "tool_name": request.tool_name,
+            "call_id": request.call_id,
+            "server": request.server,
+        }
+        if call is not None:
+            call.scope.emit(
+                events.ElicitationRequested,
+                **fields,
+                mode=request.mode,
+                message=self.redact(request.message),
+                url=request.url,
+            )
+        answer, by = await self._ask(request)
+        answer = _checked(answer, request)
+        reason = self.redact(answer.reason)
+        if call is not None:
+            if call.elicitations is not None:
+                call.elicitations.append(self._record(request, answer, by, reason))
+            call.scope.emit(
+                events.ElicitationAnswered,
+                **fields,
+                action=answer.action,
+                answered_by=by,
+                reason=reason,
+            )
+        return _sdk_result(answer)
+
+    def _request(self, params: Any) -> Elicitation:
+        caller = None if self.call is None else self.call.caller
+        url = getattr(params, "url", None)
+        schema = getattr(params, "requested_schema", None)
+        return Elicitation(
+            server=self.server,
+            agent_name="" if caller is None else caller.agent_name,
+            tool_name=self.tool_name,
+            call_id="" if self.call is None else self.call.call_id,
+            mode="url" if url is not None else "form",
+            message=str(getattr(params, "message", "")),
+            requested_schema=None if schema is None else cast("dict[str, Any]", schema),
+            url=None if url is None else str(url),
+            elicitation_id=getattr(params, "elicitation_id", None),
+        )
+
+    async def _ask(self, request: Elicitation) -> tuple[ElicitationAnswer, AnsweredBy]:
+        if self.elicit is not None:
+            return await self._callback(self.elicit, request), "elicit"
+        caller = None if self.call is None else self.call.caller
+        approve = None if caller is None else caller.options.approve
+        if approve is not None:
+            asked = ApprovalRequest(
+                request.agent_name,
+                request.tool_name,
+                _shown(request),
+                f"{request.call_id}#elicitation{self._asked}",
+                elicitation=request,
+            )
+            try:
+                decision = await decide_approval(approve, asked)
+            except UserError as exc:
+                self.failure = self.failure or exc
+                return ElicitationAnswer.decline("the approval callback failed"), "approve"
+            return _from_approval(decision, request), "approve"
+        return ElicitationAnswer.decline(_nobody(request)), "nobody"
+
+    async def _callback(self, elicit: Elicitor, request: Elicitation) -> ElicitationAnswer:
+        answer = elicit(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if not isinstance(answer, ElicitationAnswer):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callbacks
+            self.failure = self.failure or UserError(
+                f"The elicit callback of MCP server {self.server!r} returned "
+                f"{type(answer).__name__}; return ElicitationAnswer.accept(values), "
+                "ElicitationAnswer.decline(reason) or ElicitationAnswer.cancel(reason)."
+            )
+            return ElicitationAnswer.decline("the client's elicit callback failed")
+        return answer
+
+    def _record(
+        self, request: Elicitation, answer: ElicitationAnswer, by: AnsweredBy, reason: str
+    ) -> ElicitationRecord:
+        content = None
+        if answer.action == "accept" and answer.content is not None:
+            content = self.redact(json.dumps(dict(answer.content), ensure_ascii=False))
+        return ElicitationRecord(
+            server=request.server,
+            mode=request.mode,
+            message=self.redact(request.message),
+            url=request.url,
+            action=answer.action,
+            answered_by=by,
+            content=content,
+            reason=reason,
+        )
+
+
+def _shown(request: Elicitation) -> dict[str, Any]:
+    """What an approval callback sees as the ``arguments``: the question itself."""
+    shown: dict[str, Any] = {"message": request.message}
+    if request.mode == "url":
+        shown["url"] = request.url
+    else:
+        shown["requested_schema"] = dict(request.requested_schema or {})
+    return shown
+
+
+def _from_approval(decision: Approval, request: Elicitation) -> ElicitationAnswer:
+    match decision.decision:
+        case "deny":
+            return ElicitationAnswer.decline(decision.reason or "the user declined")
+        case "edit":
+            return ElicitationAnswer.accept(decision.arguments)
+        case "allow":
+            return ElicitationAnswer.accept(None if request.mode == "url" else {})
+
+
+def _checked(answer: ElicitationAnswer, request: Elicitation) -> ElicitationAnswer:
+    """``answer``, or a decline saying why when its values do not fit the form."""
+    if answer.action != "accept":
+        return answer
+    if request.mode == "url":
+        return ElicitationAnswer.accept()  # a URL's answer carries no values
+    content = dict(answer.content or {})
+    problem = schema_validator(dict(request.requested_schema or {}))(content)
+    if problem:
+        return ElicitationAnswer.decline(f"the answer did not fit the form: {problem}")
+    return ElicitationAnswer.accept(content)
+
+
+def _nobody(request: Elicitation) -> str:
+    return (
+        f"no one can answer questions in this run (server {request.server!r} asked "
+        f"during {request.tool_name!r}); the client declined"
+    )
+
+
+def _sdk_result(answer: ElicitationAnswer) -> Any:
+    from mcp import types
+
+    meta = {REASON_KEY: answer.reason} if answer.reason else None
+    content = None if answer.content is None else dict(answer.content)
+    return types.ElicitResult(action=answer.action, content=content, _meta=meta)  # pyright: ignore[reportCallIssue] -- _meta is the field's alias
+
+
+async def decline_unasked(_context: Any, _params: Any) -> Any:
+    """The answer to a question that arrives while no call of ours is in progress."""
+    logger.warning("An MCP server asked a question outside any tool call; declined")
+    return _sdk_result(ElicitationAnswer.decline("no tool call of this client is in progress"))
