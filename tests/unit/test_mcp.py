@@ -133,8 +133,9 @@ async def test_schemas_go_to_the_model_as_the_server_lists_them() -> None:
     assert list(sent) == list(listed)
     for name, spec in listed.items():
         assert sent[name]["parameters"] == spec.input_schema
-        assert sent[name]["description"] == spec.description
-    assert sent["add"]["description"] == "Add two whole numbers."
+        # What the tool returns follows its description (see the output schema test).
+        assert sent[name]["description"].startswith(str(spec.description))
+    assert sent["echo"]["description"] == "Send the text back."
 
 
 def test_servers_are_named_after_what_they_run() -> None:
@@ -650,3 +651,20 @@ async def test_cancelling_a_run_while_connecting_closes_the_connection() -> None
             await run
     assert calc.closed == 1
     assert ours(asyncio.all_tasks()) == before
+
+
+async def test_a_tools_output_schema_is_shown_to_the_model_in_its_description() -> None:
+    calc = Calc()
+    model = ScriptedModel([Reply(text="done")])
+    agent = Agent("a", "x", model=model.model, tools=[MCPServer.in_process(calc)])
+    await agent.run("go")
+    described = {
+        t["function"]["name"]: t["function"]["description"] for t in model.requests[0].tools
+    }
+    note = "\n\nReturns JSON fitting this schema: "
+    point = described["point"]
+    assert point.startswith("A point on the line y = 2x." + note)
+    schema = json.loads(point.split(note, 1)[1])
+    assert schema["required"] == ["x", "y"]
+    assert schema["properties"]["y"]["type"] == "integer"
+    assert described["echo"] == "Send the text back."  # no structured output: no note

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -354,9 +355,10 @@ class MCPTool(Tool):
                 "call (1 to 64 letters, digits, '_' or '-', starting with a letter or '_'); "
                 f"leave it out with exclude=[{remote!r}] or select() the tools you need."
             ) from None
+        description = str(spec.description or remote.replace("_", " "))
         return cls(
             name=name,
-            description=str(spec.description or remote.replace("_", " ")),
+            description=description + _output_note(getattr(spec, "output_schema", None)),
             parameters=schema,
             fn=_never,
             _args_model=cast("type[BaseModel]", _NoModel),
@@ -449,6 +451,25 @@ def _clash(owner: str, tool: str, first: str, second: str) -> str:
         f"{second!r}; give one of them a prefix (MCPServer.stdio(..., prefix={second + '_'!r}), "
         f"or .select(..., prefix={second + '_'!r})) or leave the tool out with exclude=[{tool!r}]."
     )
+
+
+_MAX_OUTPUT_SCHEMA_CHARS = 2000
+"""Longer output schemas stay off the description: they would cost tokens on every call."""
+
+
+def _output_note(schema: Mapping[str, Any] | None) -> str:
+    """What the tool returns, for its description: function tools have no field for it.
+
+    A tool's ``outputSchema`` tells the model the shape of its structured result
+    (which reaches it as JSON); model APIs take no output schema for a function,
+    so it goes in the description, compact, when it is short enough.
+    """
+    if not schema:
+        return ""
+    shown = json.dumps(dict(schema), ensure_ascii=False, separators=(",", ":"))
+    if len(shown) > _MAX_OUTPUT_SCHEMA_CHARS:
+        return ""
+    return f"\n\nReturns JSON fitting this schema: {shown}"
 
 
 def _stem(path: str) -> str:
