@@ -213,7 +213,7 @@ class ElicitationAnswered(Event):
     call_id: str
     server: str
     action: Literal["accept", "decline", "cancel"]
-    answered_by: Literal["elicit", "approve", "nobody"]
+    answered_by: Literal["elicit", "approve", "decide", "nobody"]
     reason: str = ""
 
 

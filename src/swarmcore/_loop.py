@@ -32,7 +32,15 @@ from swarmcore import _prompt as prompt
 from swarmcore import _structured as structured
 from swarmcore import _text_tools, events, llm
 from swarmcore._settings import AgentDefaults
-from swarmcore._tools import Decided, Tool, ask, run_tool_call, to_tools
+from swarmcore._tools import (
+    AnswerNeeded,
+    Approval,
+    Decided,
+    Tool,
+    ask,
+    run_tool_call,
+    to_tools,
+)
 from swarmcore.context import parse_summary
 from swarmcore.errors import (
     AgentError,
@@ -445,31 +453,17 @@ class RunState:
         ) as span:
             span.set(result_chars=0, error="cancelled")  # what a cancelled call reports
             scope = self.scope.within(span)
-            # What the tool reads of its run (current_call): set for the call alone, not
-            # around the whole run, since litellm's logging tasks copy the model call's
-            # context and would keep the run alive until they finish.
-            asked: list[ElicitationRecord] = []  # an MCP server's questions during the call
-            running = CallInProgress(
-                scope=scope, caller=self, position=position, call_id=call.id, elicitations=asked
-            )
-            record = await in_call(
-                running,
-                lambda: scope.step(
-                    f"tool:{call.name}",
-                    lambda: run_tool_call(
-                        self.tools,
-                        call.id,
-                        call.name,
-                        call.arguments,
-                        default_timeout=self.settings.tool_timeout,
-                        max_result_chars=self.settings.max_tool_result_chars,
-                        agent_name=self.agent.name,
-                        decided=decided,
-                        secrets=self.secrets,
-                        elicitations=asked,
-                    ),
-                ),
-            )
+            answered: dict[str, Approval] = {}
+            while True:
+                try:
+                    record = await self._attempt(call, position, decided, scope, answered)
+                    break
+                except AnswerNeeded as needed:
+                    # A durable engine's call stopped at a server's question: wait for the
+                    # answer here, outside the recorded call, then make the call again.
+                    if scope.decider is None:  # pragma: no cover - only a decider defers
+                        raise
+                    answered[needed.request.call_id] = await scope.decider(needed.request)
             span.set(
                 arguments=record.arguments,
                 result_chars=len(record.result),
@@ -479,6 +473,46 @@ class RunState:
                 result=record.result,
             )
         return record
+
+    async def _attempt(
+        self,
+        call: llm.ToolCall,
+        position: int,
+        decided: Decided | None,
+        scope: RunScope,
+        answered: dict[str, Approval],
+    ) -> ToolCallRecord:
+        """Make the tool call once, as a step of the run."""
+        # What the tool reads of its run (current_call): set for the call alone, not
+        # around the whole run, since litellm's logging tasks copy the model call's
+        # context and would keep the run alive until they finish.
+        asked: list[ElicitationRecord] = []  # an MCP server's questions during the call
+        running = CallInProgress(
+            scope=scope,
+            caller=self,
+            position=position,
+            call_id=call.id,
+            elicitations=asked,
+            answered=dict(answered),
+        )
+        return await in_call(
+            running,
+            lambda: scope.step(
+                f"tool:{call.name}",
+                lambda: run_tool_call(
+                    self.tools,
+                    call.id,
+                    call.name,
+                    call.arguments,
+                    default_timeout=self.settings.tool_timeout,
+                    max_result_chars=self.settings.max_tool_result_chars,
+                    agent_name=self.agent.name,
+                    decided=decided,
+                    secrets=self.secrets,
+                    elicitations=asked,
+                ),
+            ),
+        )
 
     def add_tool_results(self, records: Sequence[ToolCallRecord]) -> None:
         """Append the tool results to the conversation, in call order."""

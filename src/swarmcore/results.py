@@ -92,9 +92,10 @@ class ElicitationRecord(BaseModel):
     """For a URL request: the page."""
     action: Literal["accept", "decline", "cancel"]
     """What went back to the server."""
-    answered_by: Literal["elicit", "approve", "nobody"]
+    answered_by: Literal["elicit", "approve", "decide", "nobody"]
     """``elicit``: the server's ``elicit`` callback; ``approve``: the run's approval
-    callback; ``nobody``: no one could be asked, so swarmcore declined."""
+    callback; ``decide``: a person, through a durable engine (``swarm.decide``,
+    ``swarmcore runs approve``); ``nobody``: no one could be asked, so swarmcore declined."""
     content: str | None = None
     """For an accepted form: the values sent, as JSON (redacted like every tool record)."""
     reason: str = ""

@@ -31,7 +31,7 @@ from swarmcore._settings import AgentDefaults
 from swarmcore.events import EventBus
 
 if TYPE_CHECKING:
-    from swarmcore._tools import Approver
+    from swarmcore._tools import Approval, Approver
     from swarmcore.llm._budget import Meter
     from swarmcore.llm._limits import Limiter, SharedLimits
     from swarmcore.llm._types import CallSpec, Message
@@ -230,6 +230,9 @@ class CallInProgress:
     elicitations: list[ElicitationRecord] | None = None
     """Where an MCP tool leaves the questions its server asked during the call (the
     call's record takes them); None outside an agent's tool call."""
+    answered: Mapping[str, Approval] = field(default_factory=dict[str, "Approval"])
+    """Decisions already made on the call's questions (by ``ApprovalRequest.call_id``),
+    when a durable engine makes the call again after waiting for them."""
 
 
 _call: contextvars.ContextVar[CallInProgress | None] = contextvars.ContextVar(

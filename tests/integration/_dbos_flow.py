@@ -23,6 +23,7 @@ from typing import Any
 
 from swarmcore import Agent, Flow, Swarm, function_tool
 from swarmcore.engines.dbos import DBOSEngine
+from swarmcore.mcp import MCPServer
 
 
 def build(api_base: str, marker: Path) -> Flow:
@@ -43,12 +44,12 @@ def build(api_base: str, marker: Path) -> Flow:
     }
     # SWARMCORE_TEST_APPROVAL=1: ``mark`` waits for a decision (swarmcore runs approve).
     approval = os.environ.get("SWARMCORE_TEST_APPROVAL") == "1"
-    a = Agent(
-        "a",
-        "a gathers the facts.",
-        tools=[function_tool(mark, requires_approval=approval)],
-        **server,
-    )
+    tools: list[Any] = [function_tool(mark, requires_approval=approval)]
+    # SWARMCORE_TEST_MCP=path: a also has that MCP server's tools (run over stdio).
+    mcp_server = os.environ.get("SWARMCORE_TEST_MCP")
+    if mcp_server:
+        tools.append(MCPServer.stdio(sys.executable, [mcp_server, "stdio"], env=dict(os.environ)))
+    a = Agent("a", "a gathers the facts.", tools=tools, **server)
     # SWARMCORE_TEST_VARIANT=2: b's instructions differ, so the flow has another version.
     variant = os.environ.get("SWARMCORE_TEST_VARIANT") == "2"
     b = Agent("b", "b writes the answer." + (" Briefly." if variant else ""), **server)

@@ -18,6 +18,7 @@ The package, by concern:
 * ``_call``: :func:`run_tool_call`, one call with its time limit, truncation and record.
 """
 
+from swarmcore._tools._approval import AnswerNeeded as AnswerNeeded
 from swarmcore._tools._approval import Approval as Approval
 from swarmcore._tools._approval import ApprovalRequest as ApprovalRequest
 from swarmcore._tools._approval import Approver as Approver

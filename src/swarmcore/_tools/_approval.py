@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from swarmcore._tools._tool import Tool, ToolArgumentsError
-from swarmcore.errors import UserError
+from swarmcore.errors import SwarmError, UserError
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +88,26 @@ class Approval:
     def edit(cls, arguments: Mapping[str, Any]) -> Approval:
         """Run the call with these arguments instead (validated like the model's)."""
         return cls("edit", arguments=dict(arguments))
+
+
+class AnswerNeeded(SwarmError):
+    """A tool call stopped at a question that must wait for a person, durably.
+
+    Under a durable engine, an MCP server's question in a run with no callback to
+    answer it cannot wait inside the recorded tool call (a step cannot wait for a
+    message), so the call stops with this error (recorded with the step); the agent's
+    loop waits for the decision on :attr:`request` outside the step, then makes the
+    call again with the answer ready for the same question.
+
+    Args:
+        request: The question, as the approval it waits for.
+    """
+
+    request: ApprovalRequest
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        super().__init__(f"Tool {request.tool_name!r} waits for an answer to {request.call_id!r}.")
+        self.request = request
 
 
 Approver = Callable[[ApprovalRequest], "Approval | bool | Awaitable[Approval | bool]"]

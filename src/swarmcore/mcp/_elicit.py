@@ -6,7 +6,13 @@ for a person to open a URL. Who answers, in order:
 1. the server's own ``elicit`` callback (``MCPServer.stdio(..., elicit=callback)``);
 2. else the run's approval callback (``approve=``), given an
    :class:`~swarmcore.ApprovalRequest` whose ``elicitation`` is the question;
-3. else nobody: swarmcore declines, and tells the server why (in the answer's
+3. else, under a durable engine (DBOS), a person: the question waits durably like
+   an approval (``swarm.pending_approvals``, ``swarm.decide``, ``swarmcore runs
+   approve``). A recorded tool call cannot wait for a message, so the call stops
+   (:class:`~swarmcore._tools.AnswerNeeded`, recorded with it), the agent's loop
+   waits outside it, and the call is made again with the answer ready; the server's
+   tool body runs once, after its question is answered;
+4. else nobody: swarmcore declines, and tells the server why (in the answer's
    ``_meta``), so a server never waits on a question no one will see.
 
 A form's values are checked against the server's schema before they go back;
@@ -27,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 from swarmcore import events
-from swarmcore._tools import Approval, ApprovalRequest
+from swarmcore._tools import Approval, ApprovalRequest, Approver
 from swarmcore._tools._approval import Elicitation
 from swarmcore._tools._approval import decide as decide_approval
 from swarmcore.errors import UserError
@@ -41,7 +47,7 @@ REASON_KEY = "dev.swarmcore/reason"
 """Where a declined or cancelled answer tells the server why (its ``_meta``)."""
 
 Action = Literal["accept", "decline", "cancel"]
-AnsweredBy = Literal["elicit", "approve", "nobody"]
+AnsweredBy = Literal["elicit", "approve", "decide", "nobody"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +104,17 @@ class Asker:
     redact: Callable[[str], str] = str
     failure: UserError | None = None
     """A callback's mistake, raised once the call is over (the SDK would swallow it)."""
+    deferred: ApprovalRequest | None = None
+    """A question left for a person under a durable engine: the call stops, and the
+    agent's loop waits for the answer outside the recorded call (:class:`AnswerNeeded`)."""
     _asked: int = field(default=0)
 
     async def answer(self, params: Any) -> Any:
-        """Answer the SDK's ``ElicitRequestParams`` with an SDK ``ElicitResult``."""
+        """Answer the SDK's ``ElicitRequestParams`` with an SDK ``ElicitResult``.
+
+        Under a durable engine with no callback, the answer is an ``ErrorData``
+        instead, which ends the call: the question waits outside it.
+        """
         self._asked += 1
         request = self._request(params)
         call = self.call
@@ -119,7 +132,11 @@ class Asker:
                 message=self.redact(request.message),
                 url=request.url,
             )
-        answer, by = await self._ask(request)
+        asked = self._approval_request(request)
+        if self._waits_durably(asked):
+            self.deferred = self.deferred or asked
+            return _deferred()
+        answer, by = await self._ask(asked)
         answer = _checked(answer, request)
         reason = self.redact(answer.reason)
         if call is not None:
@@ -150,19 +167,36 @@ class Asker:
             elicitation_id=getattr(params, "elicitation_id", None),
         )
 
-    async def _ask(self, request: Elicitation) -> tuple[ElicitationAnswer, AnsweredBy]:
+    def _approval_request(self, request: Elicitation) -> ApprovalRequest:
+        """The question as an approval (numbered within its call, the same on a replay)."""
+        key = f"{request.call_id}#elicitation{self._asked}"
+        return ApprovalRequest(
+            request.agent_name, request.tool_name, _shown(request), key, elicitation=request
+        )
+
+    def _approver(self) -> Approver | None:
+        caller = None if self.call is None else self.call.caller
+        return None if caller is None else caller.options.approve
+
+    def _waits_durably(self, asked: ApprovalRequest) -> bool:
+        """Whether ``asked`` is for a person under a durable engine (no callback, no answer)."""
+        call = self.call
+        return (
+            call is not None
+            and call.scope.decider is not None
+            and self.elicit is None
+            and self._approver() is None
+            and asked.call_id not in call.answered
+        )
+
+    async def _ask(self, asked: ApprovalRequest) -> tuple[ElicitationAnswer, AnsweredBy]:
+        request = cast("Elicitation", asked.elicitation)
+        if self.call is not None and asked.call_id in self.call.answered:
+            return _from_approval(self.call.answered[asked.call_id], request), "decide"
         if self.elicit is not None:
             return await self._callback(self.elicit, request), "elicit"
-        caller = None if self.call is None else self.call.caller
-        approve = None if caller is None else caller.options.approve
+        approve = self._approver()
         if approve is not None:
-            asked = ApprovalRequest(
-                request.agent_name,
-                request.tool_name,
-                _shown(request),
-                f"{request.call_id}#elicitation{self._asked}",
-                elicitation=request,
-            )
             try:
                 decision = await decide_approval(approve, asked)
             except UserError as exc:
@@ -240,6 +274,14 @@ def _nobody(request: Elicitation) -> str:
         f"no one can answer questions in this run (server {request.server!r} asked "
         f"during {request.tool_name!r}); the client declined"
     )
+
+
+def _deferred() -> Any:
+    """Ends the call at a question that waits for a person (it is made again once answered)."""
+    from mcp import types
+
+    message = "the question waits for a person; the call will be made again once answered"
+    return types.ErrorData(code=types.INVALID_REQUEST, message=message)
 
 
 def _sdk_result(answer: ElicitationAnswer) -> Any:

@@ -16,7 +16,14 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from swarmcore._checks import check_number
-from swarmcore._tools import Tool, ToolArgumentsError, Toolset, validate_name
+from swarmcore._tools import (
+    AnswerNeeded,
+    Tool,
+    ToolArgumentsError,
+    ToolReportedError,
+    Toolset,
+    validate_name,
+)
 from swarmcore.errors import UserError
 from swarmcore.llm._redaction import secret_values
 from swarmcore.mcp._connection import Connection, StreamableTransport
@@ -387,7 +394,14 @@ class MCPTool(Tool):
         values = self.validate_arguments(arguments)
         connection = self._connection
         asker = Asker(self.server, self.name, self._elicit, current_call(), connection.redact)
-        result = await connection.call(self._remote_name, values, self.name, asker)
+        result: Any = None
+        try:
+            result = await connection.call(self._remote_name, values, self.name, asker)
+        except ToolReportedError:
+            if asker.deferred is None:
+                raise
+        if asker.deferred is not None:  # a durable engine waits for the answer, then calls again
+            raise AnswerNeeded(asker.deferred)
         if asker.failure is not None:  # a callback's mistake: the agent stops and says so
             raise asker.failure
         return render_result(result, self.name, self.server, connection.redact)

@@ -13,13 +13,16 @@ one call at once.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, cast
 
 from dbos import DBOS, DBOSClient
 
 from swarmcore._tools import Approval, ApprovalRequest
+from swarmcore._tools._approval import Elicitation
 from swarmcore.errors import UserError
+from swarmcore.mcp._results import schema_validator
 
 WAITING = "swarmcore.approval"
 """The agent workflow's event holding the request it waits on (None once decided)."""
@@ -102,6 +105,7 @@ def send_decision(
     found = _waiting(client, run_id)
     for workflow_id, request in found:
         if request.call_id == call_id:
+            _check_answer(request, approval)
             data = {
                 "decision": approval.decision,
                 "reason": approval.reason,
@@ -128,18 +132,54 @@ def _waiting(client: DBOSClient, run_id: str) -> list[tuple[str, ApprovalRequest
     for agent in agents:
         data: object = client.get_event(agent.workflow_id, WAITING, timeout_seconds=0)
         if isinstance(data, dict):
-            request = cast("dict[str, Any]", data)
-            found.append((agent.workflow_id, ApprovalRequest(**request)))
+            found.append((agent.workflow_id, _request(cast("dict[str, Any]", data))))
     return found
 
 
 def _request_data(request: ApprovalRequest) -> dict[str, Any]:
-    return {
+    data: dict[str, Any] = {
         "agent_name": request.agent_name,
         "tool_name": request.tool_name,
         "arguments": request.arguments,
         "call_id": request.call_id,
     }
+    if request.elicitation is not None:  # an MCP server's question, waiting like an approval
+        asked = request.elicitation
+        data["elicitation"] = {
+            "server": asked.server,
+            "agent_name": asked.agent_name,
+            "tool_name": asked.tool_name,
+            "call_id": asked.call_id,
+            "mode": asked.mode,
+            "message": asked.message,
+            "requested_schema": None
+            if asked.requested_schema is None
+            else dict(asked.requested_schema),
+            "url": asked.url,
+            "elicitation_id": asked.elicitation_id,
+        }
+    return data
+
+
+def _request(data: dict[str, Any]) -> ApprovalRequest:
+    asked = data.pop("elicitation", None)
+    elicitation = Elicitation(**cast("dict[str, Any]", asked)) if isinstance(asked, dict) else None
+    return ApprovalRequest(**data, elicitation=elicitation)
+
+
+def _check_answer(request: ApprovalRequest, approval: Approval) -> None:
+    """Refuse values that do not fit the form a server asked for, before they are sent."""
+    asked = request.elicitation
+    if asked is None or asked.mode != "form" or approval.decision == "deny":
+        return
+    values = dict(approval.arguments or {})
+    problem = schema_validator(dict(asked.requested_schema or {}))(values)
+    if problem:
+        raise UserError(
+            f"MCP server {asked.server!r} asked {asked.message!r}; the answer does not fit its "
+            f"form ({problem}). Send Approval.edit(values) with values fitting "
+            f"{json.dumps(dict(asked.requested_schema or {}))}, or Approval.deny(reason)."
+        )
 
 
 def _approval(message: object) -> Approval:
