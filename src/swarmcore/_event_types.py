@@ -218,6 +218,26 @@ class ElicitationAnswered(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MCPTaskStatus(Event):
+    """An MCP tool call runs as a task on its server, and the task's status changed.
+
+    Published when the server makes the task (``working``), at each change of its
+    status or message while it is followed, and when it ends (``completed``,
+    ``failed``, ``cancelled``).
+    """
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    server: str
+    task_id: str
+    status: str
+    """``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``."""
+    message: str = ""
+    """The server's ``statusMessage``, if any."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RetryScheduled(Event):
     """A transient failure will be retried after ``delay_seconds``."""
 

@@ -36,6 +36,7 @@ from swarmcore._tools import (
     AnswerNeeded,
     Approval,
     Decided,
+    TaskPending,
     Tool,
     ask,
     run_tool_call,
@@ -454,9 +455,10 @@ class RunState:
             span.set(result_chars=0, error="cancelled")  # what a cancelled call reports
             scope = self.scope.within(span)
             answered: dict[str, Approval] = {}
+            task: str | None = None
             while True:
                 try:
-                    record = await self._attempt(call, position, decided, scope, answered)
+                    record = await self._attempt(call, position, decided, scope, answered, task)
                     break
                 except AnswerNeeded as needed:
                     # A durable engine's call stopped at a server's question: wait for the
@@ -464,6 +466,8 @@ class RunState:
                     if scope.decider is None:  # pragma: no cover - only a decider defers
                         raise
                     answered[needed.request.call_id] = await scope.decider(needed.request)
+                except TaskPending as pending:  # recorded: now follow the task, not the call
+                    task = pending.task_id
             span.set(
                 arguments=record.arguments,
                 result_chars=len(record.result),
@@ -481,8 +485,9 @@ class RunState:
         decided: Decided | None,
         scope: RunScope,
         answered: dict[str, Approval],
+        task: str | None,
     ) -> ToolCallRecord:
-        """Make the tool call once, as a step of the run."""
+        """Make the tool call once (or follow its server's task), as a step of the run."""
         # What the tool reads of its run (current_call): set for the call alone, not
         # around the whole run, since litellm's logging tasks copy the model call's
         # context and would keep the run alive until they finish.
@@ -494,6 +499,7 @@ class RunState:
             call_id=call.id,
             elicitations=asked,
             answered=dict(answered),
+            task_id=task,
         )
         return await in_call(
             running,

@@ -233,6 +233,9 @@ class CallInProgress:
     answered: Mapping[str, Approval] = field(default_factory=dict[str, "Approval"])
     """Decisions already made on the call's questions (by ``ApprovalRequest.call_id``),
     when a durable engine makes the call again after waiting for them."""
+    task_id: str | None = None
+    """A task the server already made for this call (an MCP tool's), to follow rather
+    than call the tool again: how a durable engine resumes it."""
 
 
 _call: contextvars.ContextVar[CallInProgress | None] = contextvars.ContextVar(

@@ -29,6 +29,7 @@ from swarmcore._tools._call import truncate as truncate
 from swarmcore._tools._function import function_tool as function_tool
 from swarmcore._tools._function import parse_docstring as parse_docstring
 from swarmcore._tools._function import to_tools as to_tools
+from swarmcore._tools._tool import TaskPending as TaskPending
 from swarmcore._tools._tool import Tool as Tool
 from swarmcore._tools._tool import ToolArgumentsError as ToolArgumentsError
 from swarmcore._tools._tool import ToolReportedError as ToolReportedError

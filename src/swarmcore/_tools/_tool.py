@@ -14,7 +14,7 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from swarmcore._checks import DEFAULT, Default, check_number, no_limit
-from swarmcore.errors import UserError
+from swarmcore.errors import SwarmError, UserError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
@@ -53,6 +53,25 @@ class ToolReportedError(Exception):
 
     Unlike an exception a tool raises, it is not described as "raised <type>".
     """
+
+
+class TaskPending(SwarmError):
+    """Under a durable engine: the server made a task for the call, to be followed on its own.
+
+    The recorded call stops with this error once the server answered with a task
+    handle, so the handle is recorded with the call; the agent's loop then makes
+    the call again as "follow task ``task_id``", and a worker killed while it
+    waits resumes following the same task rather than calling the tool again.
+
+    Args:
+        task_id: The server's task.
+    """
+
+    task_id: str
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"The call continues as the server's task {task_id!r}.")
+        self.task_id = task_id
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,14 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from swarmcore._tools import ToolReportedError
 from swarmcore.errors import AgentError, UserError
 from swarmcore.llm._redaction import carries_secret, env_secrets, redact
 from swarmcore.mcp._elicit import Asker, decline_unasked
+from swarmcore.mcp._tasks import TaskFollower
+from swarmcore.mcp._tasks import extension as tasks_extension
 
 logger = logging.getLogger("swarmcore.mcp")
 
@@ -34,11 +37,20 @@ _INSTALL_HINT = (
 
 _E = TypeVar("_E", bound=BaseException)
 
-_asking: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(
-    "swarmcore_mcp_asking", default=None
+
+@dataclass(frozen=True, slots=True)
+class CallSide:
+    """What one tool call brings to its connection: who answers, who follows a task."""
+
+    asker: Asker
+    follower: TaskFollower
+
+
+_calling: contextvars.ContextVar[CallSide | None] = contextvars.ContextVar(
+    "swarmcore_mcp_calling", default=None
 )
-"""The call in progress in this task, for the SDK's elicitation callback: the SDK calls
-it in a child task of the call, with no argument naming the call."""
+"""The call in progress in this task, for the SDK's callbacks (elicitation, the task
+claim): the SDK calls them in the call's task or a child of it, naming no call."""
 
 _MAX_PAGES = 100
 """The most pages of a paginated tool list followed (a cursor that never ends stops here)."""
@@ -92,7 +104,7 @@ class Connection:
         # Calls abandoned (timed out, cancelled) and not known to be over: a server that
         # ignores the cancellation is still running them, and later calls wait behind them.
         self._abandoned: list[str] = []
-        self._askers: list[Asker] = []  # the calls in progress, oldest first
+        self._sides: list[CallSide] = []  # the calls in progress, oldest first
         self._cancel: Any = None  # the owner's anyio CancelScope, to abandon a slow connect
         self._transport: Any = None
         # Closed for good (its run or `async with` block ended): a tool listed over it
@@ -196,7 +208,11 @@ class Connection:
                 client_type = _client_class()
                 target = self._transport = self._target()
                 async with AsyncExitStack() as stack:
-                    client = client_type(target, elicitation_callback=self._on_elicit)
+                    client = client_type(
+                        target,
+                        elicitation_callback=self._on_elicit,
+                        extensions=[tasks_extension(self._follower)],
+                    )
                     self._client = await stack.enter_async_context(client)
                     self._ready.set()
                     await self._stop.wait()
@@ -278,13 +294,17 @@ class Connection:
         the session's task: then the oldest call in progress answers, since such a
         request over stdio does not say which call it belongs to.
         """
-        asker = _asking.get() or (self._askers[0] if self._askers else None)
-        if asker is None:
+        side = _calling.get() or (self._sides[0] if self._sides else None)
+        if side is None:
             return await decline_unasked(context, params)
-        return await asker.answer(params)
+        return await side.asker.answer(params)
+
+    def _follower(self) -> TaskFollower | None:
+        side = _calling.get()
+        return None if side is None else side.follower
 
     async def call(
-        self, remote: str, arguments: dict[str, Any], shown: str, asker: Asker | None = None
+        self, remote: str, arguments: dict[str, Any], shown: str, side: CallSide | None = None
     ) -> Any:
         """Call the server's tool ``remote``, restarting a server that stopped since.
 
@@ -292,7 +312,8 @@ class Connection:
             remote: The tool's name on the server.
             arguments: Its validated arguments.
             shown: The tool's name as the model knows it, for errors.
-            asker: Answers the questions the server asks during the call.
+            side: Answers the questions the server asks during the call, and follows
+                the task it may make for it.
 
         Returns:
             The SDK's ``CallToolResult``.
@@ -312,11 +333,40 @@ class Connection:
             if self._broken or self._client is None:
                 await self._restart(shown)
             client: Any = self._client
-        token = _asking.set(asker)
-        if asker is not None:
-            self._askers.append(asker)
+        return await self._requesting(shown, side, lambda: client.call_tool(remote, arguments))
+
+    async def follow(self, task_id: str, shown: str, side: CallSide) -> Any:
+        """Follow the task ``task_id`` the server made for a call (a durable engine's resume).
+
+        Args:
+            task_id: The server's task.
+            shown: The tool's name as the model knows it, for errors.
+            side: Follows the task and answers its questions.
+
+        Returns:
+            The SDK's ``CallToolResult`` the task ended with.
+
+        Raises:
+            ToolReportedError: The task failed or was cancelled, or the server stopped.
+            MCPError: The server had stopped and could not be restarted.
+        """
+        async with self._lock:
+            if self._broken or self._client is None:
+                await self._restart(shown)
+            client: Any = self._client
+        return await self._requesting(
+            shown, side, lambda: side.follower.follow(client.session, task_id)
+        )
+
+    async def _requesting(
+        self, shown: str, side: CallSide | None, request: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """Make ``request`` for the call ``side``; the server's failures become tool errors."""
+        token = _calling.set(side)
+        if side is not None:
+            self._sides.append(side)
         try:
-            result = await client.call_tool(remote, arguments)
+            result = await request()
         except asyncio.CancelledError:
             self._abandoned.append(shown)
             raise
@@ -336,9 +386,9 @@ class Connection:
             self._abandoned.clear()  # the server answered: it is not stuck on earlier calls
             return result
         finally:
-            _asking.reset(token)
-            if asker is not None:
-                self._askers.remove(asker)
+            _calling.reset(token)
+            if side is not None:
+                self._sides.remove(side)
         raise error  # outside the except block: the SDK's error is no __context__ of ours
 
     def busy_note(self, shown: str) -> str:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from swarmcore._checks import check_number
 from swarmcore._tools import (
     AnswerNeeded,
+    TaskPending,
     Tool,
     ToolArgumentsError,
     ToolReportedError,
@@ -26,10 +27,11 @@ from swarmcore._tools import (
 )
 from swarmcore.errors import UserError
 from swarmcore.llm._redaction import secret_values
-from swarmcore.mcp._connection import Connection, StreamableTransport
+from swarmcore.mcp._connection import CallSide, Connection, StreamableTransport
 from swarmcore.mcp._elicit import Asker, Elicitor
 from swarmcore.mcp._results import render_result, schema_validator
 from swarmcore.mcp._scope import current_scope
+from swarmcore.mcp._tasks import TaskFollower
 from swarmcore.scope import current_call
 
 if TYPE_CHECKING:
@@ -392,16 +394,23 @@ class MCPTool(Tool):
             MCPError: The server stopped and could not be restarted.
         """
         values = self.validate_arguments(arguments)
-        connection = self._connection
-        asker = Asker(self.server, self.name, self._elicit, current_call(), connection.redact)
+        connection, call = self._connection, current_call()
+        asker = Asker(self.server, self.name, self._elicit, call, connection.redact)
+        follower = TaskFollower(self.server, self.name, call, asker)
+        side = CallSide(asker, follower)
+        if call is not None and call.task_id is not None:  # a durable engine's recorded task
+            result = await connection.follow(call.task_id, self.name, side)
+            return render_result(result, self.name, self.server, connection.redact)
         result: Any = None
         try:
-            result = await connection.call(self._remote_name, values, self.name, asker)
+            result = await connection.call(self._remote_name, values, self.name, side)
         except ToolReportedError:
             if asker.deferred is None:
                 raise
         if asker.deferred is not None:  # a durable engine waits for the answer, then calls again
             raise AnswerNeeded(asker.deferred)
+        if follower.pending is not None:  # a durable engine records the task, then follows it
+            raise TaskPending(follower.pending)
         if asker.failure is not None:  # a callback's mistake: the agent stops and says so
             raise asker.failure
         return render_result(result, self.name, self.server, connection.redact)
