@@ -49,6 +49,10 @@ def build(api_base: str, marker: Path) -> Flow:
     mcp_server = os.environ.get("SWARMCORE_TEST_MCP")
     if mcp_server:
         tools.append(MCPServer.stdio(sys.executable, [mcp_server, "stdio"], env=dict(os.environ)))
+    # SWARMCORE_TEST_MCP_URL=url: a also has the tools of the MCP server at that URL.
+    mcp_url = os.environ.get("SWARMCORE_TEST_MCP_URL")
+    if mcp_url:
+        tools.append(MCPServer.http(mcp_url, name="works"))
     a = Agent("a", "a gathers the facts.", tools=tools, **server)
     # SWARMCORE_TEST_VARIANT=2: b's instructions differ, so the flow has another version.
     variant = os.environ.get("SWARMCORE_TEST_VARIANT") == "2"
