@@ -189,3 +189,20 @@ async def test_elicitation_over_streamable_http(desk_url: str, tmp_path: Path) -
     record, _ = await run_once(server, "login")
     assert record.result == "login decline: no browser here"
     assert record.elicitations[0].reason == "no browser here"
+
+
+async def test_a_credential_in_an_answer_is_redacted_from_the_record(tmp_path: Path) -> None:
+    secret = "sk-desk-0123456789abcdef"
+    env = {"MCP_TEST_BOOKINGS": str(tmp_path / "b"), "DESK_API_KEY": secret}
+    server = MCPServer.stdio(
+        sys.executable,
+        [str(SERVER), "stdio"],
+        env=env,
+        name="desk",
+        elicit=lambda request: ElicitationAnswer.accept({"name": secret, "nights": 1}),
+    )
+    record, _ = await run_once(server, "book", {"room": "12"})
+
+    assert record.elicitations[0].content is not None
+    assert secret not in record.elicitations[0].content  # the server still got the value
+    assert (tmp_path / "b").read_text() == f"12 {secret}\n"

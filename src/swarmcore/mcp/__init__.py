@@ -28,6 +28,7 @@ The package, by concern:
 * ``_connection``: one connection, its task, its transports and its restart; :class:`MCPError`.
 * ``_scope``: the connections of the run in progress (:class:`ConnectionScope`).
 * ``_elicit``: answering a server's questions (:class:`Elicitation`, :class:`ElicitationAnswer`).
+* ``_tasks``: following a call the server answers with a task (the tasks extension).
 * ``_results``: checking arguments against a tool's schema; its result as text.
 """
 
