@@ -8,6 +8,7 @@ call's record and in the events.
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from swarmcore import Agent, Approval, ApprovalRequest, Swarm, UserError, events
+from swarmcore.console import ConsoleProgress
 from swarmcore.mcp import Elicitation, ElicitationAnswer, MCPServer
 from swarmcore.results import ToolCallRecord
 from swarmcore.testing import Call, Reply, ScriptedModel
@@ -206,3 +208,14 @@ async def test_a_credential_in_an_answer_is_redacted_from_the_record(tmp_path: P
     assert record.elicitations[0].content is not None
     assert secret not in record.elicitations[0].content  # the server still got the value
     assert (tmp_path / "b").read_text() == f"12 {secret}\n"
+
+
+async def test_the_console_shows_a_url_to_open_at_every_verbosity(tmp_path: Path) -> None:
+    out = io.StringIO()
+    server = desk_stdio(tmp_path / "b", elicit=lambda request: ElicitationAnswer.accept())
+    model = one_call("login")
+    agent = Agent("clerk", "x", model=model.model, tools=[server])
+    await Swarm(agent, hooks=[ConsoleProgress("minimal", file=out)]).run("log in")
+    assert (
+        "clerk tool login: desk asks to open https://desk.example/login: Log in" in out.getvalue()
+    )

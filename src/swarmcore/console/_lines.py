@@ -11,9 +11,12 @@ from swarmcore.errors import SwarmError
 from swarmcore.events import (
     AgentFinished,
     AgentStarted,
+    ElicitationAnswered,
+    ElicitationRequested,
     Event,
     LoopFinished,
     LoopIteration,
+    MCPTaskStatus,
     ModelCallFinished,
     ModelCallStarted,
     ModelFallback,
@@ -157,10 +160,39 @@ def _call_line(event: Event) -> Line | None:
             return Line(
                 DEBUG, f"{event.agent_name} tool {event.name} arguments: {event.arguments!r}"
             )
+        case ElicitationRequested() | ElicitationAnswered() | MCPTaskStatus():
+            return _mcp_line(event)
         case RunFinished():  # handled by the caller; listed so it is not "unknown"
             return None
         case _:
             return Line(DEBUG, f"{type(event).__name__} (span {event.span_id})")
+
+
+def _mcp_line(event: Event) -> Line | None:
+    """An MCP server's question (a URL to open shows at every verbosity) and its tasks."""
+    match event:
+        case ElicitationRequested(mode="url"):
+            text = (
+                f"{event.agent_name} tool {event.tool_name}: {event.server} asks to open "
+                f"{event.url}: {short(event.message, _ERROR_CHARS)}"
+            )
+            return Line(MINIMAL, text)
+        case ElicitationRequested():
+            text = f"{event.agent_name} tool {event.tool_name}: {event.server} asks: "
+            return Line(SUMMARY, text + short(event.message, _ERROR_CHARS))
+        case ElicitationAnswered():
+            why = f": {short(event.reason, _ERROR_CHARS)}" if event.reason else ""
+            text = (
+                f"{event.agent_name} tool {event.tool_name}: {event.action} "
+                f"({event.answered_by}){why}"
+            )
+            return Line(DETAILED, text)
+        case MCPTaskStatus():
+            said = f": {short(event.message, _ERROR_CHARS)}" if event.message else ""
+            text = f"{event.agent_name} tool {event.tool_name}: task {event.status}{said}"
+            return Line(DETAILED, text)
+        case _:
+            return None
 
 
 def _model_line(event: ModelCallFinished) -> Line:
