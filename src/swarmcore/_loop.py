@@ -419,14 +419,12 @@ class RunState:
         # wait as it ends, so the order must not depend on who answers first.
         decisions = [await self._decide(call) for call in calls]
 
-        async def gated(
-            call: llm.ToolCall, position: int, decided: Decided | None
-        ) -> ToolCallRecord:
-            async with gate:
-                return await self._tool(call, position, decided)
-
+        turns = _Turns(len(calls))
         return await asyncio.gather(
-            *(gated(c, first + i, d) for i, (c, d) in enumerate(zip(calls, decisions, strict=True)))
+            *(
+                self._tool(c, first + i, d, turns.at(i), gate)
+                for i, (c, d) in enumerate(zip(calls, decisions, strict=True))
+            )
         )
 
     async def _decide(self, call: llm.ToolCall) -> Decided | None:
@@ -440,7 +438,12 @@ class RunState:
         )
 
     async def _tool(
-        self, call: llm.ToolCall, position: int, decided: Decided | None
+        self,
+        call: llm.ToolCall,
+        position: int,
+        decided: Decided | None,
+        turn: _Turn,
+        gate: asyncio.Semaphore,
     ) -> ToolCallRecord:
         server: str | None = getattr(self.tools.get(call.name), "server", None)
         with self.scope.span(
@@ -456,18 +459,25 @@ class RunState:
             scope = self.scope.within(span)
             answered: dict[str, Approval] = {}
             task: str | None = None
-            while True:
-                try:
-                    record = await self._attempt(call, position, decided, scope, answered, task)
-                    break
-                except AnswerNeeded as needed:
-                    # A durable engine's call stopped at a server's question: wait for the
-                    # answer here, outside the recorded call, then make the call again.
-                    if scope.decider is None:  # pragma: no cover - only a decider defers
-                        raise
-                    answered[needed.request.call_id] = await scope.decider(needed.request)
-                except TaskPending as pending:  # recorded: now follow the task, not the call
-                    task = pending.task_id
+            try:
+                async with gate:
+                    try:
+                        outcome = await self._try(call, position, decided, scope, answered, task)
+                    finally:
+                        turn.tried()
+                if not isinstance(outcome, ToolCallRecord):  # a durable engine's call goes on
+                    await turn.begins()
+                while not isinstance(outcome, ToolCallRecord):
+                    if isinstance(outcome, TaskPending):  # recorded: follow the task now
+                        task = outcome.task_id
+                    else:  # wait for the answer here, outside the recorded call
+                        if scope.decider is None:  # pragma: no cover - only a decider defers
+                            raise outcome
+                        answered[outcome.request.call_id] = await scope.decider(outcome.request)
+                    outcome = await self._try(call, position, decided, scope, answered, task)
+            finally:
+                turn.ends()
+            record = outcome
             span.set(
                 arguments=record.arguments,
                 result_chars=len(record.result),
@@ -477,6 +487,21 @@ class RunState:
                 result=record.result,
             )
         return record
+
+    async def _try(
+        self,
+        call: llm.ToolCall,
+        position: int,
+        decided: Decided | None,
+        scope: RunScope,
+        answered: dict[str, Approval],
+        task: str | None,
+    ) -> ToolCallRecord | AnswerNeeded | TaskPending:
+        """:meth:`_attempt`, or why a durable engine's call stopped to go on later."""
+        try:
+            return await self._attempt(call, position, decided, scope, answered, task)
+        except (AnswerNeeded, TaskPending) as stopped:
+            return stopped
 
     async def _attempt(
         self,
@@ -562,6 +587,62 @@ class RunState:
             parsed=answer.parsed,
             delegations=delegations,
         )
+
+
+class _Turns:
+    """Where the tool calls of one reply go on after a first recorded attempt stopped them.
+
+    Under a durable engine, a call stops once to wait for an answer
+    (:class:`AnswerNeeded`) or to follow its server's task (:class:`TaskPending`),
+    and goes on in recorded steps of its own. A replay must make those steps in the
+    same order, so they wait until every call of the reply made its first attempt,
+    then go one call at a time, in call order (which also keeps one question
+    waiting per agent at a time).
+    """
+
+    def __init__(self, count: int) -> None:
+        self._untried = count
+        self._all_tried = asyncio.Event()
+        self._ended = [asyncio.Event() for _ in range(count)]
+        if count == 0:
+            self._all_tried.set()
+
+    def at(self, index: int) -> _Turn:
+        """The turn of the reply's call ``index``."""
+        return _Turn(self, index)
+
+    def tried(self) -> None:
+        self._untried -= 1
+        if self._untried == 0:
+            self._all_tried.set()
+
+    async def begins(self, index: int) -> None:
+        await self._all_tried.wait()
+        for earlier in self._ended[:index]:
+            await earlier.wait()
+
+    def ends(self, index: int) -> None:
+        self._ended[index].set()
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """One call's place among its reply's (see :class:`_Turns`)."""
+
+    turns: _Turns
+    index: int
+
+    def tried(self) -> None:
+        """Its first attempt is over (however it ended)."""
+        self.turns.tried()
+
+    async def begins(self) -> None:
+        """Wait until every call tried once and the earlier calls are over."""
+        await self.turns.begins(self.index)
+
+    def ends(self) -> None:
+        """It is over: later calls may go on."""
+        self.turns.ends(self.index)
 
 
 def merge_tools(agent: Agent, extra: Sequence[Callable[..., Any] | Tool]) -> dict[str, Tool]:

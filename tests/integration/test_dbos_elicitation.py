@@ -22,10 +22,12 @@ from swarmcore.engines.dbos import DBOSEngine, RecordSerializer
 from swarmcore.engines.dbos._approvals import waiting
 from swarmcore.mcp import MCPServer
 from swarmcore.testing import (
+    Call,
     FunctionModel,
     MockOpenAIServer,
     RecordedRequest,
     Reply,
+    ScriptedModel,
     TemporaryPostgres,
 )
 from tests.integration.test_dbos_approvals import eventually
@@ -143,3 +145,34 @@ async def test_a_question_waiting_survives_kill_9_and_the_tool_runs_once(
         assert context["a"] == "a finished"
         assert bookings.read_text() == "12 Bo\n"  # the server's tool body ran once
         assert who_asked(server)["a"] == 2  # a's first model call was not made again
+
+
+async def test_parallel_calls_questions_wait_one_at_a_time_in_call_order(
+    engine: DBOSEngine, tmp_path: Path
+) -> None:
+    bookings = tmp_path / "bookings"
+    model = ScriptedModel(
+        [Reply(tool_calls=[Call("book", {"room": "1"}), Call("book", {"room": "2"})]), "done"]
+    )
+    agent = Agent("a", "a books.", model=model.model, tools=[desk(bookings)])
+    swarm = Swarm(agent, engine=engine)
+    running = asyncio.create_task(swarm.run("book two rooms", run_id="two"))
+
+    names = iter(["Ada", "Bo"])
+    for _ in range(2):
+        (request,) = await eventually(lambda: swarm.pending_approvals("two"), "a question")
+        await swarm.decide(
+            "two", request.call_id, Approval.edit({"name": next(names), "nights": 1})
+        )
+        await eventually(lambda r=request: _gone(swarm, r.call_id), "the question to be answered")
+    result = await asyncio.wait_for(running, WAIT)
+
+    assert [c.result for c in result["a"].tool_calls] == [
+        "booked 1 for Ada, 1 nights",
+        "booked 2 for Bo, 1 nights",
+    ]
+    assert bookings.read_text().splitlines() == ["1 Ada", "2 Bo"]
+
+
+async def _gone(swarm: Swarm, call_id: str) -> bool:
+    return all(r.call_id != call_id for r in await swarm.pending_approvals("two"))
