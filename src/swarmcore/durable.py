@@ -13,6 +13,13 @@ tool calls start in call order, after its approvals, asked one by one).
 The engine may also give the scope a :data:`Decider`: a tool that requires
 approval in a run with no approval callback then waits for a person's
 decision through it (durably: the wait survives the worker), instead of failing.
+So does an MCP server's question asked during a call: the recorded call stops
+(:class:`~swarmcore._tools.AnswerNeeded`), the decision is waited for outside it,
+and the call is made again with the answer ready. A call its server answers with
+a task stops once the task exists (:class:`~swarmcore._tools.TaskPending`), and
+is followed in a recorded call of its own. A reply's calls that go on like this
+go on one at a time in call order, after each made its first attempt, so a
+replay sees their steps in the same order.
 """
 
 from __future__ import annotations
