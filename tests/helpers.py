@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NamedTuple
@@ -129,3 +131,34 @@ def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def script_server(
+    script: object, *args: str, env: Mapping[str, str] | None = None, path: str = "/mcp"
+) -> Iterator[str]:
+    """A server script run in a subprocess, which prints its port first: its URL, then stopped.
+
+    The script listens on 127.0.0.1 (the MCP test servers take ``http`` or a token as
+    their argument); ``env`` replaces the subprocess's environment when given.
+    """
+    process = subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(env) if env is not None else None,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.strip().isdigit(), f"the server did not start (output {line!r})"
+        yield f"http://127.0.0.1:{int(line)}{path}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()

@@ -15,8 +15,6 @@ import io
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -42,6 +40,7 @@ from swarmcore.testing import (
     ScriptedModel,
 )
 from swarmcore.tracing import OpenTelemetryTracer
+from tests.helpers import script_server
 from tests.hostile.leaks import describe_error, describe_event
 
 # Once per model backend: the native OpenAI one and LiteLLM must behave the same.
@@ -226,21 +225,8 @@ async def _capture(source: Source, mcp_url: str, tmp: Path) -> Captured:
 @pytest.fixture(scope="module")
 def mcp_url() -> Iterator[str]:
     """An MCP server over HTTP that quotes a rejected Authorization header in its error."""
-    process = subprocess.Popen(
-        [sys.executable, str(MCP_HTTP_SERVER), MCP_RIGHT_TOKEN, "--echo-rejected"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.strip().isdigit(), f"the MCP server did not start (output {line!r})"
-        yield f"http://127.0.0.1:{int(line)}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+    with script_server(MCP_HTTP_SERVER, MCP_RIGHT_TOKEN, "--echo-rejected") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

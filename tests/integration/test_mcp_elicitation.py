@@ -9,7 +9,6 @@ call's record and in the events.
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from swarmcore.console import ConsoleProgress
 from swarmcore.mcp import Elicitation, ElicitationAnswer, MCPServer
 from swarmcore.results import ToolCallRecord
 from swarmcore.testing import Call, Reply, ScriptedModel
+from tests.helpers import script_server
 
 SERVER = Path(__file__).parent / "_mcp_elicit_server.py"
 
@@ -35,19 +35,8 @@ def desk_stdio(bookings: Path, **options: Any) -> MCPServer:
 def desk_url(tmp_path: Path) -> Iterator[str]:
     """The server over streamable HTTP in a subprocess: its endpoint, stopped after the test."""
     env = {"MCP_TEST_BOOKINGS": str(tmp_path / "bookings"), "PATH": ""}
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http"], stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.strip().isdigit(), f"the HTTP server did not start (output {line!r})"
-        yield f"http://127.0.0.1:{int(line)}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+    with script_server(SERVER, "http", env=env) as url:
+        yield url
 
 
 def one_call(tool: str, arguments: dict[str, Any] | None = None) -> ScriptedModel:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from swarmcore import Agent, Swarm, UserError, events
 from swarmcore.mcp import MCPError, MCPServer
 from swarmcore.testing import Call, FunctionModel, RecordedRequest, Reply, ScriptedModel
+from tests.helpers import script_server
 
 HERE = Path(__file__).parent
 STDIO_SERVER = HERE / "_mcp_stdio_server.py"
@@ -314,25 +314,8 @@ TOKEN = "t"
 @pytest.fixture
 def http_url() -> Iterator[str]:
     """The test HTTP server in a subprocess: its MCP endpoint, stopped after the test."""
-    process = subprocess.Popen(
-        [sys.executable, str(HTTP_SERVER), TOKEN],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # the port, printed once the socket listens
-        assert line.strip().isdigit(), f"the HTTP server did not start (output {line!r})"
-        yield f"http://127.0.0.1:{int(line)}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+    with script_server(HTTP_SERVER, TOKEN) as url:
+        yield url
 
 
 def port_of(url: str) -> int:

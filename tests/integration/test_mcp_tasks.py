@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 from swarmcore import Agent, Swarm, events
 from swarmcore.mcp import MCPServer
 from swarmcore.testing import Call, Reply, ScriptedModel
+from tests.helpers import script_server
 
 SERVER = Path(__file__).parent / "_mcp_tasks_server.py"
 
@@ -35,19 +35,8 @@ def works_stdio(runs: Path) -> MCPServer:
 def works_url(tmp_path: Path) -> Iterator[str]:
     """The server over streamable HTTP in a subprocess: its endpoint, stopped after the test."""
     env = {"MCP_TEST_RUNS": str(tmp_path / "runs"), "PATH": ""}
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http"], stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.strip().isdigit(), f"the HTTP server did not start (output {line!r})"
-        yield f"http://127.0.0.1:{int(line)}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+    with script_server(SERVER, "http", env=env) as url:
+        yield url
 
 
 def lines(runs: Path) -> list[str]:
