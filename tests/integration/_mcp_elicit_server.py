@@ -13,7 +13,6 @@ Every booking made appends a line to the file named by ``MCP_TEST_BOOKINGS``
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from typing import Annotated, Any
 
@@ -74,15 +73,9 @@ def main() -> None:
     if sys.argv[1:] == ["stdio"]:
         server.run("stdio")
         return
-    import uvicorn
+    from _loopback import serve  # beside this script, which runs as one
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    print(sock.getsockname()[1], flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="error", lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    serve(server.streamable_http_app())
 
 
 if __name__ == "__main__":

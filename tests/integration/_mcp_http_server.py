@@ -14,11 +14,9 @@ careless server might: for tests that such an echo never leaves swarmcore.
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from typing import Any
 
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -92,14 +90,9 @@ async def _echo_rejection(receive: Any, send: Any, given: str) -> None:
 def main() -> None:
     token = sys.argv[1]
     echo_rejected = "--echo-rejected" in sys.argv[2:]
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
-    print(sock.getsockname()[1], flush=True)
-    app = RequireBearer(server.streamable_http_app(), token, echo_rejected=echo_rejected)
-    config = uvicorn.Config(app, log_level="error", lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    from _loopback import serve  # beside this script, which runs as one
+
+    serve(RequireBearer(server.streamable_http_app(), token, echo_rejected=echo_rejected))
 
 
 if __name__ == "__main__":
