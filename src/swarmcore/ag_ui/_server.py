@@ -21,6 +21,20 @@ server-sent event stream (the ``ag-ui-protocol`` package's ``EventEncoder``).
   answer; then it is cancelled.
 * **Cancelling.** A client that disconnects while its run streams (``abortRun``)
   cancels the swarmcore run; so does stopping the server.
+* **On a durable engine** (one that declares :class:`~swarmcore.engines.DurableEngine`
+  and :class:`~swarmcore.engines.CanApprove`, as ``DBOSEngine`` does) the wait is
+  the engine's: the run is started with no approval callback, so it parks durably
+  at the call, and the server finds the waiting call in the engine's records
+  (``swarm.pending_approvals``, looked at every ``DURABLE_POLL`` seconds while the
+  run goes). The interrupt's id is ``<run id>/<call id>``, so its answer names the
+  run: the next ``RunAgentInput`` on the thread answers through ``swarm.decide``,
+  to this process or to a new one after a restart. A new process follows the run
+  through the engine (:class:`~swarmcore.engines.CanEnqueue` ``handle``): the events
+  of the run walked in this process (a server restarted with the worker id of the
+  one that died recovers its runs when it launches the engine) stream live; a run
+  walked elsewhere sends its end (usage, the result) when it finishes there.
+  ``answer_within`` does not apply: the engine's own approval timeout does, and
+  stopping the server leaves a waiting run waiting in the engine.
 * **Failure** is ``RUN_ERROR`` with the error's first line (credentials in the
   environment masked, never a traceback), after what the run finished was
   streamed.
@@ -52,6 +66,7 @@ from swarmcore._hosts import HostGuard, Hosts
 from swarmcore._serving import Ask, Done, error_message
 from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.ag_ui._translate import Translator
+from swarmcore.engines import CanApprove, CanEnqueue, DurableEngine
 from swarmcore.errors import SwarmError, UserError
 
 if TYPE_CHECKING:
@@ -64,6 +79,8 @@ MAX_REQUEST_BYTES = 10 * 2**20
 """The largest request body :func:`to_ag_ui` takes by default (10 MiB)."""
 ANSWER_WITHIN = 3600.0
 """Seconds a run waits for the answer to its interrupt by default before it is cancelled."""
+DURABLE_POLL = 0.2
+"""Seconds between looks for a durable run's call waiting for approval (one query each)."""
 
 
 def to_ag_ui(
@@ -186,7 +203,14 @@ class _Failed:
     partial: SwarmResult | None
 
 
-_Item = events.Event | Ask | Done | _Failed
+@dataclass
+class _Parked:
+    """A durable run waits, in its engine, for a decision on ``request`` (``swarm.decide``)."""
+
+    request: ApprovalRequest
+
+
+_Item = events.Event | Ask | _Parked | Done | _Failed
 
 
 @dataclass
@@ -197,9 +221,15 @@ class _Job:
     run_id: str
     """The swarmcore run's id."""
     translator: Translator
+    durable: bool = False
+    """The run is its durable engine's: it waits in the engine, decided by ``swarm.decide``."""
     runner: asyncio.Task[None] | None = None
+    watcher: asyncio.Task[None] | None = None
+    """Looks for the durable run's calls waiting for approval."""
     outbox: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue[_Item])
-    asking: Ask | None = None
+    asking: Ask | _Parked | None = None
+    asked: set[str] = field(default_factory=set[str])
+    """The calls of the durable run already put to the client."""
     expiry: asyncio.TimerHandle | None = None
     """Cancels the run if the answer to its interrupt does not come in time."""
     streaming: bool = False
@@ -210,6 +240,10 @@ class _Job:
         answer = asyncio.get_running_loop().create_future()
         self.outbox.put_nowait(Ask(request, answer))
         return await answer
+
+    def interrupt_id(self, request: ApprovalRequest) -> str:
+        """The id of the interrupt asking about ``request``: a durable run's names the run."""
+        return f"{self.run_id}/{request.call_id}" if self.durable else request.call_id
 
 
 class AGUIEndpoint:
@@ -226,6 +260,12 @@ class AGUIEndpoint:
         self._runs: dict[str, _Job] = {}
         """The same jobs by their swarmcore run's id."""
         self._encoder = EventEncoder()
+        engine = swarm.engine
+        # A durable engine that can approve keeps the wait: the runs here are its runs.
+        self._inbox: CanApprove | None = (
+            engine if isinstance(engine, DurableEngine) and isinstance(engine, CanApprove) else None
+        )
+        self._follower: CanEnqueue | None = engine if isinstance(engine, CanEnqueue) else None
         # The events come through a hook, not through the stream's queue: a hook is called as
         # each event is published, so an approval request (asked from inside the run) lands in
         # the job's outbox after every event published before it, never ahead of them.
@@ -301,41 +341,37 @@ class AGUIEndpoint:
 
     async def run(self, given: RunAgentInput) -> AsyncGenerator[BaseEvent]:
         """The AG-UI events of one ``RunAgentInput``: a new run, or one resumed."""
-        job = self._jobs.get(given.thread_id)
-        if given.resume:
-            if job is None or job.asking is None:
-                why = "no run of this thread waits for an answer; start a new run (no resume)"
-                for event in _refused(given, why, "no_interrupt"):
-                    yield event
-                return
-            decision = read_resume(given, job.asking.request.call_id)
-            if isinstance(decision, str):
-                for event in _refused(given, decision, "invalid_resume"):
-                    yield event
-                return
-            job.asking.answer.set_result(decision)
-            job.asking = None
-            if job.expiry is not None:
-                job.expiry.cancel()
-        elif job is not None:
-            why = (
-                f"this thread's run waits for an answer to interrupt "
-                f"{job.asking.request.call_id!r}: send it in 'resume'"
-                if job.asking is not None
-                else "this thread's run is streaming to another request; wait for it to end"
-            )
-            for event in _refused(given, why, "thread_busy"):
+        job = await self._job_for(given)
+        if isinstance(job, tuple):
+            for event in _refused(given, *job):
                 yield event
             return
-        else:
-            started = self._start(given)
-            if isinstance(started, str):
-                for event in _refused(given, started, "invalid_input"):
-                    yield event
-                return
-            job = started
         async for event in self._pump(job, given):
             yield event
+
+    async def _job_for(self, given: RunAgentInput) -> _Job | tuple[str, str]:
+        """The job ``given`` streams (started, or answered and resumed); or why none, and a code."""
+        job = self._jobs.get(given.thread_id)
+        if given.resume:
+            if job is None and self._inbox is not None:
+                # A durable run's answer may come to a process that never saw the run.
+                return await self._follow(given, self._inbox)
+            if job is None or job.asking is None:
+                why = "no run of this thread waits for an answer; start a new run (no resume)"
+                return why, "no_interrupt"
+            refused = await self._answer(job, job.asking, given)
+            return job if refused is None else (refused, "invalid_resume")
+        if job is not None:
+            asking = job.asking
+            why = (
+                f"this thread's run waits for an answer to interrupt "
+                f"{job.interrupt_id(asking.request)!r}: send it in 'resume'"
+                if asking is not None
+                else "this thread's run is streaming to another request; wait for it to end"
+            )
+            return why, "thread_busy"
+        started = self._start(given)
+        return (started, "invalid_input") if isinstance(started, str) else started
 
     def _start(self, given: RunAgentInput) -> _Job | str:
         """A new job for ``given``'s thread, its run started; or why it cannot start."""
@@ -352,10 +388,100 @@ class AGUIEndpoint:
             run_id = ""  # an AG-UI run id that is no swarmcore one: the run gets its own
         if not run_id or run_id in self._runs:
             run_id = uuid.uuid4().hex
-        job = _Job(given.thread_id, run_id, Translator(given.thread_id, task, variables))
+        translator = Translator(given.thread_id, task, variables)
+        job = _Job(given.thread_id, run_id, translator, durable=self._inbox is not None)
         self._jobs[given.thread_id] = self._runs[run_id] = job
         job.runner = asyncio.create_task(self._run(job, task, variables))
+        if self._inbox is not None:
+            job.watcher = asyncio.create_task(self._watch(job, self._inbox))
         return job
+
+    async def _answer(self, job: _Job, asking: Ask | _Parked, given: RunAgentInput) -> str | None:
+        """Pass ``given``'s answer to the question ``job`` waits on; or say what is wrong."""
+        decision = read_resume(given, job.interrupt_id(asking.request))
+        if isinstance(decision, str):
+            return decision
+        if isinstance(asking, Ask):
+            asking.answer.set_result(decision)
+        elif self._inbox is not None:
+            try:
+                await self._inbox.approve(job.run_id, asking.request.call_id, decision)
+            except UserError as error:  # decided elsewhere meanwhile, say
+                return error_message(error)
+        job.asking = None
+        if job.expiry is not None:
+            job.expiry.cancel()
+        return None
+
+    async def _follow(self, given: RunAgentInput, inbox: CanApprove) -> _Job | tuple[str, str]:
+        """A job following the durable run that ``given`` answers, answered; or why not.
+
+        The run was started by a server process that is gone (or by anyone): the
+        interrupt's id names it. Its events stream from here if it is walked in
+        this process; its end comes from the engine wherever it is walked.
+        """
+        entry = given.resume[0] if given.resume else None
+        run_id, _, call_id = (entry.interrupt_id if entry else "").partition("/")
+        if not run_id or not call_id:
+            why = "no run of this thread waits for an answer; start a new run (no resume)"
+            return why, "no_interrupt"
+        if self._follower is None:
+            why = f"this server's engine cannot follow run {run_id!r} it did not start"
+            return why, "no_interrupt"
+        if run_id in self._runs:
+            return f"run {run_id!r} streams to another thread", "thread_busy"
+        variables = read_variables(given)
+        if isinstance(variables, str):
+            return variables, "invalid_input"
+        translator = Translator(given.thread_id, last_user_text(given), variables)
+        state: object = given.state
+        if isinstance(state, dict):
+            had = cast("dict[str, Any]", state)
+            if {"context", "failures"} <= had.keys():
+                translator.state.update(had)  # the client's state: what the run had so far
+        job = _Job(given.thread_id, run_id, translator, durable=True)
+        requests = await inbox.approvals(run_id)
+        asking = next((r for r in requests if r.call_id == call_id), None)
+        if asking is None:
+            waiting = ", ".join(job.interrupt_id(r) for r in requests) or "none"
+            why = (
+                f"run {run_id!r} has no call {call_id!r} waiting for approval (waiting: {waiting})"
+            )
+            return why, "no_interrupt"
+        self._jobs[given.thread_id] = self._runs[run_id] = job
+        refused = await self._answer(job, _Parked(asking), given)
+        if refused is not None:
+            del self._jobs[given.thread_id], self._runs[run_id]
+            return refused, "invalid_resume"
+        job.asked.add(call_id)
+        job.runner = asyncio.create_task(self._await_end(job, self._follower))
+        job.watcher = asyncio.create_task(self._watch(job, inbox))
+        return job
+
+    async def _watch(self, job: _Job, inbox: CanApprove) -> None:
+        """Put each call the durable run waits on to the client, once (it ends with the run)."""
+        while True:
+            await asyncio.sleep(DURABLE_POLL)
+            if job.asking is not None:
+                continue
+            for request in await inbox.approvals(job.run_id):
+                if request.call_id not in job.asked:  # a decided call may show until read
+                    job.asked.add(request.call_id)
+                    job.outbox.put_nowait(_Parked(request))
+
+    async def _await_end(self, job: _Job, follower: CanEnqueue) -> None:
+        """Wait for the end of a durable run walked by whichever process walks it."""
+        try:
+            handle = await follower.handle(job.run_id)
+            job.outbox.put_nowait(Done(await handle.result()))
+        except Exception as error:  # the client gets its message, never its traceback
+            logger.info("AG-UI run on thread %s failed", job.thread_id, exc_info=True)
+            partial = error.partial if isinstance(error, SwarmError) else None
+            job.outbox.put_nowait(_Failed(error_message(error), type(error).__name__, partial))
+        finally:
+            self._runs.pop(job.run_id, None)
+            if job.watcher is not None:
+                job.watcher.cancel()
 
     async def _pump(self, job: _Job, given: RunAgentInput) -> AsyncGenerator[BaseEvent]:
         """Pass the run's events on until it ends or asks; a cancelled pump cancels the run."""
@@ -371,24 +497,28 @@ class AGUIEndpoint:
                     for event in translator.translate(item):
                         yield event
                     continue
-                if isinstance(item, Ask):
+                if isinstance(item, Ask | _Parked):
                     paused = True
                     self._pause(job, item)
-                for event in _last_words(translator, item):
+                for event in _last_words(translator, item, job):
                     yield event
                 return
         finally:
             job.streaming = False
             if not paused:
                 self._jobs.pop(job.thread_id, None)
-                if job.runner is not None and not job.runner.done():
-                    job.runner.cancel()  # the client left mid-run: so does the run
-                    await asyncio.gather(job.runner, return_exceptions=True)
+                tasks = [t for t in (job.runner, job.watcher) if t is not None and not t.done()]
+                for running in tasks:  # the client left mid-run: so does the run
+                    running.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _pause(self, job: _Job, ask: Ask) -> None:
-        """The run waits for ``ask``'s answer, for ``answer_within`` seconds at most."""
+    def _pause(self, job: _Job, ask: Ask | _Parked) -> None:
+        """The run waits for ``ask``'s answer, for ``answer_within`` seconds at most.
+
+        A durable run's wait is its engine's (and its timeout the engine's approval timeout).
+        """
         job.asking = ask
-        if self._answer_within is not None:
+        if self._answer_within is not None and not job.durable:
             loop = asyncio.get_running_loop()
             job.expiry = loop.call_later(self._answer_within, self._expire, job)
 
@@ -416,13 +546,23 @@ class AGUIEndpoint:
             job.outbox.put_nowait(_Failed(error_message(error), type(error).__name__, partial))
         finally:
             self._runs.pop(job.run_id, None)
+            if job.watcher is not None:
+                job.watcher.cancel()
 
     async def aclose(self) -> None:
         """Cancel every run still going or waiting (the server is stopping)."""
         for job in self._jobs.values():
             if job.expiry is not None:
                 job.expiry.cancel()
-        runners = [job.runner for job in self._jobs.values() if job.runner is not None]
+            if job.watcher is not None:
+                job.watcher.cancel()
+        # A durable run waiting for an answer is its engine's: it waits on there, for a
+        # restarted server (or anyone) to answer; the engine's shutdown hands it back.
+        runners = [
+            job.runner
+            for job in self._jobs.values()
+            if job.runner is not None and not (job.durable and job.asking is not None)
+        ]
         self._jobs.clear()
         self._runs.clear()
         for runner in runners:
@@ -436,11 +576,14 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-def _last_words(translator: Translator, item: Ask | Done | _Failed) -> list[BaseEvent]:
+def _last_words(
+    translator: Translator, item: Ask | _Parked | Done | _Failed, job: _Job
+) -> list[BaseEvent]:
     """The events that end an AG-UI run: on an interrupt, a result or a failure."""
     match item:
-        case Ask(request=request):
-            return translator.ask(request)
+        case Ask(request=request) | _Parked(request=request):
+            run_id = job.run_id if job.durable else None
+            return translator.ask(request, job.interrupt_id(request), run_id=run_id)
         case Done(result=result):
             return translator.finish(result)
         case _Failed(message=message, code=code, partial=partial):

@@ -216,8 +216,21 @@ class Translator:
             case events.ToolCallDelta(agent_name=agent, call_id=call, name=tool, arguments=piece):
                 return self._tool_call_piece(agent, call, tool, piece)
 
-    def ask(self, request: ApprovalRequest) -> list[BaseEvent]:
-        """A tool waits for approval: its call, the open things closed, the interrupt."""
+    def ask(
+        self,
+        request: ApprovalRequest,
+        interrupt_id: str | None = None,
+        *,
+        run_id: str | None = None,
+    ) -> list[BaseEvent]:
+        """A tool waits for approval: its call, the open things closed, the interrupt.
+
+        Args:
+            request: The call waiting.
+            interrupt_id: The interrupt's id (the call's id by default).
+            run_id: The swarmcore run, named in the interrupt's metadata (a durable
+                run's, whose answer may come to another server process).
+        """
         out: list[BaseEvent] = []
         if request.call_id not in self._sent:
             arguments = json.dumps(_jsonable(request.arguments), ensure_ascii=False)
@@ -226,13 +239,16 @@ class Translator:
             )
         out += self._close_all()
         arguments = json.dumps(_jsonable(request.arguments), ensure_ascii=False, default=str)
+        about = {"agent": request.agent_name, "tool": request.tool_name}
+        if run_id is not None:
+            about |= {"run": run_id, "call": request.call_id}
         interrupt = Interrupt(
-            id=request.call_id,
+            id=interrupt_id or request.call_id,
             reason=APPROVAL_REASON,
             message=f"{request.agent_name} wants to call {request.tool_name}({arguments}).",
             tool_call_id=request.call_id,
             response_schema=APPROVAL_SCHEMA,
-            metadata={"swarmcore": {"agent": request.agent_name, "tool": request.tool_name}},
+            metadata={"swarmcore": about},
         )
         out.append(
             RunFinishedEvent(
