@@ -81,6 +81,8 @@ ANSWER_WITHIN = 3600.0
 """Seconds a run waits for the answer to its interrupt by default before it is cancelled."""
 DURABLE_POLL = 0.2
 """Seconds between looks for a durable run's call waiting for approval (one query each)."""
+FOLLOW_WAIT = 15.0
+"""Seconds an answer to a durable run's interrupt waits for its call to show as waiting."""
 
 
 def to_ag_ui(
@@ -440,8 +442,15 @@ class AGUIEndpoint:
             if {"context", "failures"} <= had.keys():
                 translator.state.update(had)  # the client's state: what the run had so far
         job = _Job(given.thread_id, run_id, translator, durable=True)
-        requests = await inbox.approvals(run_id)
-        asking = next((r for r in requests if r.call_id == call_id), None)
+        # A server restarted a moment ago may still be recovering the run: its call shows
+        # as waiting once the recovered run reaches its wait again.
+        deadline = asyncio.get_running_loop().time() + FOLLOW_WAIT
+        while True:
+            requests = await inbox.approvals(run_id)
+            asking = next((r for r in requests if r.call_id == call_id), None)
+            if asking is not None or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(DURABLE_POLL)
         if asking is None:
             waiting = ", ".join(job.interrupt_id(r) for r in requests) or "none"
             why = (
@@ -532,8 +541,10 @@ class AGUIEndpoint:
 
     async def _run(self, job: _Job, task: str, variables: Mapping[str, object]) -> None:
         try:
-            # The Swarm's own approval callback, if it has one; else the client decides.
-            approve = None if self._swarm.approve is not None else job.approve
+            # The Swarm's own approval callback, if it has one; else the client decides: on a
+            # durable engine through the engine (the run parks there), else through the job.
+            client = None if job.durable else job.approve
+            approve = None if self._swarm.approve is not None else client
             stream = self._swarm.stream(
                 task, text=True, variables=variables, run_id=job.run_id, approve=approve
             )

@@ -5,9 +5,14 @@
 //   answers: one resume per interrupt the runs end on, in order: a payload
 //            ({"approved": true}...) or {"cancelled": true}.
 //   abortOn: an event type; the client aborts its run when that event arrives.
+//   holdBeforeResume: before each resume, print {"holding": <pending interrupts>} and
+//            wait for a line on stdin (the test restarts the server meanwhile).
 // Prints one JSON object: every run's events (as the client received and verified
 // them), its error if it failed, and the client's messages, state and interrupts.
 import { HttpAgent } from "@ag-ui/client";
+import { createInterface } from "node:readline";
+
+let lines; // stdin's lines, read only by a plan that holds before resuming
 
 const plan = JSON.parse(process.argv[2]);
 const headers = plan.token ? { Authorization: `Bearer ${plan.token}` } : {};
@@ -43,6 +48,11 @@ for (;;) {
   const interrupts = agent.pendingInterrupts ?? [];
   if (aborted || run.error || interrupts.length === 0 || answers.length === 0) break;
   const answer = answers.shift();
+  if (plan.holdBeforeResume) {
+    lines ??= createInterface({ input: process.stdin });
+    console.log(JSON.stringify({ holding: interrupts }));
+    await new Promise((resolve) => lines.once("line", resolve));
+  }
   parameters = {
     resume: interrupts.map((interrupt) =>
       answer.cancelled
@@ -52,6 +62,7 @@ for (;;) {
   };
 }
 
+lines?.close();
 console.log(
   JSON.stringify({
     runs,
