@@ -17,12 +17,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
+from swarmcore import Swarm
+from swarmcore.engines.dbos import DBOSEngine
 from swarmcore.testing import MockOpenAIServer, TemporaryPostgres
-from tests.ag_ui.conftest import EVENTS, JS, named, types
+from tests.ag_ui.conftest import EVENTS, JS, drive, named, types
+from tests.integration._dbos_flow import build
 from tests.integration.test_dbos_engine import WAIT, responder, who_asked
-from tests.serving import bound_socket
+from tests.serving import bound_socket, serve
 
 SERVER = Path(__file__).parent.parent / "integration" / "_ag_ui_server.py"
 
@@ -133,3 +137,33 @@ async def test_an_approval_waits_in_the_engine_and_a_new_server_process_resumes_
     # The tool ran once, and a's first model call (before the kill) was not made again.
     assert marker.read_text().splitlines() == ["a's side effect"]
     assert who_asked(model) == {"a": 2, "b": 1}
+
+
+async def test_a_denied_call_in_a_durable_run_is_decided_through_the_engine(
+    node: str, postgres: TemporaryPostgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWARMCORE_TEST_APPROVAL", "1")  # a's tool requires approval
+    marker = tmp_path / "marks.txt"
+    engine = DBOSEngine(postgres.new_database(), worker_id="agui-deny")
+    try:
+        with MockOpenAIServer(responder=responder(threading.Event())) as model:
+            swarm = Swarm(build(model.url, marker), engine=engine)
+            with serve(swarm.to_ag_ui()) as url:
+                driven = await drive(
+                    node, url, "write the answer", answers=[{"approved": False, "reason": "no"}]
+                )
+        paused, resumed = driven["runs"]
+        [interrupt] = paused["events"][-1]["outcome"]["interrupts"]
+        run_id, _, call_id = interrupt["id"].partition("/")
+        [result] = named(resumed["events"], "TOOL_CALL_RESULT")
+        assert result["toolCallId"] == call_id
+        assert "denied" in result["content"]
+        assert "no" in result["content"]
+        assert resumed["events"][-1]["outcome"] == {"type": "success"}
+        assert not marker.exists()  # denied: never ran
+        # The run ended in the engine as it did here: recorded, not cancelled by the server.
+        handle = await engine.handle(run_id)
+        assert await handle.status() == "SUCCESS"
+        assert await swarm.pending_approvals(run_id) == []
+    finally:
+        await engine.shutdown()

@@ -496,7 +496,7 @@ class AGUIEndpoint:
         """Pass the run's events on until it ends or asks; a cancelled pump cancels the run."""
         translator = job.translator
         job.streaming = True
-        paused = False
+        paused = ended = False
         try:
             for event in translator.begin(given.run_id, given):
                 yield event
@@ -509,6 +509,8 @@ class AGUIEndpoint:
                 if isinstance(item, Ask | _Parked):
                     paused = True
                     self._pause(job, item)
+                else:
+                    ended = True
                 for event in _last_words(translator, item, job):
                     yield event
                 return
@@ -518,7 +520,10 @@ class AGUIEndpoint:
                 self._jobs.pop(job.thread_id, None)
                 tasks = [t for t in (job.runner, job.watcher) if t is not None and not t.done()]
                 for running in tasks:  # the client left mid-run: so does the run
-                    running.cancel()
+                    # A durable run that ended is still recording its end in the engine:
+                    # cancelling it now would cancel it there.
+                    if not (ended and job.durable and running is job.runner):
+                        running.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
 
     def _pause(self, job: _Job, ask: Ask | _Parked) -> None:
