@@ -26,6 +26,7 @@ _SLOW_FIRST = (
     "tests/integration/test_dbos_engine.py",
     "tests/integration/test_dbos_resume.py",
     "tests/integration/test_dbos_approvals.py",
+    "tests/ag_ui/test_durable.py",
     "tests/unit/test_listeners.py",
     "tests/integration/test_backends_http.py",
     "tests/unit/test_events.py",

@@ -403,14 +403,15 @@ class AGUIEndpoint:
         decision = read_resume(given, job.interrupt_id(asking.request))
         if isinstance(decision, str):
             return decision
+        job.asking = None  # now: a second answer sent meanwhile finds nothing to answer
         if isinstance(asking, Ask):
             asking.answer.set_result(decision)
         elif self._inbox is not None:
             try:
                 await self._inbox.approve(job.run_id, asking.request.call_id, decision)
             except UserError as error:  # decided elsewhere meanwhile, say
+                job.asking = asking
                 return error_message(error)
-        job.asking = None
         if job.expiry is not None:
             job.expiry.cancel()
         return None
