@@ -63,8 +63,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from swarmcore import events
 from swarmcore._checks import check_number, check_run_id
 from swarmcore._hosts import HostGuard, Hosts
-from swarmcore._serving import Ask, Done, error_message
+from swarmcore._serving import Ask, Done, error_message, read_elicitation_answer
 from swarmcore._tools import Approval, ApprovalRequest
+from swarmcore._tools._approval import Elicitation
 from swarmcore.ag_ui._translate import Translator
 from swarmcore.engines import CanApprove, CanEnqueue, DurableEngine
 from swarmcore.errors import SwarmError, UserError
@@ -400,7 +401,7 @@ class AGUIEndpoint:
 
     async def _answer(self, job: _Job, asking: Ask | _Parked, given: RunAgentInput) -> str | None:
         """Pass ``given``'s answer to the question ``job`` waits on; or say what is wrong."""
-        decision = read_resume(given, job.interrupt_id(asking.request))
+        decision = read_resume(given, job.interrupt_id(asking.request), asking.request.elicitation)
         if isinstance(decision, str):
             return decision
         job.asking = None  # now: a second answer sent meanwhile finds nothing to answer
@@ -638,8 +639,13 @@ def read_variables(given: RunAgentInput) -> dict[str, object] | str:
     return {}
 
 
-def read_resume(given: RunAgentInput, interrupt_id: str) -> Approval | str:
+def read_resume(
+    given: RunAgentInput, interrupt_id: str, elicitation: Elicitation | None = None
+) -> Approval | str:
     """The decision ``given``'s resume entries make on the approval ``interrupt_id``.
+
+    For an MCP server's question (``elicitation``), the payload is
+    ``{"action": "accept"|"decline"|"cancel", "content": {...}}``.
 
     Returns:
         The decision, or what is wrong with the entries.
@@ -652,6 +658,8 @@ def read_resume(given: RunAgentInput, interrupt_id: str) -> Approval | str:
     if entry.status == "cancelled":
         return Approval.deny("The user cancelled the request.")
     payload = entry.payload
+    if elicitation is not None:
+        return read_elicitation_answer(elicitation, payload)
     if isinstance(payload, bool):
         return Approval.allow() if payload else Approval.deny()
     fields = cast("dict[str, Any]", payload) if isinstance(payload, dict) else {}

@@ -22,6 +22,11 @@ The mapping:
   a ``STATE_SNAPSHOT`` when a run begins and a ``STATE_DELTA`` (JSON Patch) as
   each agent finishes (``/context/<agent>``: output, summary and structured data)
   or fails (``/failures/<agent>``: the message);
+* an MCP server's question in the middle of a tool call (an elicitation, with no
+  ``elicit`` callback to answer it) is an interrupt too (:meth:`Translator.ask`),
+  and the calls still running when a run pauses are sent again, whole, when the
+  next AG-UI run begins, so their results answer a call of their own run;
+  ``ElicitationRequested``/``ElicitationAnswered`` are ``CUSTOM`` events too;
 * each model call's tokens and cost is a ``CUSTOM`` event ``swarmcore.usage``,
   and the run's totals ``swarmcore.run_usage``; routes, loops, plans, retries and
   fallbacks are ``CUSTOM`` events named ``swarmcore.<EventName>``.
@@ -67,7 +72,7 @@ from ag_ui.core import (
 from pydantic_core import to_jsonable_python
 
 from swarmcore import events
-from swarmcore._serving import error_message
+from swarmcore._serving import elicitation_answer_schema, elicitation_shown, error_message
 
 if TYPE_CHECKING:
     from swarmcore._tools import ApprovalRequest
@@ -90,7 +95,12 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 """The answer an approval interrupt expects, as its ``responseSchema``."""
 
+ELICITATION_REASON = "mcp_elicitation"
+"""The ``reason`` of the interrupt an MCP server's question (an elicitation) raises."""
+
 _NOTED = (
+    events.ElicitationRequested,
+    events.ElicitationAnswered,
     events.RouteChosen,
     events.LoopIteration,
     events.LoopFinished,
@@ -147,6 +157,10 @@ class Translator:
     """Tool calls started in the AG-UI run streaming now."""
     _spoke: set[str] = field(default_factory=set[str])
     """Agents whose text was streamed in their current run."""
+    _running: dict[str, tuple[str, str, str]] = field(
+        default_factory=dict[str, tuple[str, str, str]]
+    )
+    """Calls started and not finished: their agent, tool and arguments."""
 
     def __post_init__(self) -> None:
         self.state = {
@@ -165,6 +179,8 @@ class Translator:
             StateSnapshotEvent(snapshot=self.state, timestamp=_now()),
         ]
         out += [StepStartedEvent(step_name=name, timestamp=_now()) for name in self._steps.values()]
+        for call, (agent, tool, arguments) in self._running.items():  # their results come here
+            out += self._tool_call(agent, call, tool, arguments)
         return out
 
     def translate(self, event: events.Event) -> list[BaseEvent]:
@@ -179,12 +195,14 @@ class Translator:
             case events.TextDelta() | events.ReasoningDelta() | events.ToolCallDelta():
                 return self._piece(event)
             case events.ToolCallStarted(call_id=call, tool_name=tool, arguments=arguments):
+                self._running[call] = (event.agent_name, tool, arguments)
                 if call in self._sent:
                     return []  # its arguments streamed, whole, in this AG-UI run
                 # Sent whole: a model that did not stream it, or a call sent with its
                 # interrupt (a result answers a call started in its own run).
                 return self._tool_call(event.agent_name, call, tool, arguments)
-            case events.ToolCallFinished():
+            case events.ToolCallFinished(call_id=call):
+                self._running.pop(call, None)
                 return [self._tool_result(event)]
             case events.AgentFinished():
                 return self._agent_finished(event)
@@ -231,6 +249,9 @@ class Translator:
             run_id: The swarmcore run, named in the interrupt's metadata (a durable
                 run's, whose answer may come to another server process).
         """
+        if request.elicitation is not None:  # an MCP server's question: the call has started
+            interrupt = _elicitation_interrupt(request, interrupt_id, run_id)
+            return [*self._close_all(), self._interrupted(interrupt)]
         out: list[BaseEvent] = []
         if request.call_id not in self._sent:
             arguments = json.dumps(_jsonable(request.arguments), ensure_ascii=False)
@@ -250,15 +271,16 @@ class Translator:
             response_schema=APPROVAL_SCHEMA,
             metadata={"swarmcore": about},
         )
-        out.append(
-            RunFinishedEvent(
-                thread_id=self.thread_id,
-                run_id=self.run_id,
-                outcome=RunFinishedInterruptOutcome(interrupts=[interrupt]),
-                timestamp=_now(),
-            )
-        )
+        out.append(self._interrupted(interrupt))
         return out
+
+    def _interrupted(self, interrupt: Interrupt) -> BaseEvent:
+        return RunFinishedEvent(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            outcome=RunFinishedInterruptOutcome(interrupts=[interrupt]),
+            timestamp=_now(),
+        )
 
     def finish(self, result: SwarmResult) -> list[BaseEvent]:
         """The run completed: its totals, and ``RUN_FINISHED`` carrying its output."""
@@ -431,6 +453,33 @@ class Translator:
             StepFinishedEvent(step_name=name, timestamp=_now()) for name in self._steps.values()
         ]
         return out
+
+
+def _elicitation_interrupt(
+    request: ApprovalRequest, interrupt_id: str | None, run_id: str | None
+) -> Interrupt:
+    """An MCP server's question as an interrupt: the question, and the answer's schema.
+
+    Its id is the question's (``<tool call id>#elicitation<n>``, after ``<run id>/``
+    for a durable run), its ``toolCallId`` the call the server asked in, its
+    ``responseSchema`` the answer expected (``{"action", "content"}``, the content
+    fitting the server's form), its ``metadata.swarmcore`` the question whole
+    (mode, URL or requested schema).
+    """
+    asked = request.elicitation
+    assert asked is not None
+    message = asked.message if asked.mode == "form" else f"{asked.message} ({asked.url})"
+    shown = elicitation_shown(asked)
+    if run_id is not None:  # a durable run's, whose answer may come to another server process
+        shown |= {"run": run_id, "call": request.call_id}
+    return Interrupt(
+        id=interrupt_id or request.call_id,
+        reason=ELICITATION_REASON,
+        message=message,
+        tool_call_id=asked.call_id,
+        response_schema=elicitation_answer_schema(asked),
+        metadata={"swarmcore": shown},
+    )
 
 
 def _context_entry(result: AgentResult) -> dict[str, Any]:
