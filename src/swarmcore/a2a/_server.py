@@ -28,6 +28,14 @@ the flow once per A2A task:
   the Swarm) turns the task ``input-required``, naming the tool, its arguments
   and call id; the client's next message on the task answers (``approve`` or
   ``deny [reason]``, or a data part ``{"approve": bool, "reason": str}``).
+* **An MCP server's questions** (elicitation) in the middle of a tool call
+  turn the task ``input-required`` too: the message's text says what the server
+  asks (and the URL to open), its data part is the question whole (``"type":
+  "elicitation_request"``, the mode, the message, the URL or the requested
+  schema). The client's next message answers: a data part ``{"action":
+  "accept"|"decline"|"cancel", "content": {...}}`` (a form's values, checked
+  against its schema), or the text ``accept``, ``decline [reason]`` or
+  ``cancel``. An answer that does not fit asks again, saying what is wrong.
 
 The run itself lives in an asyncio task of its own, apart from the SDK's
 ``execute`` calls: one ``execute`` pumps the run's events to the SDK's queue
@@ -80,8 +88,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from swarmcore import events
 from swarmcore._checks import check_number, no_limit
 from swarmcore._hosts import HostGuard, Hosts
-from swarmcore._serving import Ask, Done, error_message
+from swarmcore._serving import (
+    ELICITATION_ACTIONS,
+    Ask,
+    Done,
+    elicitation_shown,
+    error_message,
+    read_elicitation_answer,
+)
 from swarmcore._tools import Approval, ApprovalRequest
+from swarmcore._tools._approval import Elicitation
 from swarmcore.a2a._bounds import BodyLimit, ExpiringTaskStore
 from swarmcore.a2a._card import agent_card
 from swarmcore.a2a._dialects import Answers
@@ -319,13 +335,21 @@ class SwarmExecutor(AgentExecutor):
             job.runner = asyncio.create_task(self._run(job, text, streaming))
             await updater.start_work(_say(updater, "Started."))
         elif job.asking is not None:
-            decision = read_decision(context.message)
-            if decision is None:
-                await _ask(updater, job.asking.request, again=True)
-                return
+            asking = job.asking.request
+            if asking.elicitation is not None:
+                decision = read_answer(context.message, asking.elicitation)
+                if isinstance(decision, str):
+                    await _ask_elicitation(updater, asking.elicitation, problem=decision)
+                    return
+                said = "Accepted." if decision.decision != "deny" else "Declined."
+            else:
+                decision = read_decision(context.message)
+                if decision is None:
+                    await _ask(updater, asking, again=True)
+                    return
+                said = "Approved." if decision.decision != "deny" else "Denied."
             job.asking.answer.set_result(decision)
             job.asking = None
-            said = "Approved." if decision.decision != "deny" else "Denied."
             await updater.start_work(_say(updater, said))
         try:
             await self._report(job, updater)
@@ -376,7 +400,10 @@ class SwarmExecutor(AgentExecutor):
                 return
             if isinstance(item, Ask):
                 job.asking = item
-                await _ask(updater, item.request)
+                if item.request.elicitation is not None:
+                    await _ask_elicitation(updater, item.request.elicitation)
+                else:
+                    await _ask(updater, item.request)
                 return
             if isinstance(item, Done | _Failed):
                 job.over = True
@@ -479,6 +506,52 @@ async def _ask(updater: TaskUpdater, request: ApprovalRequest, *, again: bool = 
     }
     message = updater.new_agent_message([new_text_part(text), new_data_part(data)])
     await updater.requires_input(message)
+
+
+async def _ask_elicitation(updater: TaskUpdater, asked: Elicitation, *, problem: str = "") -> None:
+    """An MCP server's question: its text for a person, the question whole as data."""
+    if asked.mode == "url":
+        text = (
+            f"MCP server {asked.server!r} asks (during {asked.tool_name}): {asked.message} "
+            f"Open {asked.url} then reply 'accept', or 'decline' and a reason."
+        )
+    else:
+        fields = ", ".join(_form_fields(asked)) or "none"
+        text = (
+            f"MCP server {asked.server!r} asks (during {asked.tool_name}): {asked.message} "
+            f'Reply with a data part {{"action": "accept", "content": {{...}}}} '
+            f"holding the form's fields ({fields}; the schema is in the data part), "
+            "or 'decline' and a reason."
+        )
+    if problem:
+        text = f"That answer cannot go to the server: {problem}. {text}"
+    data = to_jsonable_python(elicitation_shown(asked), fallback=str)
+    message = updater.new_agent_message([new_text_part(text), new_data_part(data)])
+    await updater.requires_input(message)
+
+
+def _form_fields(asked: Elicitation) -> list[str]:
+    properties = (asked.requested_schema or {}).get("properties")
+    return list(cast("dict[str, Any]", properties)) if isinstance(properties, dict) else []
+
+
+def read_answer(message: Message | None, asked: Elicitation) -> Approval | str:
+    """The answer a client's message gives an MCP server's question, or what is wrong with it.
+
+    A data part with an ``action`` is the answer; else the text's first word
+    (``accept``, ``decline``, ``cancel``; the rest of it the reason).
+    """
+    if message is not None:
+        for data in get_data_parts(message.parts):
+            fields = cast("dict[str, Any]", data) if isinstance(data, dict) else {}
+            if "action" in fields:
+                return read_elicitation_answer(asked, fields)
+        text = " ".join(get_text_parts(message.parts)).strip()
+        word, _, rest = text.partition(" ")
+        word = word.strip(".,!:;").lower()
+        if word in ELICITATION_ACTIONS:
+            return read_elicitation_answer(asked, {"action": word, "reason": rest.strip()})
+    return read_elicitation_answer(asked, {})
 
 
 def _say(updater: TaskUpdater, text: str) -> Message:
