@@ -90,6 +90,8 @@ class ElicitationRecord(BaseModel):
     """What the server asked."""
     url: str | None = None
     """For a URL request: the page."""
+    fields: list[str] = Field(default_factory=list[str])
+    """For a form: the names of the values it asked for (its schema's properties)."""
     action: Literal["accept", "decline", "cancel"]
     """What went back to the server."""
     answered_by: Literal["elicit", "approve", "decide", "nobody"]

@@ -6,6 +6,7 @@ import asyncio
 import re
 import shutil
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,10 +17,11 @@ import pytest
 from pydantic import BaseModel
 from starlette.testclient import TestClient
 
-from swarmcore import Agent, ModelError, Swarm
+from swarmcore import Agent, Approval, ApprovalRequest, ModelError, Swarm
 from swarmcore._ui.app import create_app
+from swarmcore.mcp import MCPServer
 from swarmcore.store import RunRecord, SQLiteStore
-from swarmcore.testing import Fail, FunctionModel, RecordedRequest, Reply
+from swarmcore.testing import Call, Fail, FunctionModel, RecordedRequest, Reply, ScriptedModel
 from tests.ui.flows import HEALED
 from tests.ui.runs import HOSTILE, SECRET_KEY, StoredRuns, cli_failed_run
 
@@ -486,3 +488,43 @@ def test_a_reasoning_summary_is_shown_and_the_encrypted_reasoning_never(tmp_path
     store.close()
     assert "Reasoning summary: Two and two." in html
     assert "gAAA-never-shown" not in html
+
+
+def test_a_tool_calls_elicitations_show_question_mode_fields_url_and_answer(
+    tmp_path: Path,
+) -> None:
+    server = Path(__file__).parents[1] / "integration" / "_mcp_elicit_server.py"
+    secret = "sk-desk-0123456789abcdef"
+    env = {"MCP_TEST_BOOKINGS": str(tmp_path / "bookings"), "DESK_API_KEY": secret}
+    desk = MCPServer.stdio(sys.executable, [str(server), "stdio"], env=env, name="desk")
+    model = ScriptedModel(
+        [Reply(tool_calls=[Call("book", {"room": "12"}), Call("login", {})]), Reply(text="done")]
+    )
+
+    def approve(request: ApprovalRequest) -> Approval:
+        assert request.elicitation is not None
+        if request.elicitation.mode == "url":
+            return Approval.deny("not on this machine")
+        return Approval.edit({"name": secret, "nights": 3})
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    agent = Agent("clerk", "Book rooms.", model=model.model, tools=[desk])
+    result = asyncio.run(Swarm(agent, store=store, approve=approve).run("book and log in"))
+    with TestClient(base_url=LOCAL, app=create_app(store)) as c:
+        p = page(c, f"/runs/{result.run_id}")
+    store.close()
+    assert [(q["data-mode"], q["data-action"]) for q in p.classed("li", "elicitation")] == [
+        ("form", "accept"),
+        ("url", "decline"),
+    ]
+    text = "".join(p.text)
+    assert "Who is the booking for, and for how many nights?" in text
+    assert re.findall(r'<code class="field">(\w+)</code>', p.html) == ["name", "nights"]
+    assert "https://desk.example/login" in text
+    assert "Log in to the desk" in text
+    assert "by the run's approval callback" in text
+    assert "not on this machine" in text
+    assert '"nights": 3' in text  # the values sent, as recorded
+    [values] = p.html.split('<pre class="text content">')[1:]
+    assert secret not in values.split("</pre>")[0]  # redacted on the record, so on the page
+    assert not p.all("a", href="https://desk.example/login")  # a server's URL is text, not a link

@@ -229,6 +229,7 @@ class Asker:
             mode=request.mode,
             message=self.redact(request.message),
             url=request.url,
+            fields=_fields(request),
             action=answer.action,
             answered_by=by,
             content=content,
@@ -244,6 +245,16 @@ def _shown(request: Elicitation) -> dict[str, Any]:
     else:
         shown["requested_schema"] = dict(request.requested_schema or {})
     return shown
+
+
+def _fields(request: Elicitation) -> list[str]:
+    """A form's field names, as its schema lists them."""
+    properties = (request.requested_schema or {}).get("properties")
+    return (
+        [str(name) for name in cast("dict[str, Any]", properties)]
+        if isinstance(properties, dict)
+        else []
+    )
 
 
 def _from_approval(decision: Approval, request: Elicitation) -> ElicitationAnswer:
