@@ -15,8 +15,9 @@ from typing import Any
 import httpx
 
 from swarmcore import Agent, Swarm
+from swarmcore.engines.dbos import DBOSEngine
 from swarmcore.mcp import MCPServer
-from swarmcore.testing import Call, Reply, ScriptedModel
+from swarmcore.testing import Call, Reply, ScriptedModel, TemporaryPostgres
 from tests.ag_ui.conftest import drive, named
 from tests.serving import serve
 
@@ -128,3 +129,31 @@ async def test_values_that_do_not_fit_the_form_are_refused_and_the_run_still_wai
     assert done[-1]["outcome"] == {"type": "success"}
     [result] = [e for e in done if e["type"] == "TOOL_CALL_RESULT"]
     assert result["content"] == "booked 7 for Ada, 2 nights"
+
+
+async def test_on_a_durable_engine_the_question_waits_in_the_engine_and_the_client_answers(
+    node: str, postgres: TemporaryPostgres, tmp_path: Path
+) -> None:
+    bookings = tmp_path / "bookings"
+    swarm, model = desk_flow("book", {"room": "12"}, bookings)
+    engine = DBOSEngine(postgres.new_database(), worker_id="agui-elicit")
+    try:
+        swarm = Swarm(swarm.flow, engine=engine)
+        answer = {"action": "accept", "content": {"name": "Ada", "nights": 2}}
+        with serve(swarm.to_ag_ui()) as url:
+            driven = await drive(node, url, "book room 12", answers=[answer])
+        paused, resumed = driven["runs"]
+        interrupt = interrupt_of(paused)
+        assert interrupt["reason"] == "mcp_elicitation"
+        run_id, _, question = interrupt["id"].partition("/")
+        assert question.endswith("#elicitation1")
+        assert interrupt["metadata"]["swarmcore"]["run"] == run_id
+        [result] = named(resumed["events"], "TOOL_CALL_RESULT")
+        assert result["content"] == "booked 12 for Ada, 2 nights"
+        assert resumed["events"][-1]["outcome"] == {"type": "success"}
+        assert bookings.read_text() == "12 Ada\n"  # the tool body ran once, after the answer
+        handle = await engine.handle(run_id)
+        assert await handle.status() == "SUCCESS"
+    finally:
+        await engine.shutdown()
+    assert model.requests  # the flow's model, held to the end
