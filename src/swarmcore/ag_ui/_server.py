@@ -522,9 +522,9 @@ class AGUIEndpoint:
                 self._jobs.pop(job.thread_id, None)
                 tasks = [t for t in (job.runner, job.watcher) if t is not None and not t.done()]
                 for running in tasks:  # the client left mid-run: so does the run
-                    # A durable run that ended is still recording its end in the engine:
-                    # cancelling it now would cancel it there.
-                    if not (ended and job.durable and running is job.runner):
+                    # A run that ended is still closing its MCP servers (a durable one,
+                    # recording its end in the engine): cancelling it would leave them.
+                    if not (ended and running is job.runner):
                         running.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
 
