@@ -306,6 +306,8 @@ class SwarmExecutor(AgentExecutor):
     def __init__(self, swarm: Swarm) -> None:
         self._swarm = swarm
         self._jobs: dict[str, _Job] = {}
+        self._runners: set[asyncio.Task[None]] = set()
+        """Every run's task until it is done: one that ended may still close its MCP servers."""
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Start the task's run, or answer its pending approval; report until it ends or asks."""
@@ -333,6 +335,8 @@ class SwarmExecutor(AgentExecutor):
             job = self._jobs[task_id] = _Job(task_id, context_id)
             streaming = "stream" in str(context.call_context.state.get("method", "")).lower()
             job.runner = asyncio.create_task(self._run(job, text, streaming))
+            self._runners.add(job.runner)
+            job.runner.add_done_callback(self._runners.discard)
             await updater.start_work(_say(updater, "Started."))
         elif job.asking is not None:
             asking = job.asking.request
@@ -376,7 +380,8 @@ class SwarmExecutor(AgentExecutor):
         self._jobs.clear()
         for runner in runners:
             runner.cancel()
-        await asyncio.gather(*runners, return_exceptions=True)
+        # With the runs that ended and are still closing their MCP servers, let finish.
+        await asyncio.gather(*runners, *self._runners, return_exceptions=True)
 
     async def _run(self, job: _Job, text: str, streaming: bool) -> None:
         try:
