@@ -10,11 +10,13 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
-from swarmcore import Agent
+from swarmcore import Agent, Swarm
+from swarmcore.mcp import MCPServer
 from swarmcore.modes import Recipient
-from swarmcore.testing import FunctionModel, RecordedRequest, Reply
+from swarmcore.testing import Call, FunctionModel, RecordedRequest, Reply, ScriptedModel
 
 ANYONE = Recipient("reader", "Read the context.", "A task.")
 """A recipient for preparing a mode's context where who reads it does not matter."""
@@ -162,3 +164,22 @@ def script_server(
             process.wait(10)
         if process.stdout is not None:
             process.stdout.close()
+
+
+ELICITING_SERVER = Path(__file__).parent / "integration" / "_mcp_elicit_server.py"
+"""An MCP server built on the official SDK whose tools ask the client questions."""
+
+
+def desk_flow(tool: str, arguments: dict[str, Any], bookings: Path) -> tuple[Swarm, ScriptedModel]:
+    """A one-agent flow calling ``tool`` of the eliciting server over stdio, and its model.
+
+    The test holds the model: a scripted model lives while it is referenced.
+    """
+    desk = MCPServer.stdio(
+        sys.executable,
+        [str(ELICITING_SERVER), "stdio"],
+        env={"MCP_TEST_BOOKINGS": str(bookings)},
+        name="desk",
+    )
+    model = ScriptedModel([Reply(tool_calls=[Call(tool, arguments)]), Reply(text="done")])
+    return Swarm(Agent("clerk", "Book rooms.", model=model.model, tools=[desk])), model

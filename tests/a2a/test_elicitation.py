@@ -7,32 +7,15 @@ the a2a-sdk's client answers with its next message on the task.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part
 from a2a.types import Message, Role, SendMessageRequest, Task, TaskState
 
-from swarmcore import Agent, Swarm
-from swarmcore.mcp import MCPServer
-from swarmcore.testing import Call, Reply, ScriptedModel
 from tests.a2a.test_server import a2a_client, final_task, output_artifact, send, user_message
+from tests.helpers import desk_flow
 from tests.serving import serve
-
-SERVER = Path(__file__).parents[1] / "integration" / "_mcp_elicit_server.py"
-
-
-def desk_flow(tool: str, arguments: dict[str, Any], bookings: Path) -> tuple[Swarm, ScriptedModel]:
-    """The flow, and its model (held by the test: a scripted model lives while referenced)."""
-    desk = MCPServer.stdio(
-        sys.executable,
-        [str(SERVER), "stdio"],
-        env={"MCP_TEST_BOOKINGS": str(bookings)},
-        name="desk",
-    )
-    model = ScriptedModel([Reply(tool_calls=[Call(tool, arguments)]), Reply(text="done")])
-    return Swarm(Agent("clerk", "Book rooms.", model=model.model, tools=[desk])), model
 
 
 def data_message(data: dict[str, Any], *, task: Task) -> SendMessageRequest:

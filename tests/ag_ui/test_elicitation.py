@@ -8,32 +8,17 @@ with no ``elicit`` callback and no ``approve``, the client answers.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from swarmcore import Agent, Swarm
+from swarmcore import Swarm
 from swarmcore.engines.dbos import DBOSEngine
-from swarmcore.mcp import MCPServer
-from swarmcore.testing import Call, Reply, ScriptedModel, TemporaryPostgres
+from swarmcore.testing import TemporaryPostgres
 from tests.ag_ui.conftest import drive, named
+from tests.helpers import desk_flow
 from tests.serving import serve
-
-SERVER = Path(__file__).parents[1] / "integration" / "_mcp_elicit_server.py"
-
-
-def desk_flow(tool: str, arguments: dict[str, Any], bookings: Path) -> tuple[Swarm, ScriptedModel]:
-    """The flow, and its model (held by the test: a scripted model lives while referenced)."""
-    desk = MCPServer.stdio(
-        sys.executable,
-        [str(SERVER), "stdio"],
-        env={"MCP_TEST_BOOKINGS": str(bookings)},
-        name="desk",
-    )
-    model = ScriptedModel([Reply(tool_calls=[Call(tool, arguments)]), Reply(text="done")])
-    return Swarm(Agent("clerk", "Book rooms.", model=model.model, tools=[desk])), model
 
 
 def interrupt_of(run: dict[str, Any]) -> dict[str, Any]:
