@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
-import json
 import math
 import threading
 import warnings
@@ -38,7 +36,6 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
 from swarmcore._checks import check_number, check_run_id
 from swarmcore._tools import Approval, ApprovalRequest
-from swarmcore.agent import Agent
 from swarmcore.engines import (
     Budget,
     CanApprove,
@@ -49,6 +46,9 @@ from swarmcore.engines import (
     Subscriber,
 )
 from swarmcore.engines._local import LocalEngine
+from swarmcore.engines._results import reparsed_run, storable, storable_error
+from swarmcore.engines._version import about as _about
+from swarmcore.engines._version import flow_version
 from swarmcore.engines.dbos import _workers
 from swarmcore.engines.dbos._agents import AGENT_WORKFLOW as AGENT_WORKFLOW
 from swarmcore.engines.dbos._agents import RUN_WORKFLOW as RUN_WORKFLOW
@@ -59,13 +59,11 @@ from swarmcore.engines.dbos._history import DBOSHistory
 from swarmcore.engines.dbos._limits import DBOSLimits
 from swarmcore.engines.dbos._map import map_runs
 from swarmcore.engines.dbos._records import RecordSerializer
-from swarmcore.engines.dbos._results import reparsed_run, storable, storable_error
 from swarmcore.engines.dbos._resume import Reopened, reopen
 from swarmcore.errors import SwarmError, UserError
 
 if TYPE_CHECKING:
     from swarmcore._batch import Tally
-    from swarmcore._flow import Flow
     from swarmcore._swarm import Swarm
     from swarmcore._walk import FlowSetup, Run
     from swarmcore.models import SwarmResult
@@ -84,33 +82,6 @@ __all__ = [
 
 _engine: DBOSEngine | None = None
 """The process's engine: DBOS is one instance per process, and so is this."""
-
-
-def flow_version(swarm: Swarm) -> str:
-    """A short hash of what a run of ``swarm`` depends on: shape, agents, models, tools.
-
-    A worker serves only runs of the version it has, so a run started by one
-    version of the code is never continued by another.
-    """
-    agents = [
-        {
-            "name": a.name,
-            "model": a.model,
-            "instructions": a.instructions,
-            "tools": sorted(getattr(t, "name", getattr(t, "__name__", "")) for t in a.tools),
-        }
-        for a in swarm.flow.agents
-        if isinstance(a, Agent)
-    ]
-    spec: dict[str, object] = {
-        "shape": swarm.flow.shape(),
-        "mode": swarm.context_mode,
-        "agents": agents,
-    }
-    if swarm.context_budget is not None:  # only auto has one; others keep their version
-        spec["budget"] = swarm.context_budget
-    digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode())
-    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,27 +470,6 @@ def _current() -> DBOSEngine:
     if _engine is None:
         raise UserError("No DBOSEngine in this process: Swarm(flow, engine=DBOSEngine(url)).")
     return _engine
-
-
-def _about(
-    flow: Flow, version: str, mode: tuple[str, int | None], generation: int = 0
-) -> dict[str, Any]:
-    """What a run's workflow input says of its flow (version, expression, size, shape) and itself.
-
-    The shape (JSON) is what ``swarmcore ui`` draws an engine run's flow from; the
-    context mode (and auto mode's budget) is what a case made of the run
-    (``swarmcore eval add``) replays with, as a stored run's settings say it.
-    """
-    context_mode, context_budget = mode
-    about = {
-        "version": version,
-        "flow": flow.expression(),
-        "agents": len(flow.names),
-        "shape": flow.shape().to_json(),
-        "context_mode": context_mode,
-    }
-    budget = {} if context_budget is None else {"context_budget": context_budget}
-    return about | budget | ({"generation": generation} if generation else {})
 
 
 @DBOS.workflow(name=RUN_WORKFLOW)

@@ -29,8 +29,8 @@ from dbos import DBOS, DBOSClient, SetWorkflowID, WorkflowHandleAsync
 from swarmcore import durable
 from swarmcore._tools import Approval
 from swarmcore._walk import AgentStep, run_in_process
+from swarmcore.engines._results import plain, reparsed
 from swarmcore.engines.dbos._approvals import await_decision
-from swarmcore.engines.dbos._results import plain, reparsed
 from swarmcore.engines.dbos._resume import agent_workflow_id
 from swarmcore.errors import AgentError, UserError
 from swarmcore.models import AgentResult

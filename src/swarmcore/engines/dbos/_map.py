@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from dbos import DBOSClient, WorkflowStatus
 
 from swarmcore._batch import Tally
-from swarmcore.engines.dbos._results import reparsed_run
+from swarmcore.engines._results import reparsed_run
 from swarmcore.errors import SwarmError
 
 if TYPE_CHECKING:

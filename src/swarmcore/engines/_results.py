@@ -1,7 +1,7 @@
-"""How the DBOS engine stores results: ``parsed`` values as JSON data, rebuilt on the way out.
+"""How a durable engine stores results: ``parsed`` values as JSON data, rebuilt on the way out.
 
 An agent's ``output_type`` may be a class made at run time (a router's choice,
-a judge's verdict) that no record names, so what DBOS records holds ``parsed``
+a judge's verdict) that no record names, so what a durable engine records holds ``parsed``
 as plain JSON data, and what the engine hands back has it as the agent's type again.
 """
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def plain(result: AgentResult) -> AgentResult:
-    """``result`` with ``parsed`` as JSON data, which DBOS can store.
+    """``result`` with ``parsed`` as JSON data, which a durable engine can store.
 
     An ``output_type`` may be a class made at run time (a router's choice, a
     judge's verdict) that no record names; ``output`` holds the same value as
@@ -58,7 +58,7 @@ def storable(result: SwarmResult) -> SwarmResult:
 
 
 def storable_error(error: SwarmError) -> SwarmError:
-    """A copy of ``error`` whose ``partial`` DBOS can store (see :func:`plain`)."""
+    """A copy of ``error`` whose ``partial`` a durable engine can store (see :func:`plain`)."""
     if error.partial is None:
         return error
     stored = copy.copy(error)
