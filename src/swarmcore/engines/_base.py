@@ -320,3 +320,13 @@ class CanRequeue(Protocol):
                 flow version (it would wait for ever), the run left as it was.
         """
         ...
+
+
+class RecordedOutcome(UserWarning):
+    """``swarm.run(run_id=...)`` on a run id the engine already ran: its recorded outcome came back.
+
+    The run id is the run's idempotency key, so nothing ran again; a run
+    re-started after a fix needs a new run id (or ``swarm.resume`` for a failed
+    run). Silence it where re-using ids is deliberate with
+    ``warnings.filterwarnings("ignore", category=RecordedOutcome)``.
+    """

@@ -43,6 +43,7 @@ from swarmcore.engines import (
     CanMap,
     DurableEngine,
     Execution,
+    RecordedOutcome,
     Subscriber,
 )
 from swarmcore.engines._local import LocalEngine
@@ -441,16 +442,6 @@ class DBOSEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
                 "start a worker with that flow."
             )
         return swarm
-
-
-class RecordedOutcome(UserWarning):
-    """``swarm.run(run_id=...)`` on a run id the engine already ran: its recorded outcome came back.
-
-    The run id is the run's idempotency key, so nothing ran again; a run
-    re-started after a fix needs a new run id (or ``swarm.resume`` for a failed
-    run). Silence it where re-using ids is deliberate with
-    ``warnings.filterwarnings("ignore", category=RecordedOutcome)``.
-    """
 
 
 def _say_recorded(run_id: str, status: str) -> None:
