@@ -1,0 +1,351 @@
+"""Durable runs on Temporal: a run is a workflow, each model and tool call an activity.
+
+``Swarm(flow, engine=TemporalEngine("127.0.0.1:7233"))`` makes each run a
+Temporal workflow whose id is the run id. The walk of the flow runs inside the
+workflow (``_workflow.py``); every model call and tool call of its agents is an
+activity, retried by swarmcore's policy only (Temporal's retry policy allows
+one attempt), and a tool gets the same idempotency key as on DBOS
+(``<run>/<agent>/<attempt>/<step>``). After a crash Temporal hands the workflow
+to a live worker, which replays the walk from the history: a finished call
+returns its recorded result, and only the call that was in flight is made again.
+
+Runs of one flow version are served on the task queue ``<task_queue>-<version>``,
+so a worker only takes runs of the flow it has. What the history holds is
+versioned JSON (``_converter.py``), never a pickle.
+
+Not yet on Temporal (see docs/scaling-out.md): approvals waited from another
+process, ``swarm.map`` as one run per task, ``swarm.resume`` and the ``runs``
+commands over Temporal's visibility API, limits shared across workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from swarmcore._checks import check_run_id
+from swarmcore.engines import (
+    Budget,
+    CanEnqueue,
+    DurableEngine,
+    Execution,
+    RecordedOutcome,
+    RunInputs,
+    Subscriber,
+)
+from swarmcore.engines import RunHandle as EngineRunHandle
+from swarmcore.engines._local import LocalEngine
+from swarmcore.engines._results import reparsed_run
+from swarmcore.engines._version import about, flow_version
+from swarmcore.engines.temporal import _workflow
+from swarmcore.engines.temporal._converter import DATA_CONVERTER, RecordPayloadConverter
+from swarmcore.engines.temporal._workflow import RUN_WORKFLOW, STEP_ACTIVITY, Live
+from swarmcore.errors import SwarmError, UserError
+
+if TYPE_CHECKING:
+    from swarmcore._flow import Flow
+    from swarmcore._swarm import Swarm
+    from swarmcore._walk import FlowSetup, Run
+    from swarmcore.models import SwarmResult
+
+__all__ = [
+    "DATA_CONVERTER",
+    "RUN_WORKFLOW",
+    "STEP_ACTIVITY",
+    "RecordPayloadConverter",
+    "RunHandle",
+    "TemporalEngine",
+]
+
+
+class RunHandle(EngineRunHandle):
+    """A run handed to the engine: ask its status, or wait for its result, from any process.
+
+    Args:
+        run_id: The run's id (its workflow id).
+        client: A Temporal client with the engine's data converter.
+        flow: The run's flow, to rebuild its agents' ``parsed`` values (None: left as JSON).
+    """
+
+    def __init__(self, run_id: str, client: Client, flow: Flow | None = None) -> None:
+        self.run_id = run_id
+        self._client = client
+        self._flow = flow
+
+    def _handle(self) -> WorkflowHandle[Any, Any]:
+        return self._client.get_workflow_handle(self.run_id)
+
+    async def status(self) -> str:
+        """Temporal's status of the run: RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED..."""
+        described = await self._handle().describe()
+        return described.status.name if described.status is not None else "UNKNOWN"
+
+    async def result(self, *, poll_seconds: float = 0.2) -> SwarmResult:
+        """Wait for the run to end; its SwarmResult, or the error that ended it raised.
+
+        Args:
+            poll_seconds: Unused: Temporal tells the client when the run ends.
+        """
+        try:
+            recorded: SwarmResult = await self._handle().result()
+        except WorkflowFailureError as failure:
+            raise _workflow.run_error(failure) from None
+        return recorded if self._flow is None else reparsed_run(recorded, self._flow)
+
+
+class TemporalEngine(DurableEngine, CanEnqueue):
+    """Runs flows as Temporal workflows, so they survive crashes and deploys.
+
+    A process that runs flows (``swarm.run``) or serves them (``swarmcore worker
+    --engine temporal``) runs a Temporal worker for the flows of its Swarms; a
+    process that only enqueues runs connects a client and nothing more.
+
+    Args:
+        target: The Temporal frontend's ``host:port``.
+        namespace: The Temporal namespace.
+        task_queue: The prefix of the run task queues (one per flow version).
+        step_heartbeat: Seconds without a heartbeat after which a call in
+            flight counts as lost (its worker died) and is made again by the
+            worker that has the run then. The lower, the sooner a run recovers.
+        worker_id: This process's identity, as Temporal shows it.
+
+    Raises:
+        UserError: A bad setting.
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:7233",
+        *,
+        namespace: str = "default",
+        task_queue: str = "swarmcore",
+        step_heartbeat: float = 10.0,
+        worker_id: str | None = None,
+    ) -> None:
+        if not target or "/" in target:
+            raise UserError(f"TemporalEngine needs the frontend's host:port, got {target!r}.")
+        if not step_heartbeat > 0:
+            raise UserError(f"step_heartbeat takes seconds above 0, got {step_heartbeat!r}.")
+        self.target = target
+        self.namespace = namespace
+        self.task_queue = task_queue
+        self.step_heartbeat = step_heartbeat
+        self.worker_id = worker_id or f"swarmcore-{uuid.uuid4().hex[:8]}"
+        self.step_queue = f"{task_queue}-steps-{uuid.uuid4().hex}"
+        """This process's own step queue: a call's activity runs where its closure is."""
+        self.local = LocalEngine(_workflow.agent_runner(self))
+        """Walks each run inside its workflow."""
+        self._swarms: dict[str, Swarm] = {}
+        self._versions: dict[int, str] = {}
+        """Flow version by ``id(flow)``: execute() is handed the flow, not the Swarm."""
+        self._live: dict[str, Live] = {}
+        self._client: Client | None = None
+        self._workers: dict[str, tuple[Worker, asyncio.Task[None]]] = {}
+
+    # --- the Swarm's side --------------------------------------------------------------
+
+    def attach(self, swarm: Swarm) -> None:
+        """Serve runs of ``swarm`` here, on the task queue of its flow version."""
+        version = flow_version(swarm)
+        self._swarms[version] = swarm
+        self._versions[id(swarm.flow)] = version
+
+    def queue_name(self, swarm: Swarm) -> str:
+        """The task queue runs of ``swarm`` are served on."""
+        return self._queue(flow_version(swarm))
+
+    def _queue(self, version: str) -> str:
+        return f"{self.task_queue}-{version}"
+
+    async def execute(
+        self,
+        setup: FlowSetup,
+        run: Run,
+        subscribers: Sequence[Subscriber],
+        *,
+        limits: Budget,
+        text_deltas: bool = False,
+        checkpoint: Callable[[], None] | None = None,
+    ) -> SwarmResult:
+        """Run ``run`` as the workflow ``run.run_id`` and wait for its result."""
+        version = self._versions.get(id(setup.flow), "")
+        await self.launch()
+        live = Live(Execution(setup, run, subscribers, limits, text_deltas, checkpoint))
+        self._live[run.run_id] = live
+        try:
+            client = await self.client()
+            inputs = [
+                about(setup.flow, version),
+                run.run_id,
+                run.task,
+                dict(run.options.variables),
+                dict(run.metadata),
+            ]
+            handle, fresh = await _start(client, inputs, run.run_id, self._queue(version))
+            try:
+                recorded: SwarmResult = await handle.result()
+            except WorkflowFailureError as failure:
+                if live.outcome and isinstance(live.outcome[0], SwarmError):
+                    raise live.outcome[0] from None
+                if not fresh:
+                    _say_recorded(run.run_id, "failed")
+                raise _workflow.run_error(failure) from None
+            if live.outcome and not isinstance(live.outcome[0], SwarmError):
+                return live.outcome[0]
+            if not fresh:
+                _say_recorded(run.run_id, "succeeded")
+            return reparsed_run(recorded, setup.flow)  # walked elsewhere: parsed values rebuilt
+        finally:
+            self._live.pop(run.run_id, None)
+
+    async def enqueue(
+        self,
+        swarm: Swarm,
+        task: str,
+        *,
+        run_id: str,
+        variables: Mapping[str, object],
+        metadata: Mapping[str, Any],
+    ) -> RunHandle:
+        """Start a run of ``swarm`` for the workers of its flow; idempotent per ``run_id``."""
+        check_run_id(run_id)
+        client = await self.client()
+        version = flow_version(swarm)
+        inputs = [about(swarm.flow, version), run_id, task, dict(variables), dict(metadata)]
+        await _start(client, inputs, run_id, self._queue(version))
+        return RunHandle(run_id, client, swarm.flow)
+
+    async def handle(self, run_id: str) -> RunHandle:
+        """A handle on a run enqueued or started earlier, from any process."""
+        check_run_id(run_id, lookup=True)
+        return RunHandle(run_id, await self.client())
+
+    async def reopen(self, swarm: Swarm, run_id: str) -> RunInputs:
+        """Not yet on Temporal: ``swarm.resume``.
+
+        Raises:
+            UserError: Always, saying what to do instead.
+        """
+        raise UserError(
+            "swarm.resume is not available on TemporalEngine yet: reset the run's workflow "
+            f"with `temporal workflow reset --workflow-id {run_id} --type LastWorkflowTask`, "
+            "or use DBOSEngine."
+        )
+
+    # --- Temporal ------------------------------------------------------------------
+
+    async def client(self) -> Client:
+        """The engine's Temporal client, connected on first use.
+
+        Raises:
+            UserError: No Temporal frontend answers at :attr:`target`.
+        """
+        if self._client is None:
+            try:
+                self._client = await Client.connect(
+                    self.target,
+                    namespace=self.namespace,
+                    data_converter=DATA_CONVERTER,
+                    identity=self.worker_id,
+                )
+            except RuntimeError as exc:
+                raise UserError(
+                    f"No Temporal server answers at {self.target}: {exc}. Start one "
+                    "(`temporal server start-dev`) or give TemporalEngine(target=...)."
+                ) from exc
+        return self._client
+
+    async def launch(self) -> None:
+        """Serve this process's Swarms: a worker per flow version, and one for the calls."""
+        client = await self.client()
+        wanted = [self.step_queue, *(self._queue(v) for v in self._swarms)]
+        for queue in wanted:
+            if queue in self._workers:
+                continue
+            if queue == self.step_queue:
+                worker = Worker(
+                    client,
+                    task_queue=queue,
+                    activities=[_workflow.step_activity],
+                    max_concurrent_activities=1000,
+                    identity=self.worker_id,
+                )
+            else:
+                _workflow.serve(queue, self)
+                worker = Worker(
+                    client,
+                    task_queue=queue,
+                    workflows=[_workflow.RunWorkflow],
+                    workflow_runner=UnsandboxedWorkflowRunner(),
+                    identity=self.worker_id,
+                )
+            self._workers[queue] = (worker, asyncio.create_task(worker.run()))
+
+    async def shutdown(self) -> None:
+        """Stop this process's workers; the runs in flight stay in Temporal for another worker."""
+        workers, self._workers = self._workers, {}
+        for queue, (worker, _) in workers.items():
+            _workflow.unserve(queue)
+            with contextlib.suppress(Exception):
+                await worker.shutdown()
+        for _, task in workers.values():
+            with contextlib.suppress(BaseException):
+                await task
+
+    # --- the run workflow's side ---------------------------------------------------
+
+    def live(self, run_id: str) -> Live | None:
+        """The run ``run_id`` if this process started it with ``swarm.run``."""
+        return self._live.get(run_id)
+
+    def swarm_for(self, version: str) -> Swarm:
+        """The Swarm of flow version ``version`` served here.
+
+        Raises:
+            UserError: No Swarm here has that version.
+        """
+        swarm = self._swarms.get(version)
+        if swarm is None:
+            raise UserError(
+                f"No Swarm with flow version {version!r} is served by worker {self.worker_id!r}."
+            )
+        return swarm
+
+
+async def _start(
+    client: Client, inputs: list[Any], run_id: str, queue: str
+) -> tuple[WorkflowHandle[Any, Any], bool]:
+    """Start the run's workflow; a handle, and whether it is new (not one recorded earlier)."""
+    try:
+        handle = await client.start_workflow(
+            RUN_WORKFLOW,
+            args=inputs,
+            id=run_id,
+            task_queue=queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+    except WorkflowAlreadyStartedError:  # closed under this id: its recorded outcome
+        return client.get_workflow_handle(run_id), False
+    return handle, True
+
+
+def _say_recorded(run_id: str, status: str) -> None:
+    warnings.warn(
+        RecordedOutcome(
+            f"Run {run_id!r} was already in the engine's history: this returned the outcome "
+            f"recorded for it ({status}) and ran nothing again, since a run id is the run's "
+            "idempotency key. To run the flow anew (after a fix, say), give a new run id "
+            "(swarm.run(task) makes one)."
+        ),
+        stacklevel=6,  # swarm.run's caller, past run, _execute, walk, execute
+    )
