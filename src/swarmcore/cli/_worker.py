@@ -1,6 +1,6 @@
-"""``swarmcore worker``: serve a flow's enqueued runs from a DBOS engine until stopped.
+"""``swarmcore worker``: serve a flow's enqueued runs from a durable engine until stopped.
 
-The one place of the CLI that knows the durable engine is DBOS (imported lazily):
+The one place of the CLI that knows the durable engines, DBOS and Temporal (imported lazily):
 the other commands reach an engine's database through :func:`engine_history`, a
 reader typed by the protocols of :mod:`swarmcore.engines`.
 """
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from swarmcore._swarm import Swarm
 from swarmcore.cli._errors import CLIError
 from swarmcore.cli._targets import as_flow, load_target
-from swarmcore.engines import ApprovalInbox, CanRequeue
+from swarmcore.engines import ApprovalInbox, CanRequeue, Engine
 from swarmcore.llm._types import CallSpec
 from swarmcore.store import RunReader
 
@@ -76,7 +76,26 @@ def add_worker_parser(commands: Any) -> None:
     )
     worker.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
     worker.add_argument(
-        "--engine", choices=["dbos"], default="dbos", help="the durable engine (dbos)"
+        "--engine",
+        choices=["dbos", "temporal"],
+        default="dbos",
+        help="the durable engine: dbos (PostgreSQL) or temporal (a Temporal cluster; needs "
+        "the [temporal] extra)",
+    )
+    worker.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="--engine temporal: the Temporal frontend (default: $SWARMCORE_TEMPORAL_ADDRESS, "
+        "or the target Swarm's own engine's, else 127.0.0.1:7233)",
+    )
+    worker.add_argument(
+        "--namespace", metavar="NAME", help="--engine temporal: the namespace (default: default)"
+    )
+    worker.add_argument(
+        "--task-queue",
+        metavar="NAME",
+        help="--engine temporal: the prefix of the flow's task queue (default: swarmcore); "
+        "clients that enqueue give their TemporalEngine the same",
     )
     worker.add_argument(
         "--database-url",
@@ -123,6 +142,8 @@ def add_worker_parser(commands: Any) -> None:
 
 def command_worker(args: argparse.Namespace) -> int:
     """Serve the target's runs until a signal stops the worker."""
+    if args.engine == "temporal":
+        return _command_temporal(args)
     require_dbos("swarmcore worker")
     from swarmcore.engines.dbos import DBOSEngine
 
@@ -160,10 +181,66 @@ def command_worker(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(swarm, engine, concurrency, grace))
 
 
-def _on_engine(target: object, engine: object) -> Swarm:
-    from swarmcore.engines.dbos import DBOSEngine
+def _command_temporal(args: argparse.Namespace) -> int:
+    """``swarmcore worker --engine temporal``: serve the flow's task queue until a signal."""
+    try:
+        importlib.import_module("temporalio")
+    except ImportError as exc:
+        raise CLIError(
+            "swarmcore worker --engine temporal needs the [temporal] extra (temporalio is "
+            "missing): pip install 'swarmcore[temporal]'"
+        ) from exc
+    from swarmcore.engines.temporal import TemporalEngine
 
-    assert isinstance(engine, DBOSEngine)
+    target = load_target(args.target)
+    own = target.engine if isinstance(target, Swarm) else None
+    address: str | None = args.address or os.environ.get("SWARMCORE_TEMPORAL_ADDRESS")
+    if isinstance(own, TemporalEngine) and (address is None or address == own.target):
+        engine = own
+        swarm = target
+    else:
+        engine = TemporalEngine(
+            address or "127.0.0.1:7233",
+            namespace=args.namespace or "default",
+            task_queue=args.task_queue or "swarmcore",
+        )
+        swarm = _on_engine(target, engine)
+    assert isinstance(swarm, Swarm)
+    if args.worker_id:
+        engine.worker_id = args.worker_id
+    return asyncio.run(_serve_temporal(swarm, engine))
+
+
+async def _serve_temporal(swarm: Swarm, engine: object) -> int:
+    from swarmcore.engines.temporal import TemporalEngine
+    from swarmcore.llm.backends import preload
+
+    assert isinstance(engine, TemporalEngine)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await asyncio.to_thread(preload, _call_specs(swarm))
+    await engine.launch()
+    print(
+        f"worker {engine.worker_id} serving {swarm.flow.expression()} on Temporal "
+        f"{engine.target}, task queue {engine.queue_name(swarm)}; SIGTERM or Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await stop.wait()
+    finally:
+        await engine.shutdown()
+    print(
+        f"worker {engine.worker_id} stopped; Temporal hands its runs in flight to another "
+        "worker of the flow",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _on_engine(target: object, engine: Engine) -> Swarm:
     if isinstance(target, Swarm):
         limits = target.budget
         return Swarm(
