@@ -143,6 +143,7 @@ PUBLIC = {
     "swarmcore.durable",
     "swarmcore.engines",
     "swarmcore.engines.dbos",
+    "swarmcore.engines.temporal",
     "swarmcore.errors",
     "swarmcore.evals",
     "swarmcore.events",

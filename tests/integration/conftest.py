@@ -107,4 +107,3 @@ def temporal_server() -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
-

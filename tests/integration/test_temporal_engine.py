@@ -261,4 +261,3 @@ async def test_enqueued_runs_are_served_by_a_worker_once_per_run_id_until_sigter
         await asyncio.to_thread(worker.communicate, timeout=WAIT)
         assert worker.returncode == 0
         assert "worker w1 stopped" in log.read_text()
-

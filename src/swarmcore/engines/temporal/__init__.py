@@ -25,6 +25,7 @@ import contextlib
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
@@ -287,6 +288,10 @@ class TemporalEngine(DurableEngine, CanEnqueue):
                     workflows=[_workflow.RunWorkflow],
                     workflow_runner=UnsandboxedWorkflowRunner(),
                     identity=self.worker_id,
+                    # A dead worker's runs leave its sticky queue this soon for a live one.
+                    sticky_queue_schedule_to_start_timeout=timedelta(
+                        seconds=min(10.0, max(1.0, 2 * self.step_heartbeat))
+                    ),
                 )
             self._workers[queue] = (worker, asyncio.create_task(worker.run()))
 
