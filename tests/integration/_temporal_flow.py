@@ -4,11 +4,11 @@ The flow is ``_dbos_flow``'s (``a >> b`` on the tests' ``MockOpenAIServer``,
 ``a``'s tool ``mark`` appending to a marker file), for
 ``swarmcore worker --engine temporal _temporal_flow.py:flow``.
 
-As a script (the repository on ``PYTHONPATH``): ``python _temporal_flow.py run|recover TARGET RUN_ID`` runs the
-flow on a ``TemporalEngine`` under ``RUN_ID`` (``run``), or serves the flow and
-waits for the run ``RUN_ID`` to end (``recover``: Temporal hands it to this
-process's worker once the killed one is silent), then prints each agent's output
-as JSON on stdout.
+As a script (the repository on ``PYTHONPATH``): ``python _temporal_flow.py
+run|recover TARGET RUN_ID`` runs the flow on a ``TemporalEngine`` under
+``RUN_ID`` (``run``), or serves the flow and waits for the run ``RUN_ID`` to
+end (``recover``: Temporal hands it to this process's worker once the killed one
+is silent), then prints each agent's output as JSON on stdout.
 """
 
 from __future__ import annotations

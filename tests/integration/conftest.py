@@ -81,10 +81,10 @@ def temporal_server() -> Iterator[str]:
     port = _free_port()
     target = f"127.0.0.1:{port}"
     with tempfile.TemporaryFile() as log:
+        ports = ["--ui-port", str(_free_port()), "--http-port", str(_free_port())]
+        ports += ["--metrics-port", str(_free_port()), "--headless", "--log-level", "error"]
         server = subprocess.Popen(
-            [cli, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
-            + ["--headless", "--log-level", "error", "--ui-port", str(_free_port())]
-            + ["--http-port", str(_free_port()), "--metrics-port", str(_free_port())],
+            [cli, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), *ports],
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -22,13 +23,14 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from swarmcore import Agent, Swarm
+from swarmcore import Agent, Approval, Swarm
 from swarmcore.durable import idempotency_key
 from swarmcore.engines import RecordedOutcome
 from swarmcore.engines.temporal import DATA_CONVERTER, STEP_ACTIVITY, TemporalEngine
-from swarmcore.errors import ModelError
+from swarmcore.errors import ModelError, UserError
 from swarmcore.testing import MockOpenAIServer, OfflineModel
 from tests.integration._dbos_flow import build
+from tests.integration.test_dbos_approvals import eventually, paying_flow, paying_model
 from tests.integration.test_dbos_engine import (
     FINISHED,
     WAIT,
@@ -261,3 +263,84 @@ async def test_enqueued_runs_are_served_by_a_worker_once_per_run_id_until_sigter
         await asyncio.to_thread(worker.communicate, timeout=WAIT)
         assert worker.returncode == 0
         assert "worker w1 stopped" in log.read_text()
+
+
+# --- approvals: a signal to the run's workflow, from any process ---------------------------
+
+
+async def test_a_run_with_no_callback_waits_until_someone_edits_the_call(
+    engine: TemporalEngine,
+) -> None:
+    paid: list[int] = []
+    model = paying_model()
+    swarm = Swarm(paying_flow(model.model, paid), engine=engine)
+    running = asyncio.create_task(swarm.run("pay the invoice", run_id="t-pay-approval"))
+
+    requests = await eventually(
+        lambda: swarm.pending_approvals("t-pay-approval"), "the approval request"
+    )
+    assert [(r.agent_name, r.tool_name, r.arguments) for r in requests] == [
+        ("a", "pay", {"amount": 120})
+    ]
+    assert not running.done()
+    assert paid == []  # nothing runs before the decision
+    with pytest.raises(UserError, match=r"no call 'nope' waiting for approval \(waiting: "):
+        await swarm.decide("t-pay-approval", "nope", True)
+
+    decided = await swarm.decide(
+        "t-pay-approval", requests[0].call_id, Approval.edit({"amount": 100})
+    )
+    result = await asyncio.wait_for(running, WAIT)
+
+    assert decided == requests[0]
+    assert paid == [100]
+    (call,) = result["a"].tool_calls
+    assert (call.approval, json.loads(call.arguments), call.result) == (
+        "edited",
+        {"amount": 100},
+        "paid 100",
+    )
+    assert [r.agent_name for r in result.history] == ["a", "b"]
+    assert await swarm.pending_approvals("t-pay-approval") == []
+
+
+async def test_an_approval_wait_survives_kill_9_of_its_worker(
+    temporal_server: str, processes: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    marker, log = tmp_path / "marks.txt", tmp_path / "worker.log"
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    with MockOpenAIServer(responder=responder(threading.Event())) as server:
+        env = flow_env(server, marker) | {"SWARMCORE_TEST_APPROVAL": "1"}
+        command = ["-m", "swarmcore.cli", "worker", f"{FLOW_FILE}:flow", "--engine", "temporal"]
+        command += ["--address", temporal_server, "--task-queue", queue]
+        with log.open("w") as stderr:
+            first = spawn(processes, [*command, "--worker-id", "w1"], env, stderr=stderr)
+        await asyncio.to_thread(until, lambda: "w1 serving" in log.read_text(), "w1", first)
+        os.environ["SWARMCORE_TEST_APPROVAL"] = "1"  # the client's flow: the same version
+        try:
+            client_flow = build(server.url, marker)
+        finally:
+            del os.environ["SWARMCORE_TEST_APPROVAL"]
+        client_engine = TemporalEngine(temporal_server, task_queue=queue)
+        swarm = Swarm(client_flow, engine=client_engine)
+        try:
+            handle = await swarm.enqueue("write the answer", run_id="t-approve-killed")
+            (request,) = await eventually(
+                lambda: swarm.pending_approvals("t-approve-killed"), "the approval request"
+            )
+            first.kill()  # SIGKILL while the run waits
+            first.communicate()
+            assert (request.agent_name, request.tool_name) == ("a", "mark")
+            assert who_asked(server) == {"a": 1}
+            assert not marker.exists()
+            # Decided while no worker runs it: the signal waits in the run's history.
+            await swarm.decide("t-approve-killed", request.call_id, Approval.edit({"note": "ok"}))
+            with log.open("a") as stderr:
+                spawn(processes, [*command, "--worker-id", "w2"], env, stderr=stderr)
+            result = await asyncio.wait_for(handle.result(), WAIT)
+        finally:
+            await client_engine.shutdown()
+        assert result.context == FINISHED
+        # a's first call (made before the kill) was not made again; the tool ran once.
+        assert who_asked(server) == {"a": 2, "b": 1}
+        assert marker.read_text().splitlines() == ["ok"]

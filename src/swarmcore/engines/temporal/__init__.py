@@ -13,9 +13,12 @@ Runs of one flow version are served on the task queue ``<task_queue>-<version>``
 so a worker only takes runs of the flow it has. What the history holds is
 versioned JSON (``_converter.py``), never a pickle.
 
-Not yet on Temporal (see docs/scaling-out.md): approvals waited from another
-process, ``swarm.map`` as one run per task, ``swarm.resume`` and the ``runs``
-commands over Temporal's visibility API, limits shared across workers.
+A call to a tool that requires approval, in a run with no approval callback,
+waits for a signal (``swarm.decide``) that any process may send.
+
+Not yet on Temporal (see docs/scaling-out.md): ``swarm.map`` as one run per
+task, ``swarm.resume`` and the ``runs`` commands over Temporal's visibility API,
+limits shared across workers.
 """
 
 from __future__ import annotations
@@ -31,11 +34,14 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from swarmcore._checks import check_run_id
+from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore.engines import (
     Budget,
+    CanApprove,
     CanEnqueue,
     DurableEngine,
     Execution,
@@ -49,7 +55,13 @@ from swarmcore.engines._results import reparsed_run
 from swarmcore.engines._version import about, flow_version
 from swarmcore.engines.temporal import _workflow
 from swarmcore.engines.temporal._converter import DATA_CONVERTER, RecordPayloadConverter
-from swarmcore.engines.temporal._workflow import RUN_WORKFLOW, STEP_ACTIVITY, Live
+from swarmcore.engines.temporal._workflow import (
+    DECIDE_SIGNAL,
+    RUN_WORKFLOW,
+    STEP_ACTIVITY,
+    WAITING_MEMO,
+    Live,
+)
 from swarmcore.errors import SwarmError, UserError
 
 if TYPE_CHECKING:
@@ -103,7 +115,7 @@ class RunHandle(EngineRunHandle):
         return recorded if self._flow is None else reparsed_run(recorded, self._flow)
 
 
-class TemporalEngine(DurableEngine, CanEnqueue):
+class TemporalEngine(DurableEngine, CanEnqueue, CanApprove):
     """Runs flows as Temporal workflows, so they survive crashes and deploys.
 
     A process that runs flows (``swarm.run``) or serves them (``swarmcore worker
@@ -118,6 +130,9 @@ class TemporalEngine(DurableEngine, CanEnqueue):
             flight counts as lost (its worker died) and is made again by the
             worker that has the run then. The lower, the sooner a run recovers.
         worker_id: This process's identity, as Temporal shows it.
+        approval_timeout: Seconds a call to a tool that requires approval waits
+            for a decision (``swarm.decide``) in a run with no approval
+            callback; then it is denied. Default: a week.
 
     Raises:
         UserError: A bad setting.
@@ -131,6 +146,7 @@ class TemporalEngine(DurableEngine, CanEnqueue):
         task_queue: str = "swarmcore",
         step_heartbeat: float = 10.0,
         worker_id: str | None = None,
+        approval_timeout: float = 7 * 24 * 3600.0,
     ) -> None:
         if not target or "/" in target:
             raise UserError(f"TemporalEngine needs the frontend's host:port, got {target!r}.")
@@ -140,6 +156,7 @@ class TemporalEngine(DurableEngine, CanEnqueue):
         self.namespace = namespace
         self.task_queue = task_queue
         self.step_heartbeat = step_heartbeat
+        self.approval_timeout = approval_timeout
         self.worker_id = worker_id or f"swarmcore-{uuid.uuid4().hex[:8]}"
         self.step_queue = f"{task_queue}-steps-{uuid.uuid4().hex}"
         """This process's own step queue: a call's activity runs where its closure is."""
@@ -240,6 +257,45 @@ class TemporalEngine(DurableEngine, CanEnqueue):
             "swarm.resume is not available on TemporalEngine yet: reset the run's workflow "
             f"with `temporal workflow reset --workflow-id {run_id} --type LastWorkflowTask`, "
             "or use DBOSEngine."
+        )
+
+    async def approvals(self, run_id: str) -> list[ApprovalRequest]:
+        """The calls of run ``run_id`` waiting for a decision (its workflow's memo).
+
+        None for a run not started yet (or unknown): a caller polls until one waits.
+        """
+        check_run_id(run_id, lookup=True)
+        handle = (await self.client()).get_workflow_handle(run_id)
+        try:
+            described = await handle.describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return []
+            raise
+        memo = await described.memo()
+        waiting: list[ApprovalRequest] = list(memo.get(WAITING_MEMO) or [])
+        return waiting
+
+    async def approve(
+        self, run_id: str, call_id: str, approval: Approval | bool
+    ) -> ApprovalRequest:
+        """Decide a waiting call of run ``run_id`` (a signal to its workflow); its request.
+
+        Raises:
+            UserError: No such call waits in that run.
+        """
+        if isinstance(approval, bool):
+            approval = Approval.allow() if approval else Approval.deny()
+        waiting = await self.approvals(run_id)
+        for request in waiting:
+            if request.call_id == call_id:
+                handle = (await self.client()).get_workflow_handle(run_id)
+                await handle.signal(DECIDE_SIGNAL, args=[call_id, approval])
+                return request
+        calls = ", ".join(f"{r.call_id} ({r.tool_name})" for r in waiting) or "none"
+        raise UserError(
+            f"Run {run_id} has no call {call_id!r} waiting for approval (waiting: {calls}); "
+            "swarm.pending_approvals(run_id) lists them."
         )
 
     # --- Temporal ------------------------------------------------------------------

@@ -27,6 +27,7 @@ decision.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextvars
 import itertools
 from collections.abc import Awaitable, Callable
@@ -39,6 +40,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 from swarmcore import durable
+from swarmcore._tools import Approval, ApprovalRequest
 from swarmcore._walk import AgentStep, run_in_process
 from swarmcore.engines._results import storable, storable_error
 from swarmcore.errors import SwarmError, UserError
@@ -57,6 +59,10 @@ STEP_ACTIVITY = "swarmcore.step"
 """The activity type of every model call and tool call."""
 FAILED = "swarmcore.error"
 """An ApplicationError type: the call (or the run) raised a swarmcore error, in its details."""
+DECIDE_SIGNAL = "swarmcore.decide"
+"""The signal that decides a call waiting for approval: its call id and an ``Approval``."""
+WAITING_MEMO = "swarmcore_waiting"
+"""The memo of a run's workflow listing its calls waiting for approval (read with no worker)."""
 LOST = "swarmcore.lost"
 """An ApplicationError type: the call ran where its closure is not, or its worker stopped."""
 _TRIES = 5
@@ -85,6 +91,11 @@ class Serving(Protocol):
     @property
     def step_heartbeat(self) -> float:
         """Seconds of silence after which a call's activity counts as lost."""
+        ...
+
+    @property
+    def approval_timeout(self) -> float:
+        """Seconds a call waits for an approval decision before it is denied."""
         ...
 
     @property
@@ -139,9 +150,21 @@ def agent_runner(serving: Serving) -> Callable[[AgentStep], Awaitable[AgentResul
             # The same key on a replay: the call's place in its agent's run.
             return await _step(serving, name, f"{base}/{next(keys)}", call)
 
-        return await run_in_process(replace(step, scope=step.scope.recording(recorded)))
+        decider = _decider(serving.approval_timeout)
+        return await run_in_process(
+            replace(step, scope=step.scope.recording(recorded, decider=decider))
+        )
 
     return run
+
+
+def _decider(timeout: float) -> Callable[[ApprovalRequest], Awaitable[Approval]]:
+    async def decided(request: ApprovalRequest) -> Approval:
+        run = workflow.instance()
+        assert isinstance(run, RunWorkflow)
+        return await run.decision(request, timeout)
+
+    return decided
 
 
 async def _step(serving: Serving, name: str, key: str, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -224,7 +247,46 @@ async def step_activity(ref: str, key: str) -> Any:
 
 @workflow.defn(name=RUN_WORKFLOW, sandboxed=False)
 class RunWorkflow:
-    """One run: the walk of its flow, each model call and tool call an activity."""
+    """One run: the walk of its flow, each model call and tool call an activity.
+
+    A call to a tool that requires approval, in a run with no approval callback,
+    waits for the signal :data:`DECIDE_SIGNAL` (``swarm.decide``); the memo
+    :data:`WAITING_MEMO` lists the calls waiting, readable while no worker runs
+    the workflow. The signal is in the history, so the wait survives its worker.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, ApprovalRequest] = {}
+        self._decided: dict[str, Approval] = {}
+
+    @workflow.signal(name=DECIDE_SIGNAL)
+    def decide(self, call_id: str, approval: Approval) -> None:
+        """Decide the call ``call_id`` (a decision for a call not waiting yet is kept)."""
+        self._decided[call_id] = approval
+
+    async def decision(self, request: ApprovalRequest, wait: float) -> Approval:
+        """Wait for the decision on ``request``; denied after ``wait`` seconds."""
+        self._waiting[request.call_id] = request
+        workflow.upsert_memo({WAITING_MEMO: list(self._waiting.values())})
+        workflow.logger.warning(
+            "Run %s waits for approval of %s(%s) by %s: swarmcore runs approve %s %s",
+            workflow.info().workflow_id,
+            request.tool_name,
+            request.call_id,
+            request.agent_name,
+            workflow.info().workflow_id,
+            request.call_id,
+        )
+        try:
+            await workflow.wait_condition(
+                lambda: request.call_id in self._decided, timeout=timedelta(seconds=wait)
+            )
+        except builtins.TimeoutError:
+            return Approval.deny(f"no decision came within {wait:g} seconds")
+        finally:
+            self._waiting.pop(request.call_id, None)
+            workflow.upsert_memo({WAITING_MEMO: list(self._waiting.values())})
+        return self._decided.pop(request.call_id)
 
     @workflow.run
     async def run(
