@@ -17,7 +17,9 @@ block of the same page, and runs when they use it.
 A block that reads ``SWARMCORE_DATABASE_URL`` (a durable engine's PostgreSQL)
 gets a database of its own, new and empty, on a PostgreSQL server: the one
 ``$SWARMCORE_DATABASE_URL`` names when it is set, else the session's (the
-``postgres`` fixture: skipped only when PostgreSQL's binaries are missing).
+``postgres`` fixture: skipped only when PostgreSQL's binaries are missing). One
+that reads ``SWARMCORE_TEMPORAL_ADDRESS`` gets the session's Temporal dev server
+(the ``temporal_server`` fixture).
 """
 
 from __future__ import annotations
@@ -133,6 +135,10 @@ def test_block_runs(
             server: TemporaryPostgres = request.getfixturevalue("postgres")
             url = server.new_database(name)
         monkeypatch.setenv("SWARMCORE_DATABASE_URL", url)
+    if any(
+        "SWARMCORE_TEMPORAL_ADDRESS" in code for code in (block.code, *(c for _, c in block.files))
+    ):
+        monkeypatch.setenv("SWARMCORE_TEMPORAL_ADDRESS", request.getfixturevalue("temporal_server"))
     for name, code in block.files:
         (block_env / name).parent.mkdir(parents=True, exist_ok=True)
         (block_env / name).write_text(code)
