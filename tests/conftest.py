@@ -1,4 +1,4 @@
-"""Guards (no provider keys leak into tests, litellm never fetches its price map), peers, Temporal."""
+"""Guards (no provider keys leak, litellm never fetches its price map), peers, Temporal."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def add_worker_parser(commands: Any) -> None:
     """The ``worker`` subcommand."""
     worker: argparse.ArgumentParser = commands.add_parser(
         "worker",
-        help="serve a flow's enqueued runs (durable, on PostgreSQL)",
+        help="serve a flow's enqueued runs (durable, on PostgreSQL or Temporal)",
         description="Serve the runs enqueued for a flow (swarm.enqueue) until SIGTERM or "
         "Ctrl-C, and recover the runs this worker id left in flight. On SIGTERM or Ctrl-C "
         "the worker takes no new run and lets its runs in flight finish for --grace "
@@ -72,7 +72,9 @@ def add_worker_parser(commands: Any) -> None:
         "without repeating a finished agent or a recorded call; if none comes back within "
         "--adopt-after seconds, a live worker of the same flow adopts them. A second "
         "signal stops the worker at once, as kill -9 would. "
-        "Needs the [dbos] extra: pip install 'swarmcore[dbos]'.",
+        "Needs the [dbos] extra: pip install 'swarmcore[dbos]'. With --engine temporal it "
+        "serves the flow's Temporal task queue instead (the [temporal] extra), and on SIGTERM "
+        "stops at once, its runs left to the other workers of the flow.",
     )
     worker.add_argument("target", help="FILE_OR_MODULE:NAME of a Flow, Agent or Swarm")
     worker.add_argument(
