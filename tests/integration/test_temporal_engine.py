@@ -47,6 +47,8 @@ from tests.integration.test_dbos_engine import (
     who_asked,
     word_count,
 )
+from tests.integration.test_dbos_resume import Flaky
+from tests.integration.test_dbos_resume import diamond as resume_diamond
 
 HERE = Path(__file__).parent
 FLOW_FILE = HERE / "_temporal_flow.py"
@@ -344,3 +346,55 @@ async def test_an_approval_wait_survives_kill_9_of_its_worker(
         # a's first call (made before the kill) was not made again; the tool ran once.
         assert who_asked(server) == {"a": 2, "b": 1}
         assert marker.read_text().splitlines() == ["ok"]
+
+
+# --- resume: Temporal resets the failed run's workflow to just before its failed call -------
+
+
+async def test_resume_runs_only_the_failed_agent_and_what_follows_under_the_same_run_id(
+    engine: TemporalEngine,
+) -> None:
+    flaky = Flaky("c")
+    swarm = Swarm(resume_diamond(flaky.model.model), engine=engine)
+    with pytest.raises(ModelError) as failed:
+        await swarm.run("plan the trip", run_id="t-trip")
+    assert failed.value.agent_name == "c"
+    assert flaky.asked() == {"a": 1, "b": 1, "c": 1}
+
+    flaky.failing.clear()  # fixed
+    result = await swarm.resume("t-trip")
+
+    assert result.run_id == "t-trip"
+    assert sorted(r.agent_name for r in result.history) == ["a", "b", "c", "d"]
+    assert result.output == "d did it"
+    assert flaky.asked() == {"a": 1, "b": 1, "c": 2, "d": 1}  # a and b were not asked again
+    with pytest.raises(UserError, match="already succeeded; nothing to resume"):
+        await swarm.resume("t-trip")
+
+
+async def test_a_run_resumed_twice_keeps_each_resumes_work(engine: TemporalEngine) -> None:
+    flaky = Flaky("b", "d")
+    swarm = Swarm(resume_diamond(flaky.model.model), engine=engine)
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="t-twice")
+    flaky.failing.discard("b")
+    with pytest.raises(ModelError) as again:
+        await swarm.resume("t-twice")
+    assert again.value.agent_name == "d"
+    flaky.failing.clear()
+    result = await swarm.resume("t-twice")
+    assert result.output == "d did it"
+    assert flaky.asked() == {"a": 1, "b": 2, "c": 1, "d": 2}
+
+
+async def test_resume_refuses_what_it_cannot_resume(engine: TemporalEngine) -> None:
+    flaky = Flaky("b")
+    swarm = Swarm(resume_diamond(flaky.model.model), engine=engine)
+    with pytest.raises(UserError, match="No run 't-nothing' on Temporal"):
+        await swarm.resume("t-nothing")
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="t-other")
+    changed = Swarm(resume_diamond(flaky.model.model, "does something else."), engine=engine)
+    with pytest.raises(UserError, match=r"made by flow version .* resume it with the same flow"):
+        await changed.resume("t-other")
+    assert await (await engine.handle("t-other")).status() == "FAILED"  # left as it was

@@ -16,8 +16,11 @@ versioned JSON (``_converter.py``), never a pickle.
 A call to a tool that requires approval, in a run with no approval callback,
 waits for a signal (``swarm.decide``) that any process may send.
 
+``swarm.resume`` of a failed run resets its workflow to just before the call
+that failed it.
+
 Not yet on Temporal (see docs/scaling-out.md): ``swarm.map`` as one run per
-task, ``swarm.resume`` and the ``runs`` commands over Temporal's visibility API,
+task, the ``runs`` commands over Temporal's visibility API,
 limits shared across workers.
 """
 
@@ -28,10 +31,20 @@ import contextlib
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -248,16 +261,55 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove):
         return RunHandle(run_id, await self.client())
 
     async def reopen(self, swarm: Swarm, run_id: str) -> RunInputs:
-        """Not yet on Temporal: ``swarm.resume``.
+        """Make the failed run ``run_id`` of ``swarm`` ready to run again (``swarm.resume``).
+
+        Temporal resets the run's workflow to its last workflow task before the
+        call that failed it: the new execution keeps every call recorded before
+        that point (finished agents are not run again) and makes the failed call
+        anew. The earlier execution stays in Temporal's history, failed.
 
         Raises:
-            UserError: Always, saying what to do instead.
+            UserError: No such run; it is still running or already succeeded; or it
+                was made by another version of the flow.
         """
-        raise UserError(
-            "swarm.resume is not available on TemporalEngine yet: reset the run's workflow "
-            f"with `temporal workflow reset --workflow-id {run_id} --type LastWorkflowTask`, "
-            "or use DBOSEngine."
+        check_run_id(run_id, lookup=True)
+        client = await self.client()
+        handle = client.get_workflow_handle(run_id)
+        try:
+            described = await handle.describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise UserError(f"No run {run_id!r} on Temporal at {self.target}.") from None
+            raise
+        status = described.status
+        if status == WorkflowExecutionStatus.COMPLETED:
+            raise UserError(
+                f"Run {run_id} already succeeded; nothing to resume. Its result: "
+                f"await (await engine.handle({run_id!r})).result()."
+            )
+        if status in (WorkflowExecutionStatus.RUNNING, None):
+            raise UserError(f"Run {run_id} is running, not failed: it goes on by itself.")
+        history = await handle.fetch_history()
+        inputs = history.events[0].workflow_execution_started_event_attributes.input.payloads
+        made, _, task, variables, metadata = DATA_CONVERTER.payload_converter.from_payloads(
+            list(inputs)
         )
+        version, made_by = flow_version(swarm), str(made.get("version") or "")
+        if made_by and made_by != version:
+            raise UserError(
+                f"Run {run_id} was made by flow version {made_by}, and this Swarm's flow is "
+                f"version {version}; resume it with the same flow (agents, models, tools)."
+            )
+        await client.workflow_service.reset_workflow_execution(
+            ResetWorkflowExecutionRequest(
+                namespace=self.namespace,
+                workflow_execution=WorkflowExecution(workflow_id=run_id, run_id=described.run_id),
+                reason="swarm.resume",
+                workflow_task_finish_event_id=_reset_point(history.events),
+                request_id=uuid.uuid4().hex,
+            )
+        )
+        return _Inputs(str(task), dict(variables), dict(metadata))
 
     async def approvals(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of run ``run_id`` waiting for a decision (its workflow's memo).
@@ -398,6 +450,36 @@ async def _start(
     except WorkflowAlreadyStartedError:  # closed under this id: its recorded outcome
         return client.get_workflow_handle(run_id), False
     return handle, True
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """A run's inputs as its workflow recorded them."""
+
+    task: str
+    variables: Mapping[str, object]
+    metadata: Mapping[str, Any]
+
+
+def _reset_point(events: Sequence[HistoryEvent]) -> int:
+    """The last workflow task finished before the call that failed the run (or the run's end).
+
+    A run fails when a call raises a swarmcore error (the last failed activity
+    whose failure carries one) or when its walk does; resetting there keeps
+    every result recorded before it.
+    """
+    end = len(events)
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+            failure = event.activity_task_failed_event_attributes.failure
+            if failure.application_failure_info.type == _workflow.FAILED:
+                end = index
+                break
+    for event in reversed(events[:end]):
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            return event.event_id
+    raise UserError("The run failed before its first step; run it again with a new run id.")
 
 
 def _say_recorded(run_id: str, status: str) -> None:
