@@ -398,3 +398,25 @@ async def test_resume_refuses_what_it_cannot_resume(engine: TemporalEngine) -> N
     with pytest.raises(UserError, match=r"made by flow version .* resume it with the same flow"):
         await changed.resume("t-other")
     assert await (await engine.handle("t-other")).status() == "FAILED"  # left as it was
+
+
+# --- events: the walk runs on the workflow's thread; its events reach the caller's loop -----
+
+
+async def test_a_stream_and_the_run_store_see_what_they_see_in_process(
+    engine: TemporalEngine, tmp_path: Path
+) -> None:
+    here, there = OfflineModel(), OfflineModel()
+    flow_here, flow_there = (
+        Agent("a", "a gathers.", model=m.model) >> Agent("b", "b writes.", model=m.model)
+        for m in (here, there)
+    )
+    expected = [type(e).__name__ async for e in Swarm(flow_here).stream("hello", text=True)]
+    swarm = Swarm(flow_there, engine=engine, store=tmp_path / "runs.db")
+    seen = [type(e).__name__ async for e in swarm.stream("hello", text=True, run_id="t-stream")]
+    assert seen == expected
+    assert "TextDelta" in seen
+    assert swarm.store is not None
+    record = swarm.store.get_run("t-stream")
+    assert record is not None
+    assert (record.status, [r.agent_name for r in record.results]) == ("succeeded", ["a", "b"])

@@ -76,6 +76,7 @@ from swarmcore.engines.temporal._workflow import (
     Live,
 )
 from swarmcore.errors import SwarmError, UserError
+from swarmcore.events import Event, EventBus
 
 if TYPE_CHECKING:
     from swarmcore._flow import Flow
@@ -210,7 +211,16 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove):
         """Run ``run`` as the workflow ``run.run_id`` and wait for its result."""
         version = self._versions.get(id(setup.flow), "")
         await self.launch()
-        live = Live(Execution(setup, run, subscribers, limits, text_deltas, checkpoint))
+        # The walk runs on the workflow's thread and loop; its events reach the
+        # subscribers here, on this loop (a stream's queue, async hooks), in order.
+        loop = asyncio.get_running_loop()
+        here = EventBus(run.run_id, subscribers)
+
+        def forward(event: Event) -> None:
+            loop.call_soon_threadsafe(here.publish, event)
+
+        inner: list[Subscriber] = [(forward, ())] if subscribers else []
+        live = Live(Execution(setup, run, inner, limits, text_deltas, checkpoint))
         self._live[run.run_id] = live
         try:
             client = await self.client()
@@ -237,6 +247,7 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove):
             return reparsed_run(recorded, setup.flow)  # walked elsewhere: parsed values rebuilt
         finally:
             self._live.pop(run.run_id, None)
+            await here.drain()
 
     async def enqueue(
         self,
