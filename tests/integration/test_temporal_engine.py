@@ -23,7 +23,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from swarmcore import Agent, Approval, Swarm
+from swarmcore import Agent, Approval, MapProgress, Swarm, SwarmResult
 from swarmcore.durable import idempotency_key
 from swarmcore.engines import RecordedOutcome
 from swarmcore.engines.temporal import DATA_CONVERTER, STEP_ACTIVITY, TemporalEngine
@@ -47,6 +47,8 @@ from tests.integration.test_dbos_engine import (
     who_asked,
     word_count,
 )
+from tests.integration.test_dbos_map import answers as map_answers
+from tests.integration.test_dbos_map import two_step
 from tests.integration.test_dbos_resume import Flaky
 from tests.integration.test_dbos_resume import diamond as resume_diamond
 
@@ -420,3 +422,46 @@ async def test_a_stream_and_the_run_store_see_what_they_see_in_process(
     record = swarm.store.get_run("t-stream")
     assert record is not None
     assert (record.status, [r.agent_name for r in record.results]) == ("succeeded", ["a", "b"])
+
+
+# --- map: one run per key, collected in input order ------------------------------------------
+
+
+async def test_map_starts_one_run_per_key_and_collects_them_in_input_order(
+    engine: TemporalEngine,
+) -> None:
+    model = map_answers()
+    swarm = Swarm(two_step(model.model), engine=engine)
+    await engine.launch()  # this process serves
+    seen: list[MapProgress] = []
+    tasks = ["write on alpha", "write on boom", "write on gamma", "write on alpha"]
+
+    results = await swarm.map(
+        tasks, key=lambda task: "t-" + task.replace(" ", "-"), progress=seen.append
+    )
+
+    first, failed, third, fourth = results
+    assert isinstance(first, SwarmResult)
+    assert isinstance(third, SwarmResult)
+    assert isinstance(fourth, SwarmResult)
+    assert (first.run_id, third.run_id) == ("t-write-on-alpha", "t-write-on-gamma")
+    assert (first.output, third.output) == ("b on alpha", "b on gamma")
+    assert fourth.run_id == first.run_id  # one key, one run
+    assert isinstance(failed, ModelError)  # one run's failure is its own
+    assert failed.partial is not None
+    assert list(failed.partial.context) == ["a"]
+    assert sorted(p.index for p in seen) == [0, 1, 2, 3]
+    assert [p.done for p in seen] == [1, 2, 3, 4]
+    assert (seen[-1].succeeded, seen[-1].failed, seen[-1].total) == (3, 1, 4)
+    calls = len(model.requests)
+    assert calls == 2 + 2 + 2  # three runs: alpha, boom (a, then b fails), gamma
+
+    # The same keys again: nothing runs twice; the recorded outcomes come back.
+    again = await swarm.map(tasks, key=["t-" + t.replace(" ", "-") for t in tasks])
+    assert len(model.requests) == calls
+    assert [r.output if isinstance(r, SwarmResult) else type(r) for r in again] == [
+        "b on alpha",
+        ModelError,
+        "b on gamma",
+        "b on alpha",
+    ]

@@ -19,15 +19,18 @@ waits for a signal (``swarm.decide``) that any process may send.
 ``swarm.resume`` of a failed run resets its workflow to just before the call
 that failed it.
 
-Not yet on Temporal (see docs/scaling-out.md): ``swarm.map`` as one run per
-task, the ``runs`` commands over Temporal's visibility API,
-limits shared across workers.
+``swarm.map`` starts one run per key for the workers and collects them.
+
+Not yet on Temporal (see docs/scaling-out.md): the ``runs`` commands over
+Temporal's visibility API, limits shared across workers, streaming to another
+process, a payload store for large results.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -56,6 +59,7 @@ from swarmcore.engines import (
     Budget,
     CanApprove,
     CanEnqueue,
+    CanMap,
     DurableEngine,
     Execution,
     RecordedOutcome,
@@ -79,6 +83,7 @@ from swarmcore.errors import SwarmError, UserError
 from swarmcore.events import Event, EventBus
 
 if TYPE_CHECKING:
+    from swarmcore._batch import Tally
     from swarmcore._flow import Flow
     from swarmcore._swarm import Swarm
     from swarmcore._walk import FlowSetup, Run
@@ -129,7 +134,7 @@ class RunHandle(EngineRunHandle):
         return recorded if self._flow is None else reparsed_run(recorded, self._flow)
 
 
-class TemporalEngine(DurableEngine, CanEnqueue, CanApprove):
+class TemporalEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
     """Runs flows as Temporal workflows, so they survive crashes and deploys.
 
     A process that runs flows (``swarm.run``) or serves them (``swarmcore worker
@@ -265,6 +270,53 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove):
         inputs = [about(swarm.flow, version), run_id, task, dict(variables), dict(metadata)]
         await _start(client, inputs, run_id, self._queue(version))
         return RunHandle(run_id, client, swarm.flow)
+
+    async def map(
+        self,
+        swarm: Swarm,
+        tasks: Sequence[str],
+        per_task: Sequence[Mapping[str, object] | None],
+        run_ids: Sequence[str],
+        tally: Tally,
+    ) -> list[SwarmResult | BaseException]:
+        """``swarm.map`` here: start one run per run id for the workers, then wait for them all.
+
+        Inputs with one run id share its run; a run id Temporal already holds
+        returns its recorded outcome, so mapping the same keys again runs nothing.
+        The runs belong to the workers: cancelling the map stops the waiting only.
+        """
+        gate = asyncio.Semaphore(_AT_ONCE)
+        started = time.perf_counter()
+        ends: dict[str, asyncio.Future[SwarmResult | BaseException]] = {}
+
+        async def outcome(run_id: str, index: int) -> SwarmResult | BaseException:
+            async with gate:
+                handle = await self.enqueue(
+                    swarm,
+                    tasks[index],
+                    run_id=run_id,
+                    variables=per_task[index] or {},
+                    metadata={},
+                )
+            try:
+                return await handle.result()
+            except SwarmError as error:
+                return error
+
+        for index, run_id in enumerate(run_ids):
+            if run_id not in ends:
+                ends[run_id] = asyncio.ensure_future(outcome(run_id, index))
+
+        async def collect(index: int) -> SwarmResult | BaseException:
+            ended = await asyncio.shield(ends[run_ids[index]])
+            await tally.ended(index, ended, time.perf_counter() - started)
+            return ended
+
+        try:
+            return list(await asyncio.gather(*(collect(i) for i in range(len(tasks)))))
+        finally:
+            for waiting in ends.values():
+                waiting.cancel()
 
     async def handle(self, run_id: str) -> RunHandle:
         """A handle on a run enqueued or started earlier, from any process."""
@@ -491,6 +543,10 @@ def _reset_point(events: Sequence[HistoryEvent]) -> int:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             return event.event_id
     raise UserError("The run failed before its first step; run it again with a new run id.")
+
+
+_AT_ONCE = 16
+"""Run starts in flight at once in ``map``."""
 
 
 def _say_recorded(run_id: str, status: str) -> None:
