@@ -465,3 +465,32 @@ async def test_map_starts_one_run_per_key_and_collects_them_in_input_order(
         "b on gamma",
         "b on alpha",
     ]
+
+
+# --- flow versions: a worker takes only runs of the flow version it has ---------------------
+
+
+async def test_a_run_waits_on_its_flow_versions_queue_for_a_worker_of_that_version(
+    engine: TemporalEngine,
+) -> None:
+    model = OfflineModel()
+    old, new = (
+        Agent("a", f"a {what}.", model=model.model) for what in ("gathers", "gathers briefly")
+    )
+    serving_new = Swarm(new, engine=engine)
+    await engine.launch()  # serves the new version only
+    client = TemporalEngine(engine.target, task_queue=engine.task_queue)
+    try:
+        handle = await Swarm(old, engine=client).enqueue("plan", run_id="t-old-version")
+        described = await (await client.client()).get_workflow_handle("t-old-version").describe()
+        assert described.task_queue == client.queue_name(Swarm(old))
+        assert described.task_queue != engine.queue_name(serving_new)
+        assert model.requests == []  # no worker of its version: nothing ran
+
+        Swarm(old, engine=engine)  # this process now has the old version too
+        await engine.launch()
+        result = await asyncio.wait_for(handle.result(), WAIT)
+        assert result.run_id == "t-old-version"
+        assert [r.system.splitlines()[0] for r in model.requests] == ["a gathers."]
+    finally:
+        await client.shutdown()
