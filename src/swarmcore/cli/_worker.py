@@ -43,12 +43,35 @@ def require_dbos(command: str) -> None:
             ) from exc
 
 
+def require_temporal(command: str) -> None:
+    """Check that the ``temporal`` extra is installed, before ``command`` needs it.
+
+    Raises:
+        CLIError: temporalio is missing; the message names the extra to install.
+    """
+    try:
+        importlib.import_module("temporalio")
+    except ImportError as exc:
+        raise CLIError(
+            f"{command} needs the [temporal] extra (temporalio is missing): "
+            "pip install 'swarmcore[temporal]'"
+        ) from exc
+
+
 def engine_history(database_url: str, command: str) -> EngineHistory:
     """The runs of the durable engine whose database is ``database_url``, for ``command``.
+
+    ``temporal://HOST:PORT[/NAMESPACE]`` names a Temporal engine's server; any
+    other URL, a DBOS engine's PostgreSQL database.
 
     Raises:
         CLIError: The engine's extra is not installed.
     """
+    if database_url.startswith("temporal://"):
+        require_temporal(command)
+        from swarmcore.engines.temporal import TemporalHistory
+
+        return TemporalHistory(database_url)
     require_dbos(command)
     from swarmcore.engines.dbos import DBOSHistory
 
@@ -185,13 +208,7 @@ def command_worker(args: argparse.Namespace) -> int:
 
 def _command_temporal(args: argparse.Namespace) -> int:
     """``swarmcore worker --engine temporal``: serve the flow's task queue until a signal."""
-    try:
-        importlib.import_module("temporalio")
-    except ImportError as exc:
-        raise CLIError(
-            "swarmcore worker --engine temporal needs the [temporal] extra (temporalio is "
-            "missing): pip install 'swarmcore[temporal]'"
-        ) from exc
+    require_temporal("swarmcore worker --engine temporal")
     from swarmcore.engines.temporal import TemporalEngine
 
     target = load_target(args.target)

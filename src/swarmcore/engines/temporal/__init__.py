@@ -21,8 +21,11 @@ that failed it.
 
 ``swarm.map`` starts one run per key for the workers and collects them.
 
-Not yet on Temporal (see docs/scaling-out.md): the ``runs`` commands over
-Temporal's visibility API, limits shared across workers, streaming to another
+:class:`TemporalHistory` reads the runs from Temporal itself (visibility and
+histories) for ``swarmcore runs ... --database-url temporal://HOST:PORT``.
+
+Not yet on Temporal (see docs/scaling-out.md): the viewer (``swarmcore ui``),
+limits shared across workers, streaming to another
 process, a payload store for large results.
 """
 
@@ -70,8 +73,9 @@ from swarmcore.engines import RunHandle as EngineRunHandle
 from swarmcore.engines._local import LocalEngine
 from swarmcore.engines._results import reparsed_run
 from swarmcore.engines._version import about, flow_version
-from swarmcore.engines.temporal import _workflow
+from swarmcore.engines.temporal import _history, _workflow
 from swarmcore.engines.temporal._converter import DATA_CONVERTER, RecordPayloadConverter
+from swarmcore.engines.temporal._history import TemporalHistory
 from swarmcore.engines.temporal._workflow import (
     DECIDE_SIGNAL,
     RUN_WORKFLOW,
@@ -94,8 +98,10 @@ __all__ = [
     "RUN_WORKFLOW",
     "STEP_ACTIVITY",
     "RecordPayloadConverter",
+    "Reset",
     "RunHandle",
     "TemporalEngine",
+    "TemporalHistory",
 ]
 
 
@@ -335,6 +341,18 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
             UserError: No such run; it is still running or already succeeded; or it
                 was made by another version of the flow.
         """
+        return await self.reset(run_id, flow_version(swarm))
+
+    async def reset(self, run_id: str, version: str | None = None) -> Reset:
+        """Reset the failed run ``run_id`` for the workers of its flow version (see :meth:`reopen`).
+
+        Args:
+            run_id: The run.
+            version: The flow version that will run it (None: its own, for its workers).
+
+        Raises:
+            UserError: As :meth:`reopen`.
+        """
         check_run_id(run_id, lookup=True)
         client = await self.client()
         handle = client.get_workflow_handle(run_id)
@@ -357,12 +375,13 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         made, _, task, variables, metadata = DATA_CONVERTER.payload_converter.from_payloads(
             list(inputs)
         )
-        version, made_by = flow_version(swarm), str(made.get("version") or "")
-        if made_by and made_by != version:
+        made_by = str(made.get("version") or "")
+        if version is not None and made_by and made_by != version:
             raise UserError(
                 f"Run {run_id} was made by flow version {made_by}, and this Swarm's flow is "
                 f"version {version}; resume it with the same flow (agents, models, tools)."
             )
+        earlier = [w async for w in client.list_workflows(f"WorkflowId = '{run_id}'")]
         await client.workflow_service.reset_workflow_execution(
             ResetWorkflowExecutionRequest(
                 namespace=self.namespace,
@@ -372,7 +391,7 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
                 request_id=uuid.uuid4().hex,
             )
         )
-        return _Inputs(str(task), dict(variables), dict(metadata))
+        return Reset(str(task), dict(variables), dict(metadata), made_by, max(1, len(earlier)))
 
     async def approvals(self, run_id: str) -> list[ApprovalRequest]:
         """The calls of run ``run_id`` waiting for a decision (its workflow's memo).
@@ -507,6 +526,7 @@ async def _start(
             args=inputs,
             id=run_id,
             task_queue=queue,
+            memo=_history.memo(inputs[0], str(inputs[2])),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
@@ -516,12 +536,16 @@ async def _start(
 
 
 @dataclass(frozen=True, slots=True)
-class _Inputs:
-    """A run's inputs as its workflow recorded them."""
+class Reset:
+    """A failed run reset for its workers: its inputs as its workflow recorded them."""
 
     task: str
     variables: Mapping[str, object]
     metadata: Mapping[str, Any]
+    flow_version: str
+    """The version of the flow that made it (the workers that serve it have this one)."""
+    generation: int
+    """How many times the run has been resumed, this time included."""
 
 
 def _reset_point(events: Sequence[HistoryEvent]) -> int:
