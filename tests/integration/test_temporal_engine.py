@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator
@@ -337,8 +338,20 @@ async def test_an_approval_wait_survives_kill_9_of_its_worker(
             assert (request.agent_name, request.tool_name) == ("a", "mark")
             assert who_asked(server) == {"a": 1}
             assert not marker.exists()
+            url = f"temporal://{temporal_server}"
+            shown = await asyncio.to_thread(
+                runs_cli, "show", "t-approve-killed", "--database-url", url
+            )
+            assert shown.returncode == 0, shown.stderr
+            assert "waiting for approval" in shown.stdout
+            assert f"{request.call_id}  a: mark(" in shown.stdout
             # Decided while no worker runs it: the signal waits in the run's history.
-            await swarm.decide("t-approve-killed", request.call_id, Approval.edit({"note": "ok"}))
+            edit = ["--edit", '{"note": "ok"}', "--database-url", url]
+            decided = await asyncio.to_thread(
+                runs_cli, "approve", "t-approve-killed", request.call_id, *edit
+            )
+            assert decided.returncode == 0, decided.stderr
+            assert decided.stdout.startswith("edit: mark")
             with log.open("a") as stderr:
                 spawn(processes, [*command, "--worker-id", "w2"], env, stderr=stderr)
             result = await asyncio.wait_for(handle.result(), WAIT)
@@ -494,3 +507,48 @@ async def test_a_run_waits_on_its_flow_versions_queue_for_a_worker_of_that_versi
         assert [r.system.splitlines()[0] for r in model.requests] == ["a gathers."]
     finally:
         await client.shutdown()
+
+
+# --- the runs commands, on Temporal's own records -------------------------------------------
+
+
+def runs_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "swarmcore.cli", "runs", *args],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+
+
+async def test_the_runs_commands_list_show_and_resume_from_temporal_itself(
+    engine: TemporalEngine,
+) -> None:
+    url = f"temporal://{engine.target}"
+    flaky = Flaky("c")
+    swarm = Swarm(resume_diamond(flaky.model.model), engine=engine)
+    with pytest.raises(ModelError):
+        await swarm.run("plan the trip", run_id="t-cli-trip")
+
+    def listed() -> bool:  # Temporal's visibility catches up within a moment
+        shown = runs_cli("list", "--database-url", url)
+        return shown.returncode == 0 and "t-cli-trip" in shown.stdout and "failed" in shown.stdout
+
+    await asyncio.to_thread(until, listed, "the run in the listing")
+    shown = await asyncio.to_thread(runs_cli, "show", "t-cli-trip", "--database-url", url)
+    assert shown.returncode == 0, shown.stderr
+    assert "failed" in shown.stdout
+    assert "c is broken today" in shown.stdout
+    assert "a did it" in shown.stdout  # the finished agents, from the error's partial
+
+    flaky.failing.clear()  # fixed; this process's worker serves the flow
+    resumed = await asyncio.to_thread(runs_cli, "resume", "t-cli-trip", "--database-url", url)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "handed back to the workers of flow version" in resumed.stdout
+    result = await asyncio.wait_for((await engine.handle("t-cli-trip")).result(), WAIT)
+    assert result.output == "d did it"
+    assert flaky.asked() == {"a": 1, "b": 1, "c": 2, "d": 1}
+    shown = await asyncio.to_thread(runs_cli, "show", "t-cli-trip", "--database-url", url)
+    assert shown.returncode == 0, shown.stderr
+    assert "succeeded" in shown.stdout
