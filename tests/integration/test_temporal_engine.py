@@ -552,3 +552,39 @@ async def test_the_runs_commands_list_show_and_resume_from_temporal_itself(
     shown = await asyncio.to_thread(runs_cli, "show", "t-cli-trip", "--database-url", url)
     assert shown.returncode == 0, shown.stderr
     assert "succeeded" in shown.stdout
+
+
+async def test_the_viewer_shows_temporal_runs_with_their_graph(engine: TemporalEngine) -> None:
+    from starlette.testclient import TestClient
+
+    from swarmcore._ui.app import create_app
+    from swarmcore.engines.temporal import TemporalHistory
+
+    model = OfflineModel()
+    flow = Agent("a", "a writes.", model=model.model) >> (
+        Agent("b", "b checks.", model=model.model) | Agent("c", "c edits.", model=model.model)
+    )
+    await Swarm(flow, engine=engine).run("draw me", run_id="t-drawn")
+    broken = failing_model()
+    with pytest.raises(ModelError):
+        await Swarm(failing_flow(broken.model), engine=engine).run("do it", run_id="t-broke")
+
+    def pages() -> tuple[str, str, str]:
+        history = TemporalHistory(f"temporal://{engine.target}")
+        with TestClient(create_app(history), base_url="http://127.0.0.1") as client:
+            return (
+                client.get("/").text,
+                *(client.get(f"/runs/{r}").text for r in ("t-drawn", "t-broke")),
+            )
+
+    def listed() -> bool:  # Temporal's visibility catches up within a moment
+        runs = pages()[0]
+        return 'data-run-id="t-drawn"' in runs and 'data-run-id="t-broke"' in runs
+
+    await asyncio.to_thread(until, listed, "both runs in the viewer")
+    runs, drawn, broke = await asyncio.to_thread(pages)
+    assert 'data-run-id="t-drawn" data-status="succeeded"' in runs
+    assert 'data-run-id="t-broke" data-status="failed"' in runs
+    for name in "abc":  # the flow drawn from the shape kept in the run's input
+        assert f'<g class="node agent succeeded" data-agent="{name}">' in drawn
+    assert 'data-status="failed"' in broke

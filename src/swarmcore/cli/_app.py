@@ -52,8 +52,8 @@ def _add_database(parser: argparse.ArgumentParser, *, required: bool = False) ->
         "--database-url",
         metavar="URL",
         required=required,
-        help="read the runs of a durable engine's PostgreSQL database instead of a run store "
-        "(the runs of every worker)",
+        help="read the runs of a durable engine instead of a run store (the runs of every "
+        "worker): its PostgreSQL database (DBOS), or temporal://HOST:PORT[/NAMESPACE]",
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -85,10 +86,17 @@ class TemporalHistory(RunReader, ApprovalInbox, CanRequeue):
         return await TemporalEngine(self.target, namespace=self.namespace).client()
 
     def _sync(self, work: Awaitable[T]) -> T:
+        """``work`` to its end from synchronous code (on a thread of its own inside a loop)."""
+
         async def run() -> T:
             return await work
 
-        return asyncio.run(run())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(run())
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, run()).result()
 
     # --- RunReader ------------------------------------------------------------------
 
