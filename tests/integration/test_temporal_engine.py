@@ -588,3 +588,38 @@ async def test_the_viewer_shows_temporal_runs_with_their_graph(engine: TemporalE
     for name in "abc":  # the flow drawn from the shape kept in the run's input
         assert f'<g class="node agent succeeded" data-agent="{name}">' in drawn
     assert 'data-status="failed"' in broke
+
+
+async def test_a_waiting_call_is_approved_from_the_viewer(engine: TemporalEngine) -> None:
+    import re
+
+    from starlette.testclient import TestClient
+
+    from swarmcore._ui.app import create_app
+    from swarmcore.engines.temporal import TemporalHistory
+
+    paid: list[int] = []
+    model = paying_model()
+    swarm = Swarm(paying_flow(model.model, paid), engine=engine)
+    running = asyncio.create_task(swarm.run("pay the invoice", run_id="t-pay-ui"))
+    await eventually(lambda: swarm.pending_approvals("t-pay-ui"), "the approval request")
+    url = f"temporal://{engine.target}"
+
+    def approve() -> tuple[str, int]:
+        history = TemporalHistory(url)
+        app = create_app(history, database_url=url, allow_actions=True)
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            page = client.get("/runs/t-pay-ui").text
+            token = re.search(r'name="csrf" value="([^"]+)"', page)
+            call = re.search(r'name="call_id" value="([^"]+)"', page)
+            assert token is not None
+            assert call is not None
+            sent = {"csrf": token.group(1), "call_id": call.group(1), "decision": "allow"}
+            return page, client.post("/runs/t-pay-ui/approve", data=sent).status_code
+
+    page, status = await asyncio.to_thread(approve)
+    assert "Waiting for approval" in page
+    assert status == 200  # redirected to the run's page
+    result = await asyncio.wait_for(running, WAIT)
+    assert paid == [120]
+    assert result["a"].tool_calls[0].approval == "allowed"
