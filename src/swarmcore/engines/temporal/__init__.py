@@ -236,7 +236,7 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         try:
             client = await self.client()
             inputs = [
-                about(setup.flow, version),
+                about(setup.flow, version, (setup.mode.name, setup.mode.budget)),
                 run.run_id,
                 run.task,
                 dict(run.options.variables),
@@ -273,7 +273,8 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
         check_run_id(run_id)
         client = await self.client()
         version = flow_version(swarm)
-        inputs = [about(swarm.flow, version), run_id, task, dict(variables), dict(metadata)]
+        made = about(swarm.flow, version, (swarm.context_mode, swarm.context_budget))
+        inputs = [made, run_id, task, dict(variables), dict(metadata)]
         await _start(client, inputs, run_id, self._queue(version))
         return RunHandle(run_id, client, swarm.flow)
 

@@ -195,7 +195,13 @@ class TemporalHistory(RunReader, ApprovalInbox, CanRequeue):
             tokens=sum(r.token_usage.total_tokens for r in results),
             cost=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
             shape=str(about.get("shape", "")),
-            settings={"variables": dict(variables), "metadata": dict(metadata)},
+            settings={
+                "engine": "temporal",
+                "durable": True,
+                "variables": dict(variables),
+                "metadata": dict(metadata),
+            }
+            | {k: about[k] for k in ("context_mode", "context_budget") if k in about},
             results=results,
             failures=list(outcome.failures) if outcome is not None else [],
             decisions=list(outcome.decisions) if outcome is not None else [],
