@@ -48,3 +48,7 @@ async def main(mode: str, target: str, run_id: str) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(*sys.argv[1:4]))
+    # temporalio's Rust threads may abort the interpreter's shutdown
+    # (temporalio/sdk-python#300): the output is flushed, the process ends here.
+    sys.stdout.flush()
+    os._exit(0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -247,3 +249,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SwarmError as exc:  # a failure outside a run (the runs report their own)
         print(f"swarmcore: error: {one_line(str(exc))}", file=sys.stderr)
         return 1
+
+
+def console() -> NoReturn:
+    """The ``swarmcore`` command's process: :func:`main`, then the process ends."""
+    code = main()
+    # What is left is never collected: freezing it spares the interpreter's shutdown
+    # the collection of every loaded module's objects (LiteLLM, DBOS, pydantic's
+    # models: one to three seconds per process, paid by every worker a SIGTERM stops).
+    gc.freeze()
+    if "swarmcore.engines.temporal" in sys.modules:
+        # temporalio's Rust threads may call into Python while the interpreter shuts
+        # down, aborting the process (temporalio/sdk-python#300): a process that used
+        # Temporal ends here, its output flushed, with its own exit status.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
