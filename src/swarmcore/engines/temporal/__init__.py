@@ -175,8 +175,12 @@ class TemporalEngine(DurableEngine, CanEnqueue, CanApprove, CanMap):
     ) -> None:
         if not target or "/" in target:
             raise UserError(f"TemporalEngine needs the frontend's host:port, got {target!r}.")
-        if not step_heartbeat > 0:
-            raise UserError(f"step_heartbeat takes seconds above 0, got {step_heartbeat!r}.")
+        for name, seconds in (
+            ("step_heartbeat", step_heartbeat),
+            ("approval_timeout", approval_timeout),
+        ):
+            if not 0 < seconds < float("inf"):
+                raise UserError(f"{name} takes seconds above 0, got {seconds!r}.")
         self.target = target
         self.namespace = namespace
         self.task_queue = task_queue
