@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from swarmcore import Agent, Flow, Swarm, SwarmResult, loop, route
 from swarmcore.durable import idempotency_key
+from swarmcore.engines import Engine
 from swarmcore.engines.dbos import (
     AGENT_WORKFLOW,
     RUN_WORKFLOW,
@@ -198,11 +199,23 @@ def control_model() -> FunctionModel:
 async def test_a_route_a_loop_and_structured_output_behave_as_in_process(
     engine: DBOSEngine,
 ) -> None:
+    result, again = await control_flow_behaves_as_in_process(engine, "control")
+    assert [r.agent_name for r in again.history] == [r.agent_name for r in result.history]
+
+
+async def control_flow_behaves_as_in_process(
+    engine: Engine, run_id: str
+) -> tuple[SwarmResult, SwarmResult]:
+    """A route, a loop and structured output on ``engine``: the same outcome as in process.
+
+    Then the same run id again: the outcome the engine recorded, output_type values
+    rebuilt, with no model call. Shared by every durable engine's tests; both results.
+    """
     here = control_model()
     expected = await Swarm(control_flow(here.model)).run("answer the ticket")
     model = control_model()
     result = await Swarm(control_flow(model.model), engine=engine).run(
-        "answer the ticket", run_id="control"
+        "answer the ticket", run_id=run_id
     )
     assert outline(result) == outline(expected)
     assert [r.agent_name for r in result.history] == [
@@ -219,16 +232,14 @@ async def test_a_route_a_loop_and_structured_output_behave_as_in_process(
     assert [(d.kind, d.value) for d in result.decisions] == [("route", "deep"), ("loop", "2")]
     assert len(model.requests) == 8  # one call per agent run, answerer never asked
     assert result["router"].parsed.branch == "deep"  # the router's own type, not a dict
-
-    # Recorded: the same run id again answers from DBOS, output_type values rebuilt.
     with pytest.warns(RecordedOutcome, match=r"returned the outcome recorded for it \(succeeded\)"):
         again = await Swarm(control_flow(model.model), engine=engine).run(
-            "answer the ticket", run_id="control"
+            "answer the ticket", run_id=run_id
         )
     assert len(model.requests) == 8
     assert again["grader"].parsed == Verdict(title="the answer", score=7)
-    assert [r.agent_name for r in again.history] == [r.agent_name for r in result.history]
     assert again.context == result.context
+    return result, again
 
 
 async def test_the_same_run_id_again_returns_the_recorded_result_without_a_model_call(

@@ -35,9 +35,7 @@ from tests.integration.test_dbos_approvals import eventually, paying_flow, payin
 from tests.integration.test_dbos_engine import (
     FINISHED,
     WAIT,
-    Verdict,
-    control_flow,
-    control_model,
+    control_flow_behaves_as_in_process,
     diamond,
     failing_flow,
     failing_model,
@@ -113,35 +111,7 @@ async def test_a_diamond_with_a_tool_runs_as_in_process_each_call_an_activity(
 async def test_a_route_a_loop_and_structured_output_behave_as_in_process(
     engine: TemporalEngine,
 ) -> None:
-    here = control_model()
-    expected = await Swarm(control_flow(here.model)).run("answer the ticket")
-    model = control_model()
-    result = await Swarm(control_flow(model.model), engine=engine).run(
-        "answer the ticket", run_id="t-control"
-    )
-    assert outline(result) == outline(expected)
-    assert [r.agent_name for r in result.history] == [
-        "intake",
-        "router",
-        "researcher",
-        "writer#1",
-        "judge#1",
-        "writer#2",
-        "judge#2",
-        "grader",
-    ]
-    assert result["grader"].parsed == Verdict(title="the answer", score=7)
-    assert [(d.kind, d.value) for d in result.decisions] == [("route", "deep"), ("loop", "2")]
-    assert len(model.requests) == 8
-
-    # The same run id again: the outcome Temporal recorded, output_type values rebuilt.
-    with pytest.warns(RecordedOutcome, match=r"returned the outcome recorded for it \(succeeded\)"):
-        again = await Swarm(control_flow(model.model), engine=engine).run(
-            "answer the ticket", run_id="t-control"
-        )
-    assert len(model.requests) == 8
-    assert again["grader"].parsed == Verdict(title="the answer", score=7)
-    assert again.context == result.context
+    await control_flow_behaves_as_in_process(engine, "t-control")
 
 
 async def test_a_tool_gets_the_idempotency_key_it_gets_on_dbos(engine: TemporalEngine) -> None:
