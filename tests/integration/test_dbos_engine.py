@@ -303,6 +303,13 @@ async def test_an_agent_workflow_taken_by_a_process_not_walking_its_run_is_run_a
 async def test_a_tool_gets_an_idempotency_key_on_the_engine_and_none_in_process(
     engine: DBOSEngine,
 ) -> None:
+    key = await idempotency_key_on(engine, "pay")
+    assert key is not None
+    assert key.startswith("pay/a/1/")  # its step's place in the agent's workflow
+
+
+async def idempotency_key_on(engine: Engine, run_id: str) -> str | None:
+    """The idempotency key a tool of run ``run_id`` on ``engine`` is given (None in process)."""
     keys: list[str | None] = []
 
     def charge(customer: str) -> str:
@@ -317,11 +324,9 @@ async def test_a_tool_gets_an_idempotency_key_on_the_engine_and_none_in_process(
     model = OfflineModel()
     flow = Agent("a", "a charges.", model=model.model, tools=[charge])
     await Swarm(flow).run("charge Ada")
-    await Swarm(flow, engine=engine).run("charge Ada", run_id="pay")
-
-    assert keys[0] is None
-    assert keys[1] is not None
-    assert keys[1].startswith("pay/a/1/")  # its step's place in the agent's workflow
+    await Swarm(flow, engine=engine).run("charge Ada", run_id=run_id)
+    assert keys[0] is None  # in process: nothing to key a retry by
+    return keys[1]
 
 
 def failing_flow(model: str) -> Flow:
