@@ -345,30 +345,36 @@ def failing_model() -> FunctionModel:
 
 
 async def test_a_failing_agent_fails_the_run_as_in_process(engine: DBOSEngine) -> None:
+    await failing_run_fails_as_in_process(engine, "failing")
+
+
+async def failing_run_fails_as_in_process(engine: Engine, run_id: str) -> None:
+    """A failing agent fails the run on ``engine`` as in process, partials kept; then the
+    same run id again gives the recorded error (as JSON) with no model call."""
     model = failing_model()
     with pytest.raises(ModelError) as in_process:
         await Swarm(failing_flow(model.model)).run("do it")
     model.requests.clear()
     with pytest.raises(ModelError) as on_engine:
-        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="failing")
+        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id=run_id)
     expected, error = in_process.value, on_engine.value
     assert str(error) == str(expected)
     assert (error.agent_name, error.status_code, error.retryable) == ("b", 400, False)
     assert (expected.agent_name, expected.status_code) == ("b", 400)
     assert error.partial is not None
     assert expected.partial is not None
-    assert error.partial.run_id == "failing"
+    assert error.partial.run_id == run_id
     assert list(error.partial.context) == ["a"]
     assert outline(error.partial) == outline(expected.partial)
     assert [f.agent_name for f in error.partial.failures] == ["b"]
     assert [r.system.split()[0] for r in model.requests] == ["a", "b"]  # c never ran
 
-    # Again under the same id: the error DBOS recorded (as JSON), with no model call.
+    # Again under the same id: the error the engine recorded, with no model call.
     with (
         pytest.raises(ModelError) as recorded,
         pytest.warns(RecordedOutcome, match=r"recorded for it \(failed\)"),
     ):
-        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="failing")
+        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id=run_id)
     again = recorded.value
     assert again is not error
     assert (str(again), again.agent_name, again.status_code) == (str(error), "b", 400)

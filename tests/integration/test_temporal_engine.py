@@ -25,7 +25,6 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from swarmcore import Agent, Approval, MapProgress, Swarm, SwarmResult
-from swarmcore.engines import RecordedOutcome
 from swarmcore.engines.temporal import DATA_CONVERTER, STEP_ACTIVITY, TemporalEngine
 from swarmcore.errors import ModelError, UserError
 from swarmcore.testing import MockOpenAIServer, OfflineModel
@@ -38,6 +37,7 @@ from tests.integration.test_dbos_engine import (
     diamond,
     failing_flow,
     failing_model,
+    failing_run_fails_as_in_process,
     idempotency_key_on,
     outline,
     responder,
@@ -120,31 +120,7 @@ async def test_a_tool_gets_the_idempotency_key_it_gets_on_dbos(engine: TemporalE
 
 
 async def test_a_failing_agent_fails_the_run_as_in_process(engine: TemporalEngine) -> None:
-    model = failing_model()
-    with pytest.raises(ModelError) as in_process:
-        await Swarm(failing_flow(model.model)).run("do it")
-    model.requests.clear()
-    with pytest.raises(ModelError) as on_engine:
-        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="t-failing")
-    expected, error = in_process.value, on_engine.value
-    assert str(error) == str(expected)
-    assert (error.agent_name, error.status_code, error.retryable) == ("b", 400, False)
-    assert error.partial is not None
-    assert expected.partial is not None
-    assert outline(error.partial) == outline(expected.partial)
-    assert [r.system.split()[0] for r in model.requests] == ["a", "b"]  # c never ran
-
-    # Again under the same id: the error Temporal recorded (as JSON), with no model call.
-    with (
-        pytest.raises(ModelError) as recorded,
-        pytest.warns(RecordedOutcome, match=r"recorded for it \(failed\)"),
-    ):
-        await Swarm(failing_flow(model.model), engine=engine).run("do it", run_id="t-failing")
-    again = recorded.value
-    assert (str(again), again.agent_name, again.status_code) == (str(error), "b", 400)
-    assert again.partial is not None
-    assert outline(again.partial) == outline(error.partial)
-    assert len(model.requests) == 2
+    await failing_run_fails_as_in_process(engine, "t-failing")
 
 
 # --- across processes: kill -9 and recovery; enqueue and a worker ------------------------
